@@ -1,0 +1,161 @@
+// Package pgtest gives each test a fresh, fully migrated Postgres database on
+// a real server.
+//
+// The server is DOCREPO_TEST_DATABASE_URL, else DATABASE_URL, else
+// postgres://postgres@127.0.0.1:5432/postgres. A template database holding
+// every migration is built once per migration set (its name carries a hash of
+// the migrations), and each test gets CREATE DATABASE ... TEMPLATE of it,
+// which takes a few milliseconds; the database is dropped when the test ends.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/docrepo/docrepo/pkg/database"
+	"github.com/docrepo/docrepo/pkg/testenv"
+)
+
+// ServerURL is the maintenance connection URL of the test server.
+func ServerURL() string {
+	for _, k := range []string{"DOCREPO_TEST_DATABASE_URL", "DATABASE_URL"} {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+	}
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+}
+
+func withDatabase(raw, db string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + db
+	return u.String(), nil
+}
+
+func templateName() (string, error) {
+	ms, err := database.Migrations()
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, m := range ms {
+		fmt.Fprintf(h, "%d\x00%s\x00%s\x00", m.Version, m.Name, m.SQL)
+	}
+	return "docrepo_tmpl_" + hex.EncodeToString(h.Sum(nil))[:12], nil
+}
+
+// ensureTemplate creates the template database once, under an advisory lock
+// so concurrent test binaries do not race.
+func ensureTemplate(ctx context.Context, admin *pgx.Conn, name string) error {
+	if _, err := admin.Exec(ctx, `SELECT pg_advisory_lock(7366102)`); err != nil {
+		return err
+	}
+	defer admin.Exec(context.Background(), `SELECT pg_advisory_unlock(7366102)`) //nolint:errcheck
+	var exists bool
+	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil
+	}
+	building := name + "_build"
+	if _, err := admin.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{building}.Sanitize()+` WITH (FORCE)`); err != nil {
+		return err
+	}
+	if _, err := admin.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{building}.Sanitize()); err != nil {
+		return err
+	}
+	dbURL, err := withDatabase(ServerURL(), building)
+	if err != nil {
+		return err
+	}
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	_, err = database.Migrate(ctx, pool)
+	pool.Close()
+	if err != nil {
+		return err
+	}
+	_, err = admin.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{building}.Sanitize()+` RENAME TO `+pgx.Identifier{name}.Sanitize())
+	return err
+}
+
+// NewDatabase creates a fresh migrated database for t and returns its URL.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, ServerURL())
+	if err != nil {
+		testenv.Unavailable(t, "no Postgres at %s (%v); `make test` starts one", ServerURL(), err)
+		return ""
+	}
+	defer admin.Close(context.Background())
+	tmpl, err := templateName()
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	if err := ensureTemplate(ctx, admin, tmpl); err != nil {
+		t.Fatalf("pgtest: build template database: %v", err)
+	}
+	var suffix [6]byte
+	_, _ = rand.Read(suffix[:])
+	name := "docrepo_test_" + hex.EncodeToString(suffix[:])
+	// CREATE DATABASE from a template fails while another session is
+	// connected to the template; retry briefly.
+	for attempt := 0; ; attempt++ {
+		_, err = admin.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()+` TEMPLATE `+pgx.Identifier{tmpl}.Sanitize())
+		if err == nil || attempt == 50 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("pgtest: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, ServerURL())
+		if err != nil {
+			t.Logf("pgtest: drop %s: %v", name, err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`); err != nil {
+			t.Logf("pgtest: drop %s: %v", name, err)
+		}
+	})
+	dbURL, err := withDatabase(ServerURL(), name)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return dbURL
+}
+
+// NewPool returns a pool on a fresh migrated database, closed when t ends.
+func NewPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	dbURL := NewDatabase(t)
+	pool, err := database.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Fatalf("pgtest: open: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
