@@ -1,0 +1,141 @@
+package auth
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/docrepo/docrepo/pkg/apierr"
+	apiv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/api/v1"
+)
+
+// Authenticator resolves a token to a principal. It returns an
+// apierr.KindUnauthenticated error for unknown, expired or revoked tokens.
+type Authenticator interface {
+	Authenticate(ctx context.Context, token string) (*Principal, error)
+}
+
+// ErrInvalidToken is the 401 every unusable token gets.
+func ErrInvalidToken() error { return apierr.Unauthenticated("Invalid or expired token") }
+
+// publicServices need no token: infrastructure every gRPC server exposes.
+var publicServices = []string{"/grpc.health.v1.Health/", "/grpc.reflection.v1.ServerReflection/", "/grpc.reflection.v1alpha.ServerReflection/"}
+
+// Interceptor enforces the access option of every RPC.
+type Interceptor struct {
+	authn Authenticator
+	rules sync.Map // full method name -> *apiv1.Access (nil: none declared)
+}
+
+// NewInterceptor returns an interceptor authenticating with authn.
+func NewInterceptor(authn Authenticator) *Interceptor {
+	return &Interceptor{authn: authn}
+}
+
+// Rule returns the declared access rule of a full method name such as
+// "/docrepo.folder.v1.FolderService/ListFolders", or nil.
+func Rule(fullMethod string) *apiv1.Access {
+	name := strings.TrimPrefix(fullMethod, "/")
+	svc, method, ok := strings.Cut(name, "/")
+	if !ok {
+		return nil
+	}
+	d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(svc + "." + method))
+	if err != nil {
+		return nil
+	}
+	md, ok := d.(protoreflect.MethodDescriptor)
+	if !ok {
+		return nil
+	}
+	access, _ := proto.GetExtension(md.Options(), apiv1.E_Access).(*apiv1.Access)
+	return access
+}
+
+func (i *Interceptor) rule(fullMethod string) *apiv1.Access {
+	if r, ok := i.rules.Load(fullMethod); ok {
+		return r.(*apiv1.Access)
+	}
+	r := Rule(fullMethod)
+	i.rules.Store(fullMethod, r)
+	return r
+}
+
+// Authorize authenticates the call described by ctx and checks its scopes,
+// returning ctx with the principal attached.
+func (i *Interceptor) Authorize(ctx context.Context, fullMethod string) (context.Context, error) {
+	for _, p := range publicServices {
+		if strings.HasPrefix(fullMethod, p) {
+			return ctx, nil
+		}
+	}
+	rule := i.rule(fullMethod)
+	if rule == nil {
+		// Deny by default: an RPC must declare who may call it.
+		return ctx, apierr.PermissionDenied("Method %s declares no access rule", fullMethod)
+	}
+	if rule.GetPublic() {
+		return ctx, nil
+	}
+	token, ok := tokenFromMetadata(ctx)
+	if !ok || !WellFormed(token) {
+		return ctx, ErrInvalidToken()
+	}
+	p, err := i.authn.Authenticate(ctx, token)
+	if err != nil {
+		return ctx, err
+	}
+	scopes := rule.GetAnyScope()
+	granted := len(scopes) == 0
+	for _, s := range scopes {
+		if p.HasScope(s) {
+			granted = true
+			break
+		}
+	}
+	if !granted {
+		return ctx, apierr.PermissionDenied("Missing required scope: %s", scopes[0])
+	}
+	return WithPrincipal(ctx, p), nil
+}
+
+func tokenFromMetadata(ctx context.Context) (string, bool) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	for _, v := range md.Get("authorization") {
+		if t, ok := BearerToken(v); ok {
+			return t, true
+		}
+	}
+	return "", false
+}
+
+// Unary is the unary server interceptor.
+func (i *Interceptor) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	ctx, err := i.Authorize(ctx, info.FullMethod)
+	if err != nil {
+		return nil, err
+	}
+	return handler(ctx, req)
+}
+
+// Stream is the streaming server interceptor.
+func (i *Interceptor) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	ctx, err := i.Authorize(ss.Context(), info.FullMethod)
+	if err != nil {
+		return err
+	}
+	return handler(srv, &contextStream{ServerStream: ss, ctx: ctx})
+}
+
+type contextStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *contextStream) Context() context.Context { return s.ctx }

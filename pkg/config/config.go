@@ -1,0 +1,133 @@
+// Package config reads process configuration from command-line flags whose
+// defaults come from environment variables, so that the same setting can be
+// given either way (flags win). Every setting is documented in the README's
+// configuration reference with its variable name.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+)
+
+// Loader collects settings and parses them.
+type Loader struct {
+	fs     *flag.FlagSet
+	getenv func(string) string
+	errs   []error
+}
+
+// New returns a loader for the program name, reading variables via getenv.
+func New(name string, getenv func(string) string) *Loader {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return &Loader{fs: fs, getenv: getenv}
+}
+
+func (l *Loader) usage(env, usage string) string { return fmt.Sprintf("%s (env %s)", usage, env) }
+
+// String registers a string setting.
+func (l *Loader) String(p *string, name, env, def, usage string) {
+	if v := l.getenv(env); v != "" {
+		def = v
+	}
+	l.fs.StringVar(p, name, def, l.usage(env, usage))
+}
+
+// Int registers an int setting.
+func (l *Loader) Int(p *int, name, env string, def int, usage string) {
+	if v := l.getenv(env); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			l.errs = append(l.errs, fmt.Errorf("%s=%q: not an integer", env, v))
+		} else {
+			def = n
+		}
+	}
+	l.fs.IntVar(p, name, def, l.usage(env, usage))
+}
+
+// Int64 registers an int64 setting.
+func (l *Loader) Int64(p *int64, name, env string, def int64, usage string) {
+	if v := l.getenv(env); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			l.errs = append(l.errs, fmt.Errorf("%s=%q: not an integer", env, v))
+		} else {
+			def = n
+		}
+	}
+	l.fs.Int64Var(p, name, def, l.usage(env, usage))
+}
+
+// Bool registers a boolean setting.
+func (l *Loader) Bool(p *bool, name, env string, def bool, usage string) {
+	if v := l.getenv(env); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			l.errs = append(l.errs, fmt.Errorf("%s=%q: not a boolean", env, v))
+		} else {
+			def = b
+		}
+	}
+	l.fs.BoolVar(p, name, def, l.usage(env, usage))
+}
+
+// Duration registers a duration setting (Go syntax, e.g. 30s).
+func (l *Loader) Duration(p *time.Duration, name, env string, def time.Duration, usage string) {
+	if v := l.getenv(env); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			l.errs = append(l.errs, fmt.Errorf("%s=%q: not a duration", env, v))
+		} else {
+			def = d
+		}
+	}
+	l.fs.DurationVar(p, name, def, l.usage(env, usage))
+}
+
+// Parse parses args. It reports bad environment values and bad flags.
+func (l *Loader) Parse(args []string) error {
+	if err := l.fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return fmt.Errorf("usage of %s:\n%s", l.fs.Name(), l.Usage())
+		}
+		return err
+	}
+	return errors.Join(l.errs...)
+}
+
+// Usage describes every setting.
+func (l *Loader) Usage() string {
+	var out string
+	l.fs.VisitAll(func(f *flag.Flag) {
+		out += fmt.Sprintf("  -%s  %s (default %q)\n", f.Name, f.Usage, f.DefValue)
+	})
+	return out
+}
+
+// Common are the settings every service has.
+type Common struct {
+	DatabaseURL string
+	GRPCAddr    string
+	HTTPAddr    string
+	LogLevel    string
+	LogFormat   string
+	NATSURL     string
+	Migrate     bool
+}
+
+// RegisterCommon registers the common settings with the given default gRPC
+// and metrics/health HTTP addresses.
+func (l *Loader) RegisterCommon(c *Common, grpcAddr, httpAddr string) {
+	l.String(&c.DatabaseURL, "database-url", "DATABASE_URL", "", "Postgres connection URL")
+	l.String(&c.GRPCAddr, "grpc-addr", "DOCREPO_GRPC_ADDR", grpcAddr, "gRPC listen address")
+	l.String(&c.HTTPAddr, "http-addr", "DOCREPO_METRICS_ADDR", httpAddr, "HTTP listen address for /metrics, /healthz and /readyz (empty: off)")
+	l.String(&c.LogLevel, "log-level", "DOCREPO_LOG_LEVEL", "info", "log level: debug, info, warn, error")
+	l.String(&c.LogFormat, "log-format", "DOCREPO_LOG_FORMAT", "json", "log format: json or text")
+	l.String(&c.NATSURL, "nats-url", "NATS_URL", "nats://127.0.0.1:4222", "NATS server URL")
+	l.Bool(&c.Migrate, "migrate", "DOCREPO_MIGRATE", true, "apply database migrations at start-up")
+}

@@ -1,0 +1,252 @@
+// Package identity stores users, groups, memberships and API keys in
+// Postgres. docrepoctl writes through it; every service authenticates
+// bearer tokens through Store.Authenticate.
+package identity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/docrepo/docrepo/pkg/apierr"
+	"github.com/docrepo/docrepo/pkg/auth"
+)
+
+// Store is the identity store.
+type Store struct {
+	pool *pgxpool.Pool
+	now  func() time.Time
+}
+
+// NewStore returns a store on pool.
+func NewStore(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool, now: time.Now}
+}
+
+// Group is a group of users.
+type Group struct {
+	ID   int64
+	Name string
+}
+
+// User is a user with its groups.
+type User struct {
+	ID       int64
+	Username string
+	Groups   []Group
+}
+
+// Key describes an API key (never its token).
+type Key struct {
+	ID         int64
+	Username   string
+	Prefix     string
+	Scopes     []string
+	CreatedAt  time.Time
+	ExpiresAt  *time.Time
+	RevokedAt  *time.Time
+	LastUsedAt *time.Time
+}
+
+// ErrExists is returned when creating something that already exists.
+var ErrExists = errors.New("already exists")
+
+func validName(kind, name string) error {
+	if name == "" || strings.TrimSpace(name) != name || utf8.RuneCountInString(name) > 100 || !utf8.ValidString(name) ||
+		strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == ',' }) {
+		return apierr.Invalid("invalid %s name %q: 1 to 100 characters, no commas, control characters or surrounding spaces", kind, name)
+	}
+	return nil
+}
+
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
+// CreateGroup creates a group.
+func (s *Store) CreateGroup(ctx context.Context, name string) (Group, error) {
+	if err := validName("group", name); err != nil {
+		return Group{}, err
+	}
+	g := Group{Name: name}
+	err := s.pool.QueryRow(ctx, `INSERT INTO groups (name) VALUES ($1) RETURNING id`, name).Scan(&g.ID)
+	if isUniqueViolation(err) {
+		return Group{}, fmt.Errorf("group %q: %w", name, ErrExists)
+	}
+	return g, err
+}
+
+// CreateUser creates a user in the named groups, creating missing groups.
+func (s *Store) CreateUser(ctx context.Context, username string, groups []string) (User, error) {
+	if err := validName("user", username); err != nil {
+		return User{}, err
+	}
+	for _, g := range groups {
+		if err := validName("group", g); err != nil {
+			return User{}, err
+		}
+	}
+	u := User{Username: username}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `INSERT INTO users (username) VALUES ($1) RETURNING id`, username).Scan(&u.ID); err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("user %q: %w", username, ErrExists)
+			}
+			return err
+		}
+		for _, name := range slices.Compact(slices.Sorted(slices.Values(groups))) {
+			var g Group
+			// The no-op update makes RETURNING yield existing rows too.
+			if err := tx.QueryRow(ctx, `INSERT INTO groups (name) VALUES ($1)
+				ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id, name`, name).Scan(&g.ID, &g.Name); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO user_groups (user_id, group_id) VALUES ($1, $2)`, u.ID, g.ID); err != nil {
+				return err
+			}
+			u.Groups = append(u.Groups, g)
+		}
+		return nil
+	})
+	return u, err
+}
+
+// AddUserToGroups adds an existing user to groups, creating missing groups.
+func (s *Store) AddUserToGroups(ctx context.Context, username string, groups []string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var uid int64
+		if err := tx.QueryRow(ctx, `SELECT id FROM users WHERE username = $1`, username).Scan(&uid); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return apierr.NotFound("no user %q", username)
+			}
+			return err
+		}
+		for _, name := range groups {
+			if err := validName("group", name); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `WITH g AS (INSERT INTO groups (name) VALUES ($2)
+				ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id)
+				INSERT INTO user_groups (user_id, group_id) SELECT $1, id FROM g ON CONFLICT DO NOTHING`, uid, name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ValidateScopes checks every scope is known and there is at least one.
+func ValidateScopes(scopes []string) error {
+	if len(scopes) == 0 {
+		return apierr.Invalid("at least one scope is required (known: %s)", strings.Join(auth.KnownScopes, ", "))
+	}
+	for _, s := range scopes {
+		if !slices.Contains(auth.KnownScopes, s) {
+			return apierr.Invalid("unknown scope %q (known: %s)", s, strings.Join(auth.KnownScopes, ", "))
+		}
+	}
+	return nil
+}
+
+// CreateKey creates an API key for username and returns its token, which is
+// not stored and cannot be shown again. expiresIn 0 means no expiry.
+func (s *Store) CreateKey(ctx context.Context, username string, scopes []string, expiresIn time.Duration) (string, Key, error) {
+	if err := ValidateScopes(scopes); err != nil {
+		return "", Key{}, err
+	}
+	if expiresIn < 0 {
+		return "", Key{}, apierr.Invalid("expiry must be positive")
+	}
+	scopes = slices.Compact(slices.Sorted(slices.Values(scopes)))
+	token, hash := auth.NewToken()
+	k := Key{Username: username, Prefix: auth.TokenPrefix(token), Scopes: scopes}
+	var expires *time.Time
+	if expiresIn > 0 {
+		t := s.now().Add(expiresIn).UTC()
+		expires = &t
+	}
+	err := s.pool.QueryRow(ctx, `INSERT INTO api_keys (user_id, token_hash, token_prefix, scopes, expires_at)
+		SELECT id, $2, $3, $4, $5 FROM users WHERE username = $1
+		RETURNING id, created_at, expires_at`, username, hash, k.Prefix, scopes, expires).Scan(&k.ID, &k.CreatedAt, &k.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", Key{}, apierr.NotFound("no user %q", username)
+	}
+	if err != nil {
+		return "", Key{}, err
+	}
+	return token, k, nil
+}
+
+// RevokeKey revokes a key by id. Revoking twice is not an error.
+func (s *Store) RevokeKey(ctx context.Context, id int64) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1`, id)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return apierr.NotFound("no key with id %d", id)
+	}
+	return nil
+}
+
+// ListKeys lists keys, of one user when username is not empty.
+func (s *Store) ListKeys(ctx context.Context, username string) ([]Key, error) {
+	rows, err := s.pool.Query(ctx, `SELECT k.id, u.username, k.token_prefix, k.scopes, k.created_at, k.expires_at, k.revoked_at, k.last_used_at
+		FROM api_keys k JOIN users u ON u.id = k.user_id
+		WHERE $1 = '' OR u.username = $1 ORDER BY k.id`, username)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Key, error) {
+		var k Key
+		err := r.Scan(&k.ID, &k.Username, &k.Prefix, &k.Scopes, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt, &k.LastUsedAt)
+		return k, err
+	})
+}
+
+// lastUsedResolution bounds how often last_used_at is written per key.
+const lastUsedResolution = time.Minute
+
+// Authenticate resolves a token. Unknown, expired and revoked tokens all get
+// the same 401, so a caller cannot tell them apart.
+func (s *Store) Authenticate(ctx context.Context, token string) (*auth.Principal, error) {
+	var (
+		p        auth.Principal
+		expires  *time.Time
+		revoked  *time.Time
+		lastUsed *time.Time
+	)
+	err := s.pool.QueryRow(ctx, `SELECT k.id, k.user_id, u.username, k.scopes, k.expires_at, k.revoked_at, k.last_used_at,
+			coalesce((SELECT array_agg(group_id ORDER BY group_id) FROM user_groups WHERE user_id = k.user_id), '{}')
+		FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.token_hash = $1`, auth.HashToken(token)).
+		Scan(&p.KeyID, &p.UserID, &p.Username, &p.Scopes, &expires, &revoked, &lastUsed, &p.GroupIDs)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, auth.ErrInvalidToken()
+	}
+	if err != nil {
+		return nil, apierr.Internal(fmt.Errorf("authenticate: %w", err))
+	}
+	now := s.now()
+	if revoked != nil || (expires != nil && !now.Before(*expires)) {
+		return nil, auth.ErrInvalidToken()
+	}
+	if lastUsed == nil || now.Sub(*lastUsed) > lastUsedResolution {
+		// Best effort and off the request path: a lost update only makes
+		// last_used_at a little older.
+		go func(id int64) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, _ = s.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = now() WHERE id = $1`, id)
+		}(p.KeyID)
+	}
+	return &p, nil
+}

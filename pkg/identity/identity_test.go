@@ -1,0 +1,104 @@
+package identity_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/docrepo/docrepo/pkg/apierr"
+	"github.com/docrepo/docrepo/pkg/auth"
+	"github.com/docrepo/docrepo/pkg/identity"
+	"github.com/docrepo/docrepo/pkg/testenv/pgtest"
+)
+
+func TestKeyLifecycle(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	s := identity.NewStore(pool)
+	u, err := s.CreateUser(ctx, "alice", []string{"finance", "legal", "finance"})
+	if err != nil {
+		t.Fatalf("CreateUser: %v", err)
+	}
+	if len(u.Groups) != 2 {
+		t.Fatalf("groups = %v, want finance and legal once each", u.Groups)
+	}
+	if _, err := s.CreateUser(ctx, "alice", nil); !errors.Is(err, identity.ErrExists) {
+		t.Fatalf("duplicate user: err = %v, want ErrExists", err)
+	}
+	token, key, err := s.CreateKey(ctx, "alice", []string{"search", "documents_read"}, 0)
+	if err != nil {
+		t.Fatalf("CreateKey: %v", err)
+	}
+	if !auth.WellFormed(token) {
+		t.Fatalf("token %q is not well formed", token)
+	}
+	var stored []byte
+	if err := pool.QueryRow(ctx, `SELECT token_hash FROM api_keys WHERE id = $1`, key.ID).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if string(stored) == token || len(stored) != 32 {
+		t.Fatalf("stored token_hash is not a SHA-256 of the token")
+	}
+	p, err := s.Authenticate(ctx, token)
+	if err != nil {
+		t.Fatalf("Authenticate: %v", err)
+	}
+	if p.Username != "alice" || len(p.GroupIDs) != 2 || !p.HasScope("search") || p.HasScope("documents_write") {
+		t.Fatalf("principal = %+v", p)
+	}
+	if err := s.RevokeKey(ctx, key.ID); err != nil {
+		t.Fatalf("RevokeKey: %v", err)
+	}
+	if _, err := s.Authenticate(ctx, token); !apierr.IsKind(err, apierr.KindUnauthenticated) {
+		t.Fatalf("revoked key: err = %v, want 401", err)
+	}
+	keys, err := s.ListKeys(ctx, "alice")
+	if err != nil || len(keys) != 1 || keys[0].RevokedAt == nil {
+		t.Fatalf("ListKeys = %+v, %v", keys, err)
+	}
+}
+
+func TestExpiredKeyIsRefused(t *testing.T) {
+	ctx := context.Background()
+	s := identity.NewStore(pgtest.NewPool(t))
+	if _, err := s.CreateUser(ctx, "bob", []string{"g"}); err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := s.CreateKey(ctx, "bob", []string{"search"}, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Authenticate(ctx, token); err != nil {
+		t.Fatalf("fresh key refused: %v", err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := s.Authenticate(ctx, token); !apierr.IsKind(err, apierr.KindUnauthenticated) {
+		t.Fatalf("expired key: err = %v, want 401", err)
+	}
+}
+
+func TestCreateKeyValidation(t *testing.T) {
+	ctx := context.Background()
+	s := identity.NewStore(pgtest.NewPool(t))
+	if _, err := s.CreateUser(ctx, "carol", nil); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		username string
+		scopes   []string
+		want     apierr.Kind
+	}{
+		{name: "unknown scope", username: "carol", scopes: []string{"root"}, want: apierr.KindInvalid},
+		{name: "no scopes", username: "carol", scopes: nil, want: apierr.KindInvalid},
+		{name: "unknown user", username: "nobody", scopes: []string{"search"}, want: apierr.KindNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, _, err := s.CreateKey(ctx, tt.username, tt.scopes, 0); !apierr.IsKind(err, tt.want) {
+				t.Fatalf("err = %v, want kind %v", err, tt.want)
+			}
+		})
+	}
+}
