@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -95,23 +96,27 @@ func ensureTemplate(ctx context.Context, admin *pgx.Conn, name string) error {
 	return err
 }
 
-// NewDatabase creates a fresh migrated database for t and returns its URL.
-func NewDatabase(t testing.TB) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+// ErrUnavailable reports that no Postgres server could be reached.
+type ErrUnavailable struct{ Err error }
+
+func (e ErrUnavailable) Error() string {
+	return fmt.Sprintf("no Postgres at %s (%v); `make test` starts one", ServerURL(), e.Err)
+}
+
+// CreateDatabase creates a fresh migrated database and returns its URL and a
+// function dropping it. It is for TestMain; tests use NewDatabase.
+func CreateDatabase(ctx context.Context) (dbURL string, drop func(), err error) {
 	admin, err := pgx.Connect(ctx, ServerURL())
 	if err != nil {
-		testenv.Unavailable(t, "no Postgres at %s (%v); `make test` starts one", ServerURL(), err)
-		return ""
+		return "", nil, ErrUnavailable{err}
 	}
 	defer admin.Close(context.Background())
 	tmpl, err := templateName()
 	if err != nil {
-		t.Fatalf("pgtest: %v", err)
+		return "", nil, err
 	}
 	if err := ensureTemplate(ctx, admin, tmpl); err != nil {
-		t.Fatalf("pgtest: build template database: %v", err)
+		return "", nil, fmt.Errorf("pgtest: build template database: %w", err)
 	}
 	var suffix [6]byte
 	_, _ = rand.Read(suffix[:])
@@ -126,25 +131,42 @@ func NewDatabase(t testing.TB) string {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
-		t.Fatalf("pgtest: create database: %v", err)
+		return "", nil, fmt.Errorf("pgtest: create database: %w", err)
 	}
-	t.Cleanup(func() {
+	drop = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		c, err := pgx.Connect(ctx, ServerURL())
 		if err != nil {
-			t.Logf("pgtest: drop %s: %v", name, err)
 			return
 		}
 		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`); err != nil {
-			t.Logf("pgtest: drop %s: %v", name, err)
-		}
-	})
-	dbURL, err := withDatabase(ServerURL(), name)
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
+		_, _ = c.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`)
 	}
+	dbURL, err = withDatabase(ServerURL(), name)
+	if err != nil {
+		drop()
+		return "", nil, err
+	}
+	return dbURL, drop, nil
+}
+
+// NewDatabase creates a fresh migrated database for t and returns its URL;
+// the database is dropped when t ends.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dbURL, drop, err := CreateDatabase(ctx)
+	var unavailable ErrUnavailable
+	if errors.As(err, &unavailable) {
+		testenv.Unavailable(t, "%v", err)
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drop)
 	return dbURL
 }
 

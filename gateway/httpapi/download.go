@@ -1,0 +1,170 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"google.golang.org/grpc/metadata"
+
+	"github.com/docrepo/docrepo/pkg/apierr"
+	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+)
+
+// parseRange reads a single-range "bytes=" header into the request. Multiple
+// ranges and malformed headers are ignored (the whole file is sent), as RFC
+// 9110 allows.
+func parseRange(h string, req *documentv1.DownloadFileRequest) {
+	spec, ok := strings.CutPrefix(strings.TrimSpace(h), "bytes=")
+	if !ok || strings.Contains(spec, ",") {
+		return
+	}
+	first, last, ok := strings.Cut(strings.TrimSpace(spec), "-")
+	if !ok {
+		return
+	}
+	if first == "" {
+		n, err := strconv.ParseInt(last, 10, 64)
+		if err != nil || n < 0 {
+			return
+		}
+		req.RangeSuffix = &n
+		return
+	}
+	f, err := strconv.ParseInt(first, 10, 64)
+	if err != nil || f < 0 {
+		return
+	}
+	req.RangeFirst = &f
+	if last != "" {
+		l, err := strconv.ParseInt(last, 10, 64)
+		if err != nil || l < f {
+			req.RangeFirst = nil
+			return
+		}
+		req.RangeLast = &l
+	}
+}
+
+// contentDisposition builds an attachment header with an ASCII fallback and
+// the RFC 5987 UTF-8 name.
+func contentDisposition(name string) string {
+	ascii := strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
+			return '_'
+		}
+		return r
+	}, name)
+	if ascii == "" {
+		ascii = "download"
+	}
+	if v := mime.FormatMediaType("attachment", map[string]string{"filename": name}); v != "" && ascii == name {
+		return v
+	}
+	return fmt.Sprintf(`attachment; filename="%s"; filename*=UTF-8''%s`, ascii, url.PathEscape(name))
+}
+
+func etagMatches(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(t), "W/"))
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// download handles GET /apiv2/pub/documents/{doc_id}/download (DESIGN §4).
+func (g *Gateway) download(w http.ResponseWriter, r *http.Request, params map[string]string) {
+	docID, err := strconv.ParseInt(params["doc_id"], 10, 64)
+	if err != nil {
+		writeError(w, r, apierr.Invalid("Invalid value for doc_id: expected an integer"))
+		return
+	}
+	req := &documentv1.DownloadFileRequest{DocId: docID}
+	if v := r.URL.Query().Get("linked_file_id"); v != "" {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			writeError(w, r, apierr.Invalid("Invalid value for linked_file_id: expected an integer"))
+			return
+		}
+		req.LinkedFileId = &id
+	}
+	if h := r.Header.Get("Range"); h != "" {
+		parseRange(h, req)
+	}
+	ctx := metadata.NewOutgoingContext(r.Context(), forwardMD(r))
+	stream, err := g.docs.DownloadFile(ctx, req)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	hdr := first.GetHeader()
+	if hdr == nil {
+		writeError(w, r, errors.New("download stream did not start with a header"))
+		return
+	}
+	etag := `"` + hdr.GetSha256() + `"`
+	h := w.Header()
+	h.Set("ETag", etag)
+	h.Set("Accept-Ranges", "bytes")
+	if lm := hdr.GetLastModified(); lm != nil {
+		h.Set("Last-Modified", lm.AsTime().UTC().Format(http.TimeFormat))
+	}
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	ct := hdr.GetContentType()
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	h.Set("Content-Type", ct)
+	h.Set("Content-Disposition", contentDisposition(hdr.GetFilename()))
+	h.Set("X-Content-Type-Options", "nosniff")
+	length := hdr.GetRangeLast() - hdr.GetRangeFirst() + 1
+	if hdr.GetSize() == 0 {
+		length = 0
+	}
+	h.Set("Content-Length", strconv.FormatInt(length, 10))
+	if hdr.GetPartial() {
+		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", hdr.GetRangeFirst(), hdr.GetRangeLast(), hdr.GetSize()))
+		w.WriteHeader(http.StatusPartialContent)
+	} else {
+		w.WriteHeader(http.StatusOK)
+	}
+	if r.Method == http.MethodHead {
+		return
+	}
+	var sent int64
+	for {
+		msg, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			// Headers are gone; all we can do is cut the connection so
+			// the client sees a short body rather than a silent truncation.
+			panic(http.ErrAbortHandler)
+		}
+		n, werr := w.Write(msg.GetChunk())
+		sent += int64(n)
+		if werr != nil {
+			return // client went away; the deferred cancel ends the stream
+		}
+	}
+	if sent != length {
+		panic(http.ErrAbortHandler)
+	}
+
+}

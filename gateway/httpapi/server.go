@@ -1,0 +1,340 @@
+package httpapi
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/docrepo/docrepo/pkg/config"
+	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+	folderv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/folder/v1"
+	schemav1 "github.com/docrepo/docrepo/pkg/gen/docrepo/schema/v1"
+	searchv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/search/v1"
+	"github.com/docrepo/docrepo/pkg/grpcclient"
+	"github.com/docrepo/docrepo/pkg/logging"
+)
+
+// Config is the gateway's configuration.
+type Config struct {
+	HTTPAddr       string
+	DocumentAddr   string
+	FolderAddr     string
+	SearchAddr     string
+	SchemaAddr     string
+	MaxUploadBytes int64
+	// RequestTimeout bounds each forwarded unary call (0: none).
+	RequestTimeout time.Duration
+	LogLevel       string
+	LogFormat      string
+
+	// Listener, when set, replaces listening on HTTPAddr (tests).
+	Listener net.Listener
+	// Logger, when set, replaces the configured logger (tests).
+	Logger *slog.Logger
+}
+
+// Register adds the gateway's settings to l.
+func (c *Config) Register(l *config.Loader) {
+	l.String(&c.HTTPAddr, "http-addr", "DOCREPO_HTTP_ADDR", "127.0.0.1:8080", "REST listen address")
+	l.String(&c.DocumentAddr, "document-addr", "DOCREPO_DOCUMENT_ADDR", "127.0.0.1:9101", "document service gRPC address")
+	l.String(&c.FolderAddr, "folder-addr", "DOCREPO_FOLDER_ADDR", "127.0.0.1:9102", "folder service gRPC address")
+	l.String(&c.SearchAddr, "search-addr", "DOCREPO_SEARCH_ADDR", "127.0.0.1:9103", "search service gRPC address")
+	l.String(&c.SchemaAddr, "schema-addr", "DOCREPO_SCHEMA_ADDR", "127.0.0.1:9104", "schema service gRPC address")
+	l.Int64(&c.MaxUploadBytes, "max-upload-bytes", "DOCREPO_MAX_UPLOAD_BYTES", 10<<30, "largest accepted upload in bytes (413 above)")
+	l.Duration(&c.RequestTimeout, "request-timeout", "DOCREPO_REQUEST_TIMEOUT", 60*time.Second, "deadline of each forwarded unary call")
+	l.String(&c.LogLevel, "log-level", "DOCREPO_LOG_LEVEL", "info", "log level")
+	l.String(&c.LogFormat, "log-format", "DOCREPO_LOG_FORMAT", "json", "log format: json or text")
+}
+
+// backend is one service connection.
+type backend struct {
+	name string
+	conn *grpc.ClientConn
+}
+
+// Gateway is the REST edge.
+type Gateway struct {
+	cfg      Config
+	log      *slog.Logger
+	backends []backend
+	mux      *runtime.ServeMux
+	docs     documentv1.DocumentServiceClient
+	handler  http.Handler
+}
+
+var (
+	httpRequests = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "docrepo_http_requests_total",
+		Help: "REST requests, by route and status.",
+	}, []string{"method", "route", "status"})
+	httpDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "docrepo_http_request_duration_seconds",
+		Help:    "REST request latency, by route.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 120},
+	}, []string{"method", "route"})
+)
+
+// New dials every service (lazily) and builds the HTTP handler.
+func New(ctx context.Context, cfg Config) (*Gateway, error) {
+	g := &Gateway{cfg: cfg, log: cfg.Logger}
+	if g.log == nil {
+		g.log = logging.New("gateway", cfg.LogLevel, cfg.LogFormat)
+	}
+	g.mux = runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, Marshaler{}),
+		runtime.WithErrorHandler(errorHandler),
+		runtime.WithRoutingErrorHandler(routingErrorHandler),
+		runtime.WithMetadata(func(ctx context.Context, r *http.Request) metadata.MD {
+			return metadata.Pairs(logging.RequestIDHeader, logging.RequestID(r.Context()))
+		}),
+		runtime.WithIncomingHeaderMatcher(func(key string) (string, bool) {
+			// Authorization is forwarded by grpc-gateway itself; nothing
+			// else from the client becomes metadata.
+			return "", false
+		}),
+		runtime.WithOutgoingHeaderMatcher(func(string) (string, bool) { return "", false }),
+		runtime.WithMiddlewares(g.routeMetrics),
+	)
+	type registration struct {
+		name     string
+		addr     string
+		register func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error
+	}
+	regs := []registration{
+		{"document", cfg.DocumentAddr, documentv1.RegisterDocumentServiceHandler},
+		{"folder", cfg.FolderAddr, folderv1.RegisterFolderServiceHandler},
+		{"search", cfg.SearchAddr, searchv1.RegisterSearchServiceHandler},
+		{"schema", cfg.SchemaAddr, schemav1.RegisterSchemaServiceHandler},
+	}
+	for _, reg := range regs {
+		conn, err := grpcclient.Dial(reg.addr)
+		if err != nil {
+			g.Close()
+			return nil, err
+		}
+		g.backends = append(g.backends, backend{name: reg.name, conn: conn})
+		if err := reg.register(ctx, g.mux, conn); err != nil {
+			g.Close()
+			return nil, fmt.Errorf("register %s: %w", reg.name, err)
+		}
+		if reg.name == "document" {
+			g.docs = documentv1.NewDocumentServiceClient(conn)
+		}
+	}
+	routes := []struct {
+		method, pattern string
+		h               runtime.HandlerFunc
+	}{
+		{http.MethodPost, "/apiv2/pub/documents/upload", g.upload},
+		{http.MethodGet, "/apiv2/pub/documents/{doc_id}/download", g.download},
+		{http.MethodPost, "/apiv3/pub/documents/{doc_id}/versions", g.uploadVersion},
+		{http.MethodGet, "/healthz", g.healthz},
+		{http.MethodGet, "/readyz", g.readyz},
+		{http.MethodGet, "/metrics", func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+			promhttp.Handler().ServeHTTP(w, r)
+		}},
+		{http.MethodGet, "/openapi.json", g.openapi},
+	}
+	for _, rt := range routes {
+		if err := g.mux.HandlePath(rt.method, rt.pattern, rt.h); err != nil {
+			g.Close()
+			return nil, fmt.Errorf("route %s %s: %w", rt.method, rt.pattern, err)
+		}
+	}
+	g.handler = g.middleware(g.mux)
+	return g, nil
+}
+
+// Handler is the complete HTTP handler.
+func (g *Gateway) Handler() http.Handler { return g.handler }
+
+// Close closes every backend connection.
+func (g *Gateway) Close() {
+	for _, b := range g.backends {
+		_ = b.conn.Close()
+	}
+}
+
+// Run serves HTTP until ctx is done, then shuts down gracefully: in-flight
+// requests (uploads included) get up to 30 s to finish.
+func Run(ctx context.Context, cfg Config) error {
+	g, err := New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	lis := cfg.Listener
+	if lis == nil {
+		if lis, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+			return fmt.Errorf("gateway: listen %s: %w", cfg.HTTPAddr, err)
+		}
+	}
+	hs := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(lis) }()
+	g.log.Info("gateway listening", "addr", lis.Addr().String())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// statusWriter records the status code for logs and metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	route  string
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// middleware adds request ids, access logs, metrics, panic recovery and the
+// per-call deadline.
+func (g *Gateway) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if !logging.ValidRequestID(id) {
+			id = logging.NewRequestID()
+		}
+		w.Header().Set("X-Request-Id", id)
+		ctx := logging.WithRequestID(r.Context(), id)
+		ctx = logging.WithLogger(ctx, g.log)
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			rec := recover()
+			if rec == http.ErrAbortHandler { //nolint:errorlint // sentinel compared by identity, as net/http does
+				defer panic(rec)
+			} else if rec != nil {
+				g.log.ErrorContext(ctx, "panic in gateway", "panic", fmt.Sprint(rec))
+				if sw.status == 0 {
+					writeDetail(sw, http.StatusInternalServerError, "Internal server error")
+				}
+			}
+			route := sw.route
+			if route == "" {
+				route = "unmatched"
+			}
+			elapsed := time.Since(start)
+			httpRequests.WithLabelValues(r.Method, route, fmt.Sprint(sw.status)).Inc()
+			httpDuration.WithLabelValues(r.Method, route).Observe(elapsed.Seconds())
+			if !strings.HasPrefix(r.URL.Path, "/healthz") && !strings.HasPrefix(r.URL.Path, "/metrics") {
+				g.log.InfoContext(ctx, "http", "method", r.Method, "path", r.URL.Path, "route", route,
+					"status", sw.status, "duration_ms", float64(elapsed.Microseconds())/1000)
+			}
+		}()
+		next.ServeHTTP(sw, r.WithContext(ctx))
+	})
+}
+
+// routeMetrics records the matched route pattern for metrics and logs, and
+// applies the per-call deadline to unary routes.
+func (g *Gateway) routeMetrics(next runtime.HandlerFunc) runtime.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, params map[string]string) {
+		route := ""
+		if pat, ok := runtime.HTTPPattern(r.Context()); ok {
+			route = pat.String()
+			if sw, ok := w.(*statusWriter); ok {
+				sw.route = route
+			}
+		}
+		if g.cfg.RequestTimeout > 0 && !streamingRoute(r.Method, route) {
+			ctx, cancel := context.WithTimeout(r.Context(), g.cfg.RequestTimeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		next(w, r, params)
+	}
+}
+
+// streamingRoute reports whether a route moves file bytes: those run as
+// long as the transfer needs, bounded by the client's connection.
+func streamingRoute(method, route string) bool {
+	return strings.HasSuffix(route, "/upload") || strings.HasSuffix(route, "/download") ||
+		(method == http.MethodPost && strings.HasSuffix(route, "/versions"))
+}
+
+func (g *Gateway) healthz(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"status":"ok"}`))
+}
+
+// readyz is ready when every backend answers its gRPC health check.
+func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	out := map[string]string{}
+	ready := true
+	for _, b := range g.backends {
+		resp, err := healthpb.NewHealthClient(b.conn).Check(ctx, &healthpb.HealthCheckRequest{})
+		switch {
+		case err != nil:
+			out[b.name] = "unavailable"
+			ready = false
+		case resp.GetStatus() != healthpb.HealthCheckResponse_SERVING:
+			out[b.name] = strings.ToLower(resp.GetStatus().String())
+			ready = false
+		default:
+			out[b.name] = "ok"
+		}
+	}
+	code := http.StatusOK
+	status := "ok"
+	if !ready {
+		code = http.StatusServiceUnavailable
+		status = "unavailable"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	b, _ := Marshaler{}.Marshal(map[string]any{"status": status, "services": out})
+	_, _ = w.Write(b)
+}
+
+//go:embed openapi.json
+var openapiDoc []byte
+
+func (g *Gateway) openapi(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(openapiDoc)
+}

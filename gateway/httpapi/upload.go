@@ -1,0 +1,308 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"google.golang.org/grpc/metadata"
+
+	"github.com/docrepo/docrepo/pkg/apierr"
+	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+	"github.com/docrepo/docrepo/pkg/logging"
+)
+
+const (
+	// chunkSize is the size of each file chunk sent to the service.
+	chunkSize = 256 << 10
+	// maxFieldBytes bounds a non-file form field; the service applies the
+	// real per-field limits (e.g. 400 characters for description).
+	maxFieldBytes = 64 << 10
+)
+
+// forwardMD is the gRPC metadata of a hand-written route: the caller's
+// credentials and the request id.
+func forwardMD(r *http.Request) metadata.MD {
+	md := metadata.Pairs(logging.RequestIDHeader, logging.RequestID(r.Context()))
+	if a := r.Header.Get("Authorization"); a != "" {
+		md.Set("authorization", a)
+	}
+	return md
+}
+
+// multipartReader validates the request is multipart/form-data and returns
+// a streaming reader over its parts.
+func (g *Gateway) multipartReader(r *http.Request) (*multipart.Reader, error) {
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
+		return nil, apierr.Invalid("Expected a multipart/form-data body")
+	}
+	if g.cfg.MaxUploadBytes > 0 && r.ContentLength > g.cfg.MaxUploadBytes+maxMultipartOverhead {
+		return nil, apierr.TooLarge("File too large")
+	}
+	return multipart.NewReader(r.Body, params["boundary"]), nil
+}
+
+// maxMultipartOverhead allows for form fields and part headers around the
+// file when checking Content-Length against the file size limit.
+const maxMultipartOverhead = 1 << 20
+
+func readField(p *multipart.Part) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(p, maxFieldBytes+1))
+	if err != nil {
+		return "", apierr.Invalid("Malformed multipart body: %v", err)
+	}
+	if len(b) > maxFieldBytes {
+		return "", apierr.Invalid("Field %s is too large", p.FormName())
+	}
+	if !utf8.Valid(b) {
+		return "", apierr.Invalid("Invalid value for %s: not valid UTF-8 text", p.FormName())
+	}
+	return string(b), nil
+}
+
+func parseBool(field, v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "1", "yes", "on":
+		return true, nil
+	case "false", "0", "no", "off":
+		return false, nil
+	}
+	return false, apierr.Invalid("Invalid value for %s: expected a boolean", field)
+}
+
+// uploadField converts one form field to its typed metadata message.
+func uploadField(name, v string) (*documentv1.UploadMetadata, error) {
+	m := &documentv1.UploadMetadata{}
+	switch name {
+	case "folder_id":
+		id, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return nil, apierr.Invalid("Invalid value for folder_id: expected an integer")
+		}
+		m.FolderId = &id
+	case "privileged":
+		b, err := parseBool(name, v)
+		if err != nil {
+			return nil, err
+		}
+		m.Privileged = &b
+	case "description":
+		m.Description = &v
+	case "doc_type":
+		m.DocType = &v
+	case "doc_status":
+		m.DocStatus = &v
+	case "account_number":
+		m.AccountNumber = &v
+	case "reference_number":
+		m.ReferenceNumber = &v
+	case "date":
+		m.Date = &v
+	case "from_entity":
+		m.FromEntity = &v
+	case "to_entity":
+		m.ToEntity = &v
+	case "rev_number":
+		m.RevNumber = &v
+	case "doc_number_prefix":
+		m.DocNumberPrefix = &v
+	case "subdoctype":
+		m.Subdoctype = &v
+	default:
+		return nil, apierr.Invalid("Unknown field: %s", name)
+	}
+	return m, nil
+}
+
+// fileHeader describes a file part.
+func fileHeader(p *multipart.Part) *documentv1.FileHeader {
+	return &documentv1.FileHeader{
+		Filename:     p.FileName(),
+		ContentType:  p.Header.Get("Content-Type"),
+		DeclaredSize: -1,
+	}
+}
+
+// pump copies a file part to send in chunkSize pieces. It returns io.EOF
+// from send unchanged (the server ended the stream: its status explains).
+func pump(p io.Reader, send func([]byte) error) error {
+	buf := make([]byte, chunkSize)
+	for {
+		n, err := io.ReadFull(p, buf)
+		if n > 0 {
+			if serr := send(buf[:n]); serr != nil {
+				return serr
+			}
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil
+		}
+		if err != nil {
+			return errClientBody{err}
+		}
+	}
+}
+
+// errClientBody marks a failure reading the client's body.
+type errClientBody struct{ err error }
+
+func (e errClientBody) Error() string { return "reading request body: " + e.err.Error() }
+
+// upload handles POST /apiv2/pub/documents/upload (spec §4.1).
+func (g *Gateway) upload(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+	mr, err := g.multipartReader(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	// Cancelling (not CloseSend) abandons the upload: the service must not
+	// mistake a broken request for a complete one.
+	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(r.Context(), forwardMD(r)))
+	defer cancel()
+	stream, err := g.docs.UploadDocument(ctx)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	sendErr := func() error {
+		sawFile := false
+		for {
+			part, err := mr.NextPart()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return apierr.Invalid("Malformed multipart body: %v", err)
+			}
+			name := part.FormName()
+			switch {
+			case name == "":
+				return apierr.Invalid("Malformed multipart body: a part has no field name")
+			case name == "file":
+				if sawFile {
+					return apierr.Invalid("Only one file may be uploaded")
+				}
+				sawFile = true
+				if err := stream.Send(&documentv1.UploadDocumentRequest{Part: &documentv1.UploadDocumentRequest_File{File: fileHeader(part)}}); err != nil {
+					return err
+				}
+				if err := pump(part, func(b []byte) error {
+					return stream.Send(&documentv1.UploadDocumentRequest{Part: &documentv1.UploadDocumentRequest_Chunk{Chunk: b}})
+				}); err != nil {
+					return err
+				}
+			default:
+				v, err := readField(part)
+				if err != nil {
+					return err
+				}
+				m, err := uploadField(name, v)
+				if err != nil {
+					return err
+				}
+				if err := stream.Send(&documentv1.UploadDocumentRequest{Part: &documentv1.UploadDocumentRequest_Metadata{Metadata: m}}); err != nil {
+					return err
+				}
+			}
+		}
+	}()
+	g.finishUpload(w, r, sendErr, func() (any, error) {
+		resp, err := stream.CloseAndRecv()
+		return resp, err
+	}, cancel)
+}
+
+// finishUpload ends an upload stream. When sending failed because the
+// server ended the stream (io.EOF), the server's status is the answer; when
+// the client's body was bad, the stream is abandoned and the 4xx written.
+func (g *Gateway) finishUpload(w http.ResponseWriter, r *http.Request, sendErr error, closeAndRecv func() (any, error), abandon func()) {
+	if sendErr != nil && !errors.Is(sendErr, io.EOF) {
+		abandon()
+		var body errClientBody
+		if errors.As(sendErr, &body) {
+			writeError(w, r, apierr.Invalid("Malformed multipart body: %v", body.err))
+			return
+		}
+		writeError(w, r, sendErr)
+		return
+	}
+	resp, err := closeAndRecv()
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	b, err := Marshaler{}.Marshal(resp)
+	if err != nil {
+		writeError(w, r, fmt.Errorf("marshal upload response: %w", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+// uploadVersion handles POST /apiv3/pub/documents/{doc_id}/versions.
+func (g *Gateway) uploadVersion(w http.ResponseWriter, r *http.Request, params map[string]string) {
+	docID, err := strconv.ParseInt(params["doc_id"], 10, 64)
+	if err != nil {
+		writeError(w, r, apierr.Invalid("Invalid value for doc_id: expected an integer"))
+		return
+	}
+	mr, err := g.multipartReader(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(r.Context(), forwardMD(r)))
+	defer cancel()
+	stream, err := g.docs.UploadVersion(ctx)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	sendErr := func() error {
+		sawFile := false
+		for {
+			part, err := mr.NextPart()
+			if errors.Is(err, io.EOF) {
+				if !sawFile {
+					return apierr.Invalid("Missing required field: file")
+				}
+				return nil
+			}
+			if err != nil {
+				return apierr.Invalid("Malformed multipart body: %v", err)
+			}
+			if part.FormName() != "file" {
+				return apierr.Invalid("Unknown field: %s", part.FormName())
+			}
+			if sawFile {
+				return apierr.Invalid("Only one file may be uploaded")
+			}
+			sawFile = true
+			hdr := &documentv1.UploadVersionHeader{DocId: docID, File: fileHeader(part)}
+			if err := stream.Send(&documentv1.UploadVersionRequest{Part: &documentv1.UploadVersionRequest_Header{Header: hdr}}); err != nil {
+				return err
+			}
+			if err := pump(part, func(b []byte) error {
+				return stream.Send(&documentv1.UploadVersionRequest{Part: &documentv1.UploadVersionRequest_Chunk{Chunk: b}})
+			}); err != nil {
+				return err
+			}
+		}
+	}()
+	g.finishUpload(w, r, sendErr, func() (any, error) {
+		resp, err := stream.CloseAndRecv()
+		if err != nil {
+			return nil, err
+		}
+		return resp.GetListing(), nil
+	}, cancel)
+}

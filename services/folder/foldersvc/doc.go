@@ -1,0 +1,23 @@
+// Package foldersvc is the folder service: the folder tree (list, create,
+// move, delete) and which groups may see each folder.
+//
+// Rules beyond the spec, decided here:
+//   - A folder is visible to a user iff it shares a group with the user;
+//     callers holding the internal scope (docrepo's own services) see all.
+//   - Names: 1 to 255 characters after trimming, no "->" (the path
+//     separator) and no control characters; otherwise 422 "Missing or
+//     invalid name". Sibling names may repeat: folders are identified by id
+//     and code, not by path.
+//   - List order is full_path compared case-insensitively, then exactly,
+//     then by id; limit is 1..500 (default 50).
+//   - child_count counts the direct children the caller can see.
+//   - Tree changes take a tree-wide advisory lock: moves and deletes
+//     exclusively, creates shared. Two racing moves are therefore
+//     serialised and the second one sees the first one's result, so the
+//     tree can never acquire a cycle.
+//   - Delete removes the whole subtree; it is refused (403) when the subtree
+//     holds a folder the caller cannot see, so nobody deletes what they
+//     cannot see. Documents stay; their assignments to the deleted folders
+//     go with them (a database cascade, which bumps the documents' revision
+//     and emits their events in the same transaction).
+package foldersvc

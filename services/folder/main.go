@@ -1,0 +1,32 @@
+// Command folder runs docrepo's folder service.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/docrepo/docrepo/pkg/config"
+	"github.com/docrepo/docrepo/services/folder/foldersvc"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "folder:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string) error {
+	var cfg foldersvc.Config
+	l := config.New("folder", getenv)
+	cfg.Register(l)
+	if err := l.Parse(args); err != nil {
+		return err
+	}
+	return foldersvc.Run(ctx, cfg)
+}
