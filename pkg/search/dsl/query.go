@@ -105,6 +105,10 @@ func Parse(req Request) (*Query, error) {
 			return nil, err
 		}
 		q.Where = w
+		// Vector placement is part of the where clause's validity.
+		if _, err := q.Plan(); err != nil {
+			return nil, err
+		}
 	}
 	var err error
 	if q.Select, err = parseSelect(req.Select); err != nil {
@@ -117,9 +121,6 @@ func Parse(req Request) (*Query, error) {
 		return nil, err
 	}
 	if q.Options, err = parseOptions(req.Options); err != nil {
-		return nil, err
-	}
-	if _, err := q.Plan(); err != nil {
 		return nil, err
 	}
 	return q, nil

@@ -169,6 +169,7 @@ func TestParseRequestErrors(t *testing.T) {
 		{name: "vector_k zero", body: `{"options":{"vector_k":0}}`, want: "Invalid option vector_k: expected an integer between 1 and 1000"},
 		{name: "vector_k too large", body: `{"options":{"vector_k":1001}}`, want: "Invalid option vector_k: expected an integer between 1 and 1000"},
 		{name: "first error wins in key order", body: `{"options":{"vector_k":0,"highlight_length":0}}`, want: "Invalid option highlight_length: expected an integer between 100 and 2000"},
+		{name: "vector placement before select error", body: `{"where":{"or":[{"vector":{"target":"content","query":"a"}}]},"select":["y"]}`, want: "A vector clause must be the where clause itself or directly inside a top-level and, not inside or or not"},
 		{name: "where error before select error", body: `{"where":{"eq":{"field":"x","value":1}},"select":["y"]}`, want: "Unknown field x in eq clause. Field names must be lowercase snake_case"},
 	}
 	for _, tt := range tests {
