@@ -27,7 +27,7 @@ import (
 const maxJSONBody = 4 << 20
 
 // Marshaler writes docrepo's JSON (DESIGN §2): proto field names
-// (snake_case, or an explicit json_name), every integer as a JSON number
+// (snake_case as the spec spells them), every integer as a JSON number
 // (int64 included), RFC 3339 datetimes, null for unset optional values,
 // bare arrays for json_list messages and list bodies, and fields marked
 // json_omit_unset left out when unset. It reads request bodies with
@@ -193,11 +193,7 @@ func (e *encoder) message(m protoreflect.Message) error {
 			e.buf.WriteByte(',')
 		}
 		first = false
-		name := string(fd.Name())
-		if fd.HasJSONName() {
-			name = fd.JSONName()
-		}
-		e.str(name)
+		e.str(string(fd.Name()))
 		e.buf.WriteByte(':')
 		if unsetOptional {
 			e.buf.WriteString("null")

@@ -81,12 +81,14 @@ func (x *Operator) GetLabel() string {
 
 // FieldDefinition is one filterable field (spec §2.7).
 type FieldDefinition struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	Name            string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Label           string                 `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
-	Source          string                 `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`
-	Operators       []*Operator            `protobuf:"bytes,4,rep,name=operators,proto3" json:"operators,omitempty"`
-	ValueEditorType string                 `protobuf:"bytes,5,opt,name=value_editor_type,json=valueEditorType,proto3" json:"value_editor_type,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Label     string                 `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
+	Source    string                 `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`
+	Operators []*Operator            `protobuf:"bytes,4,rep,name=operators,proto3" json:"operators,omitempty"`
+	// Named as spec §2.7 names it, so its JSON key is exactly this.
+	// buf:lint:ignore FIELD_LOWER_SNAKE_CASE
+	ValueEditorType string `protobuf:"bytes,5,opt,name=valueEditorType,proto3" json:"valueEditorType,omitempty"`
 	// Only for GridLink custom fields: template_id, field_own_id and more.
 	Metadata      *structpb.Struct `protobuf:"bytes,6,opt,name=metadata,proto3" json:"metadata,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -759,13 +761,13 @@ const file_docrepo_schema_v1_schema_proto_rawDesc = "" +
 	"\x1edocrepo/schema/v1/schema.proto\x12\x11docrepo.schema.v1\x1a\x1cdocrepo/api/v1/options.proto\x1a\x1cgoogle/protobuf/struct.proto\"4\n" +
 	"\bOperator\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05label\x18\x02 \x01(\tR\x05label\"\xf5\x01\n" +
+	"\x05label\x18\x02 \x01(\tR\x05label\"\xf3\x01\n" +
 	"\x0fFieldDefinition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12\x16\n" +
 	"\x06source\x18\x03 \x01(\tR\x06source\x129\n" +
-	"\toperators\x18\x04 \x03(\v2\x1b.docrepo.schema.v1.OperatorR\toperators\x12*\n" +
-	"\x11value_editor_type\x18\x05 \x01(\tR\x0fvalueEditorType\x129\n" +
+	"\toperators\x18\x04 \x03(\v2\x1b.docrepo.schema.v1.OperatorR\toperators\x12(\n" +
+	"\x0fvalueEditorType\x18\x05 \x01(\tR\x0fvalueEditorType\x129\n" +
 	"\bmetadata\x18\x06 \x01(\v2\x17.google.protobuf.StructB\x04\xd8\xf3\x18\x01R\bmetadata\"\x13\n" +
 	"\x11ListFieldsRequest\"P\n" +
 	"\x12ListFieldsResponse\x12:\n" +

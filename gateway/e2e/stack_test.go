@@ -1,0 +1,300 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/docrepo/docrepo/gateway/httpapi"
+	"github.com/docrepo/docrepo/pkg/auth"
+	"github.com/docrepo/docrepo/pkg/config"
+	"github.com/docrepo/docrepo/pkg/database"
+	"github.com/docrepo/docrepo/pkg/identity"
+	"github.com/docrepo/docrepo/pkg/testenv/pgtest"
+	"github.com/docrepo/docrepo/services/folder/foldersvc"
+)
+
+// stack is the running system under test.
+type stack struct {
+	baseURL  string
+	dbURL    string
+	pool     *pgxpool.Pool
+	identity *identity.Store
+	addrs    map[string]string
+	// running lists the services this stack runs.
+	running map[string]bool
+}
+
+var stk *stack
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dbURL, drop, err := pgtest.CreateDatabase(ctx)
+	var unavailable pgtest.ErrUnavailable
+	if errors.As(err, &unavailable) && os.Getenv("DOCREPO_TEST_STRICT") != "1" {
+		fmt.Println("skipping end-to-end tests:", err)
+		return 0
+	}
+	if err != nil {
+		fmt.Println("e2e:", err)
+		return 1
+	}
+	defer drop()
+	s, stop, err := startStack(ctx, dbURL)
+	if err != nil {
+		fmt.Println("e2e: start stack:", err)
+		return 1
+	}
+	stk = s
+	code := m.Run()
+	stop()
+	return code
+}
+
+func listen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+// startStack starts every service and the gateway in this process, each on
+// its own port, and returns a function that stops them all.
+func startStack(ctx context.Context, dbURL string) (*stack, func(), error) {
+	logLevel := slog.LevelWarn
+	if os.Getenv("DOCREPO_E2E_LOG") != "" {
+		logLevel = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
+	pool, err := database.Open(ctx, dbURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var runErrs sync.Map
+	start := func(name string, run func(ctx context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(ctx); err != nil && ctx.Err() == nil {
+				runErrs.Store(name, err)
+				fmt.Fprintf(os.Stderr, "e2e: %s stopped: %v\n", name, err)
+			}
+		}()
+	}
+	common := config.Common{DatabaseURL: dbURL, Migrate: false, LogLevel: "warn"}
+	s := &stack{dbURL: dbURL, pool: pool, identity: identity.NewStore(pool), addrs: map[string]string{}, running: map[string]bool{}}
+
+	folderLis, err := listen()
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	s.addrs["folder"] = folderLis.Addr().String()
+	s.running["folder"] = true
+	start("folder", func(ctx context.Context) error {
+		return foldersvc.Run(ctx, foldersvc.Config{Common: common, Listener: folderLis, Logger: logger.With("service", "folder")})
+	})
+
+	// Services not started here get an address nothing listens on, so
+	// their routes answer 503 rather than pretending to work.
+	for _, name := range []string{"document", "search", "schema"} {
+		if _, ok := s.addrs[name]; !ok {
+			l, err := listen()
+			if err != nil {
+				cancel()
+				return nil, nil, err
+			}
+			s.addrs[name] = l.Addr().String()
+			l.Close()
+		}
+	}
+	gwLis, err := listen()
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	s.baseURL = "http://" + gwLis.Addr().String()
+	start("gateway", func(ctx context.Context) error {
+		return httpapi.Run(ctx, httpapi.Config{
+			Listener:       gwLis,
+			Logger:         logger.With("service", "gateway"),
+			DocumentAddr:   s.addrs["document"],
+			FolderAddr:     s.addrs["folder"],
+			SearchAddr:     s.addrs["search"],
+			SchemaAddr:     s.addrs["schema"],
+			MaxUploadBytes: 64 << 20,
+			RequestTimeout: 30 * time.Second,
+		})
+	})
+	stop := func() {
+		cancel()
+		wg.Wait()
+		pool.Close()
+	}
+	return s, stop, nil
+}
+
+var userSeq atomic.Int64
+
+// uniq returns a name unique within this test run.
+func uniq(prefix string) string {
+	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano()%1e6, userSeq.Add(1))
+}
+
+// client is an API caller with one token.
+type client struct {
+	t        testing.TB
+	token    string
+	username string
+	keyID    int64
+}
+
+// allScopes is every public scope.
+var allScopes = []string{auth.ScopeDocumentsRead, auth.ScopeDocumentsWrite, auth.ScopeSearch}
+
+// newUser creates a user in the given groups (created when missing) with a
+// key holding scopes (all public scopes when none are given).
+func newUser(t testing.TB, groups []string, scopes ...string) *client {
+	t.Helper()
+	if len(scopes) == 0 {
+		scopes = allScopes
+	}
+	name := uniq("user")
+	ctx := context.Background()
+	if _, err := stk.identity.CreateUser(ctx, name, groups); err != nil {
+		t.Fatalf("create user: %v", err)
+	}
+	token, key, err := stk.identity.CreateKey(ctx, name, scopes, 0)
+	if err != nil {
+		t.Fatalf("create key: %v", err)
+	}
+	return &client{t: t, token: token, username: name, keyID: key.ID}
+}
+
+// withKey returns a client for the same user with a new key of scopes.
+func (c *client) withKey(scopes ...string) *client {
+	c.t.Helper()
+	token, key, err := stk.identity.CreateKey(context.Background(), c.username, scopes, 0)
+	if err != nil {
+		c.t.Fatalf("create key: %v", err)
+	}
+	return &client{t: c.t, token: token, username: c.username, keyID: key.ID}
+}
+
+// response is a finished HTTP exchange.
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into v, failing the test on error.
+func (r *response) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+// Detail is the detail of an error body.
+func (r *response) Detail(t testing.TB) string {
+	t.Helper()
+	var e struct {
+		Detail *string `json:"detail"`
+	}
+	r.JSON(t, &e)
+	if e.Detail == nil {
+		t.Fatalf("error body without detail: %s", r.Body)
+	}
+	return *e.Detail
+}
+
+// do sends a request; body may be nil, []byte/string (sent raw) or a value
+// sent as JSON.
+func (c *client) do(method, path string, body any, headers ...string) *response {
+	c.t.Helper()
+	return doRequest(c.t, c.token, method, path, body, headers...)
+}
+
+func doRequest(t testing.TB, token, method, path string, body any, headers ...string) *response {
+	t.Helper()
+	var rd io.Reader
+	contentType := ""
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd = bytes.NewReader(b)
+		contentType = "application/json"
+	case string:
+		rd = strings.NewReader(b)
+		contentType = "application/json"
+	case *multipartPayload:
+		rd = b
+		contentType = b.contentType
+	case io.Reader:
+		rd = b
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			t.Fatalf("encode body: %v", err)
+		}
+		rd = bytes.NewReader(data)
+		contentType = "application/json"
+	}
+	req, err := http.NewRequest(method, stk.baseURL+path, rd)
+	if err != nil {
+		t.Fatalf("request: %v", err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	return &response{Status: resp.StatusCode, Header: resp.Header, Body: data}
+}
+
+// expect fails the test unless r has the status (and, when given, detail).
+func expect(t testing.TB, r *response, status int, detail ...string) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status = %d, want %d; body %s", r.Status, status, r.Body)
+	}
+	if status >= 400 {
+		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+			t.Fatalf("error Content-Type = %q, want application/json", ct)
+		}
+		d := r.Detail(t)
+		if len(detail) > 0 && d != detail[0] {
+			t.Fatalf("detail = %q, want %q", d, detail[0])
+		}
+	}
+}
