@@ -1,0 +1,263 @@
+// Command docrepoctl administers docrepo: groups, users, API keys, document
+// types, database migrations. It connects to Postgres with DATABASE_URL (or
+// -database-url).
+//
+//	docrepoctl migrate
+//	docrepoctl group create NAME
+//	docrepoctl user create USERNAME [--groups G1,G2]
+//	docrepoctl key create USERNAME --scopes documents_read,documents_write,search [--expires-in DURATION]
+//	docrepoctl key revoke KEY_ID
+//	docrepoctl key list [USERNAME]
+//	docrepoctl doctype create NAME
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/docrepo/docrepo/pkg/catalog"
+	"github.com/docrepo/docrepo/pkg/database"
+	"github.com/docrepo/docrepo/pkg/identity"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "docrepoctl:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `usage:
+  docrepoctl [-database-url URL] COMMAND
+
+commands:
+  migrate                                   apply database migrations
+  group create NAME                         create a group
+  user create USERNAME [--groups G1,G2]     create a user (missing groups are created)
+  key create USERNAME --scopes S1,S2 [--expires-in DURATION]
+                                            create an API key; prints the token (shown once)
+  key revoke KEY_ID                         revoke a key
+  key list [USERNAME]                       list keys
+  doctype create NAME                       create a document type
+
+scopes: documents_read, documents_write, search, internal, admin
+`
+
+// env is what a command needs.
+type env struct {
+	ctx    context.Context
+	pool   *pgxpool.Pool
+	stdout io.Writer
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := flag.NewFlagSet("docrepoctl", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	dbURL := fs.String("database-url", getenv("DATABASE_URL"), "Postgres URL (env DATABASE_URL)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		fs.Usage()
+		return errors.New("no command given")
+	}
+	pool, err := database.Open(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	e := env{ctx: ctx, pool: pool, stdout: stdout}
+	cmd := strings.Join(rest[:min(2, len(rest))], " ")
+	switch {
+	case rest[0] == "migrate":
+		return e.migrate()
+	case cmd == "group create":
+		return e.groupCreate(rest[2:])
+	case cmd == "user create":
+		return e.userCreate(rest[2:])
+	case cmd == "key create":
+		return e.keyCreate(rest[2:])
+	case cmd == "key revoke":
+		return e.keyRevoke(rest[2:])
+	case cmd == "key list":
+		return e.keyList(rest[2:])
+	case cmd == "doctype create":
+		return e.doctypeCreate(rest[2:])
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", strings.Join(rest, " "))
+}
+
+// parseArgs splits positional arguments from flags given in any order.
+func parseArgs(name string, args []string, define func(fs *flag.FlagSet)) ([]string, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	define(fs)
+	var positional []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		args = fs.Args()
+		if len(args) > 0 {
+			positional = append(positional, args[0])
+			args = args[1:]
+		}
+	}
+	return positional, nil
+}
+
+func exactly(name string, args []string, n int) error {
+	if len(args) != n {
+		return fmt.Errorf("%s: expected %d argument(s), got %d", name, n, len(args))
+	}
+	return nil
+}
+
+func (e env) migrate() error {
+	applied, err := database.Migrate(e.ctx, e.pool)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "applied %d migration(s)\n", len(applied))
+	return nil
+}
+
+func (e env) groupCreate(args []string) error {
+	if err := exactly("group create", args, 1); err != nil {
+		return err
+	}
+	g, err := identity.NewStore(e.pool).CreateGroup(e.ctx, args[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "group %d %s\n", g.ID, g.Name)
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (e env) userCreate(args []string) error {
+	var groups string
+	pos, err := parseArgs("user create", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&groups, "groups", "", "comma-separated groups")
+	})
+	if err != nil {
+		return err
+	}
+	if err := exactly("user create", pos, 1); err != nil {
+		return err
+	}
+	u, err := identity.NewStore(e.pool).CreateUser(e.ctx, pos[0], splitList(groups))
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, g := range u.Groups {
+		names = append(names, g.Name)
+	}
+	fmt.Fprintf(e.stdout, "user %d %s groups=%s\n", u.ID, u.Username, strings.Join(names, ","))
+	return nil
+}
+
+func (e env) keyCreate(args []string) error {
+	var scopes string
+	var expiresIn time.Duration
+	pos, err := parseArgs("key create", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&scopes, "scopes", "", "comma-separated scopes")
+		fs.DurationVar(&expiresIn, "expires-in", 0, "lifetime, e.g. 720h (default: no expiry)")
+	})
+	if err != nil {
+		return err
+	}
+	if err := exactly("key create", pos, 1); err != nil {
+		return err
+	}
+	token, _, err := identity.NewStore(e.pool).CreateKey(e.ctx, pos[0], splitList(scopes), expiresIn)
+	if err != nil {
+		return err
+	}
+	// The token alone on stdout, so scripts can capture it.
+	fmt.Fprintln(e.stdout, token)
+	return nil
+}
+
+func (e env) keyRevoke(args []string) error {
+	if err := exactly("key revoke", args, 1); err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil {
+		return fmt.Errorf("key revoke: %q is not a key id", args[0])
+	}
+	if err := identity.NewStore(e.pool).RevokeKey(e.ctx, id); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "revoked key %d\n", id)
+	return nil
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func (e env) keyList(args []string) error {
+	if len(args) > 1 {
+		return errors.New("key list: at most one USERNAME")
+	}
+	user := ""
+	if len(args) == 1 {
+		user = args[0]
+	}
+	keys, err := identity.NewStore(e.pool).ListKeys(e.ctx, user)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUSER\tPREFIX\tSCOPES\tCREATED\tEXPIRES\tREVOKED\tLAST USED")
+	for _, k := range keys {
+		created := k.CreatedAt
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Username, k.Prefix, strings.Join(k.Scopes, ","),
+			fmtTime(&created), fmtTime(k.ExpiresAt), fmtTime(k.RevokedAt), fmtTime(k.LastUsedAt))
+	}
+	return tw.Flush()
+}
+
+func (e env) doctypeCreate(args []string) error {
+	if err := exactly("doctype create", args, 1); err != nil {
+		return err
+	}
+	d, err := catalog.NewStore(e.pool).CreateDocType(e.ctx, args[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "doctype %d %s\n", d.ID, d.Name)
+	return nil
+}
