@@ -166,6 +166,16 @@ func TestParseFTSErrors(t *testing.T) {
 	}
 }
 
+func TestPhraseText(t *testing.T) {
+	n, err := ParseFTS("\"  Annual\treport  2024 \"")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := n.(*Phrase).Text(); got != "Annual report 2024" {
+		t.Errorf("Text() = %q", got)
+	}
+}
+
 func TestParseFTSLimitsAccepted(t *testing.T) {
 	q := strings.TrimSpace(strings.Repeat("a ", MaxFTSTerms))
 	if _, err := ParseFTS(q); err != nil {

@@ -48,7 +48,9 @@ type Query struct {
 }
 
 // Sort is one sort key: a metadata field (other than a Multi field), id or
-// _score.
+// _score. Documents lacking the field sort after those having it in both
+// directions, and _score is null (all equal) when nothing ranks. Whatever the
+// keys, remaining ties are broken by id ascending: see Query.EffectiveSort.
 type Sort struct {
 	Field string
 	Desc  bool

@@ -221,6 +221,8 @@ func TestParseWhereErrors(t *testing.T) {
 		{name: "date with space", where: `{"eq":{"field":"date","value":"2024-01-01 10:00:00"}}`, want: "Invalid value for date in eq clause: " + dateProblem},
 		{name: "in not an array", where: `{"in":{"field":"doc_type","value":"Invoice"}}`, want: "Invalid value for doc_type in in clause: expected a non-empty array of strings"},
 		{name: "in empty", where: `{"nin":{"field":"id","value":[]}}`, want: "Invalid value for id in nin clause: expected a non-empty array of integers"},
+		{name: "in empty booleans", where: `{"in":{"field":"islocked","value":[]}}`, want: "Invalid value for islocked in in clause: expected a non-empty array of booleans"},
+		{name: "in empty dates", where: `{"nin":{"field":"date","value":{}}}`, want: "Invalid value for date in nin clause: expected a non-empty array of dates"},
 		{name: "in bad element", where: `{"in":{"field":"doc_type","value":["a",2]}}`, want: "Invalid value for doc_type in in clause: value[1]: expected a string"},
 		{name: "in bad date", where: `{"in":{"field":"date","value":["2024-01-01","x"]}}`, want: "Invalid value for date in in clause: value[1]: " + dateProblem},
 		{name: "in bad bool", where: `{"in":{"field":"islocked","value":[null]}}`, want: "Invalid value for islocked in in clause: value[0]: expected a boolean (true or false)"},
@@ -313,6 +315,12 @@ func TestParseWhereFromGoValues(t *testing.T) {
 	assertDetail(t, nil, err, "Invalid value for id in eq clause: expected an integer between -9007199254740991 and 9007199254740991")
 	_, err = Parse(Request{Where: map[string]any{"eq": map[string]any{"field": "doc_type", "value": "a\xffb"}}})
 	assertDetail(t, nil, err, "Invalid value for doc_type in eq clause: not valid UTF-8")
+	_, err = Parse(Request{Where: map[string]any{"vector": map[string]any{"target": "content", "query": "a\xffb"}}})
+	assertDetail(t, nil, err, "Invalid query in vector clause: not valid UTF-8")
+	_, err = Parse(Request{Where: map[string]any{"eq": map[string]any{"field": "id", "value": int64(MaxSafeInteger + 1)}}})
+	assertDetail(t, nil, err, "Invalid value for id in eq clause: expected an integer between -9007199254740991 and 9007199254740991")
+	_, err = Parse(Request{Where: map[string]any{"eq": map[string]any{"field": "id", "value": json.Number("x")}}})
+	assertDetail(t, nil, err, "Invalid value for id in eq clause: expected an integer between -9007199254740991 and 9007199254740991")
 }
 
 func TestEmptyWhereIsNoWhere(t *testing.T) {
