@@ -25,7 +25,6 @@ import (
 	"github.com/docrepo/docrepo/pkg/database"
 	"github.com/docrepo/docrepo/pkg/identity"
 	"github.com/docrepo/docrepo/pkg/testenv/pgtest"
-	"github.com/docrepo/docrepo/services/folder/foldersvc"
 )
 
 // stack is the running system under test.
@@ -59,7 +58,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer drop()
-	s, stop, err := startStack(ctx, dbURL)
+	s, stop, err := startStack(ctx, dbURL, "")
 	if err != nil {
 		fmt.Println("e2e: start stack:", err)
 		return 1
@@ -72,9 +71,23 @@ func runMain(m *testing.M) int {
 
 func listen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
 
+// serviceEnv is what a registered service gets to start with.
+type serviceEnv struct {
+	common   config.Common
+	listener net.Listener
+	logger   *slog.Logger
+	// addrs maps every service name to its gRPC address.
+	addrs map[string]string
+	stack *stack
+}
+
+// registry maps a service name to how the stack runs it; each service's
+// stack_<name>_test.go file registers itself in an init function.
+var registry = map[string]func(ctx context.Context, env serviceEnv) error{}
+
 // startStack starts every service and the gateway in this process, each on
 // its own port, and returns a function that stops them all.
-func startStack(ctx context.Context, dbURL string) (*stack, func(), error) {
+func startStack(ctx context.Context, dbURL, natsURL string) (*stack, func(), error) {
 	logLevel := slog.LevelWarn
 	if os.Getenv("DOCREPO_E2E_LOG") != "" {
 		logLevel = slog.LevelDebug
@@ -97,32 +110,30 @@ func startStack(ctx context.Context, dbURL string) (*stack, func(), error) {
 			}
 		}()
 	}
-	common := config.Common{DatabaseURL: dbURL, Migrate: false, LogLevel: "warn"}
+	common := config.Common{DatabaseURL: dbURL, Migrate: false, LogLevel: "warn", NATSURL: natsURL}
 	s := &stack{dbURL: dbURL, pool: pool, identity: identity.NewStore(pool), addrs: map[string]string{}, running: map[string]bool{}}
 
-	folderLis, err := listen()
-	if err != nil {
-		cancel()
-		return nil, nil, err
-	}
-	s.addrs["folder"] = folderLis.Addr().String()
-	s.running["folder"] = true
-	start("folder", func(ctx context.Context) error {
-		return foldersvc.Run(ctx, foldersvc.Config{Common: common, Listener: folderLis, Logger: logger.With("service", "folder")})
-	})
-
-	// Services not started here get an address nothing listens on, so
-	// their routes answer 503 rather than pretending to work.
-	for _, name := range []string{"document", "search", "schema"} {
-		if _, ok := s.addrs[name]; !ok {
-			l, err := listen()
-			if err != nil {
-				cancel()
-				return nil, nil, err
-			}
-			s.addrs[name] = l.Addr().String()
+	// Bind every listener first, so each service knows the others'
+	// addresses before any starts. Services not registered get an address
+	// nothing listens on, so their routes answer 503 rather than pretending.
+	listeners := map[string]net.Listener{}
+	for _, name := range []string{"document", "folder", "search", "schema", "indexer"} {
+		l, err := listen()
+		if err != nil {
+			cancel()
+			return nil, nil, err
+		}
+		s.addrs[name] = l.Addr().String()
+		if _, ok := registry[name]; ok {
+			listeners[name] = l
+			s.running[name] = true
+		} else {
 			l.Close()
 		}
+	}
+	for name, runService := range registry {
+		env := serviceEnv{common: common, listener: listeners[name], logger: logger.With("service", name), addrs: s.addrs, stack: s}
+		start(name, func(ctx context.Context) error { return runService(ctx, env) })
 	}
 	gwLis, err := listen()
 	if err != nil {
