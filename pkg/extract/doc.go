@@ -1,0 +1,54 @@
+// Package extract turns uploaded files into plain text for the search index,
+// and counts PDF pages for the upload path.
+//
+// Extract reads through an io.ReaderAt, as blob stores serve files: a PDF's
+// objects, a DOCX's zip entries and text files are read where they lie, and
+// only what is being decoded is in memory (the PDF parser keeps the file's
+// compressed streams, so PDFs are capped by Options.MaxPDFBytes). The format
+// comes from the content's signature first, then the declared MIME type,
+// then the original filename's extension (the name is never opened).
+//
+// Formats:
+//
+//   - PDF: github.com/pdfcpu/pdfcpu parses the file (xref tables and
+//     streams, object streams, filters, encryption with an empty user
+//     password, repair of damaged xrefs) and counts pages from the page
+//     tree, which matches poppler's pdfinfo. Text comes from this package's
+//     own content-stream interpreter: fonts (simple encodings with
+//     Differences, embedded Type 1 encodings, ToUnicode CMaps, composite
+//     fonts with Identity or embedded CMaps, Type 3), text and graphics
+//     state, form XObjects. Glyph positions, not space characters, decide
+//     word breaks (a gap over 0.1 em, as in pdftotext); fragments of lines
+//     are put in reading order by recursive XY cuts, so columns and tables
+//     read as they do in pdftotext; words hyphenated at a line end are
+//     joined. On the real-world test documents the text agrees with
+//     pdftotext on 99% of word bigrams. The pure-Go extractors tried first
+//     found fewer of the manifest's phrases (ledongthuc/pdf 15 of 26,
+//     dslipak/pdf 6, rsc.io/pdf 0) because they rely on space characters
+//     and content order, and rsc.io/pdf cannot open several of the files.
+//     Scanned pages without a text layer give no text (no OCR).
+//   - DOCX: the main document part (found through the package
+//     relationships), then headers, footers, footnotes, endnotes and
+//     comments; paragraphs and table rows end lines, cells and tabs are
+//     separated by tabs; deleted revisions, field codes and the legacy
+//     duplicates in mc:Fallback are left out.
+//   - HTML: visible text only (golang.org/x/net/html tokenizer, entities
+//     decoded, declared charsets honoured); script, style, template,
+//     noscript and elements marked hidden are skipped; block elements end
+//     lines.
+//   - Plain text, Markdown, CSV: as is. UTF-16 with a byte order mark is
+//     decoded; bytes that are not valid UTF-8 are read as Windows-1252, so
+//     legacy text keeps its words.
+//   - XML: character data; JSON: keys, string values and numbers. Both fall
+//     back to plain text when malformed.
+//   - Anything else (images, archives, unknown binaries): empty text and no
+//     error, so an upload is never refused for being unindexable.
+//
+// Safety: no panic escapes (parsers run under recover and panics become
+// errors wrapping ErrMalformed); every inflated byte counts against
+// Options.MaxDecompressedBytes and exceeding it is ErrLimit (zip and flate
+// bombs); the text is capped at Options.MaxTextBytes (Result.Truncated);
+// recursion through page trees and forms is bounded and cycle-checked; reads
+// fail as soon as ctx is done, and the loops check ctx, so cancellation and
+// Options.Timeout end an extraction promptly.
+package extract

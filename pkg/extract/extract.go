@@ -1,0 +1,203 @@
+package extract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"time"
+)
+
+// Default limits. They are generous for real documents and small enough that
+// one hostile file cannot exhaust an indexer's memory.
+const (
+	// DefaultMaxTextBytes caps the extracted text (UTF-8 bytes).
+	DefaultMaxTextBytes = 20 << 20
+	// DefaultMaxDecompressedBytes caps the bytes inflated from compressed
+	// parts (DOCX zip entries, PDF streams) in one extraction.
+	DefaultMaxDecompressedBytes = 512 << 20
+	// DefaultMaxPDFBytes caps the size of a PDF that is parsed at all: the
+	// PDF parser holds the file's (still compressed) streams in memory.
+	DefaultMaxPDFBytes = 1 << 30
+)
+
+// Errors callers may test with errors.Is.
+var (
+	// ErrLimit: a resource limit (decompressed bytes, nesting depth, file
+	// size) was exceeded; the file is treated as hostile or unsupported.
+	ErrLimit = errors.New("extract: resource limit exceeded")
+	// ErrMalformed: the file could not be parsed as its format.
+	ErrMalformed = errors.New("extract: malformed file")
+	// ErrNotPDF: PageCount was given something that is not a PDF.
+	ErrNotPDF = errors.New("extract: not a PDF")
+)
+
+// Format is a document format Extract knows how to read.
+type Format string
+
+// Formats. FormatBinary is anything not recognised as text: it yields empty
+// text and no error.
+const (
+	FormatPDF      Format = "pdf"
+	FormatDOCX     Format = "docx"
+	FormatHTML     Format = "html"
+	FormatXML      Format = "xml"
+	FormatJSON     Format = "json"
+	FormatCSV      Format = "csv"
+	FormatMarkdown Format = "markdown"
+	FormatText     Format = "text"
+	FormatBinary   Format = "binary"
+)
+
+// Options tune Extract. The zero value means the defaults.
+type Options struct {
+	// MaxTextBytes caps the returned text; longer text is cut at a rune
+	// boundary and Result.Truncated is set. Default DefaultMaxTextBytes.
+	MaxTextBytes int
+	// MaxDecompressedBytes caps inflated bytes per extraction; exceeding it
+	// fails with ErrLimit (a decompression bomb). Default
+	// DefaultMaxDecompressedBytes.
+	MaxDecompressedBytes int64
+	// MaxPDFBytes: larger PDFs are not parsed (ErrLimit). Default
+	// DefaultMaxPDFBytes.
+	MaxPDFBytes int64
+	// Timeout, when positive, bounds the extraction in addition to ctx.
+	Timeout time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxTextBytes <= 0 {
+		o.MaxTextBytes = DefaultMaxTextBytes
+	}
+	if o.MaxDecompressedBytes <= 0 {
+		o.MaxDecompressedBytes = DefaultMaxDecompressedBytes
+	}
+	if o.MaxPDFBytes <= 0 {
+		o.MaxPDFBytes = DefaultMaxPDFBytes
+	}
+	return o
+}
+
+// Result is the outcome of Extract.
+type Result struct {
+	// Text is the plain text: valid UTF-8, paragraphs and lines separated
+	// by newlines, pages by a form feed.
+	Text string
+	// Format is the format the content was read as.
+	Format Format
+	// Pages is the page count for PDFs (as pdfinfo reports it), else 0.
+	Pages int
+	// Truncated reports that Text was cut at Options.MaxTextBytes.
+	Truncated bool
+}
+
+// Extract returns the plain text of the file in r (size bytes). mimeType is
+// the declared MIME type (parameters allowed, may be empty); filename is the
+// original name and is only used to guess the type from its extension, never
+// opened. The format is decided by Detect: content signatures win over the
+// declared type.
+//
+// Unknown binary content yields empty text and no error. Malformed files give
+// an error wrapping ErrMalformed, hostile ones ErrLimit; a cancelled or
+// expired ctx gives ctx.Err(). Extract never panics: a panic inside a parser
+// is recovered and returned as an error wrapping ErrMalformed.
+func Extract(ctx context.Context, r io.ReaderAt, size int64, mimeType, filename string, opts Options) (res Result, err error) {
+	opts = opts.withDefaults()
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			res = Result{Format: res.Format}
+			err = fmt.Errorf("%w: panic while extracting: %v\n%s", ErrMalformed, p, debug.Stack())
+		}
+		if err != nil && ctx.Err() != nil {
+			// Whatever failed, the reason is the deadline or cancellation.
+			err = ctx.Err()
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	if r == nil || size < 0 {
+		return Result{}, fmt.Errorf("%w: no content", ErrMalformed)
+	}
+	r = &ctxReaderAt{ctx: ctx, r: r}
+
+	head := make([]byte, sniffLen)
+	n, rerr := r.ReadAt(head, 0)
+	if rerr != nil && rerr != io.EOF && int64(n) < min(size, sniffLen) {
+		return Result{}, fmt.Errorf("extract: read: %w", rerr)
+	}
+	head = head[:min(int64(n), size)]
+	res.Format = detect(mimeType, filename, head, r, size)
+
+	sink := newSink(ctx, opts.MaxTextBytes)
+	switch res.Format {
+	case FormatPDF:
+		res.Pages, err = extractPDF(ctx, r, size, opts, sink)
+	case FormatDOCX:
+		err = extractDOCX(ctx, r, size, opts, sink)
+	case FormatHTML:
+		err = extractHTML(ctx, io.NewSectionReader(r, 0, size), mimeType, sink)
+	case FormatXML:
+		err = extractXML(ctx, r, size, sink)
+	case FormatJSON:
+		err = extractJSON(ctx, r, size, sink)
+	case FormatText, FormatMarkdown, FormatCSV:
+		err = extractPlain(ctx, io.NewSectionReader(r, 0, size), sink)
+	default:
+		// Unknown binary: nothing to index, and not an error.
+	}
+	if errors.Is(err, errTextFull) {
+		err = nil
+	}
+	if err != nil {
+		return Result{Format: res.Format, Pages: res.Pages}, err
+	}
+	res.Text, res.Truncated = sink.result()
+	return res, nil
+}
+
+// ctxReaderAt fails reads once ctx is done, so that every parser working on
+// the file, ours or a library's, stops promptly on cancellation.
+type ctxReaderAt struct {
+	ctx context.Context
+	r   io.ReaderAt
+}
+
+func (c *ctxReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.ReadAt(p, off)
+}
+
+// limitedReader is io.LimitedReader that reports going over the limit as
+// ErrLimit instead of a silent EOF; budget is shared by all readers of one
+// extraction.
+type limitedReader struct {
+	r      io.Reader
+	budget *int64
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if *l.budget <= 0 {
+		// One more byte proves the limit is really exceeded.
+		var one [1]byte
+		n, err := l.r.Read(one[:])
+		if n > 0 {
+			return 0, fmt.Errorf("%w: more than the allowed decompressed bytes", ErrLimit)
+		}
+		return 0, err
+	}
+	if int64(len(p)) > *l.budget {
+		p = p[:*l.budget]
+	}
+	n, err := l.r.Read(p)
+	*l.budget -= int64(n)
+	return n, err
+}
