@@ -13,8 +13,12 @@ type Store interface {
 	// Put stores everything read from r under key, replacing any object
 	// already there, and returns the number of bytes stored. It streams: memory
 	// use does not grow with the size of the object. The new object becomes
-	// visible only once complete; if Put fails or ctx is cancelled, no partial
-	// object is visible and a previous object under key is left intact.
+	// visible only once complete. If Put fails, for example because r fails
+	// or ctx is cancelled, nothing partial is ever visible: the key keeps its
+	// previous object (or stays absent), except that a failure at the very
+	// end (a cancellation racing the final request, a failed directory sync)
+	// may leave the complete new object in place. Put checks ctx between
+	// reads of r; a Read that blocks is not interrupted.
 	Put(ctx context.Context, key string, r io.Reader) (int64, error)
 
 	// Open opens the object under key for reading. The caller must Close it.
@@ -56,6 +60,9 @@ var (
 
 	// ErrInvalidKey reports a key that [ValidateKey] rejects.
 	ErrInvalidKey = errors.New("invalid key")
+
+	// ErrNilReader reports a Put given a nil io.Reader.
+	ErrNilReader = errors.New("nil reader")
 )
 
 // Error records a failed operation on a key. Err is the cause; it is

@@ -2,6 +2,7 @@ package blob
 
 import (
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -34,6 +35,18 @@ func ValidateKey(key string) error {
 func CheckKey(op, key string) error {
 	if err := ValidateKey(key); err != nil {
 		return &Error{Op: op, Key: key, Err: err}
+	}
+	return nil
+}
+
+// CheckPut is what implementations check at the top of Put: a valid key
+// and a non-nil reader.
+func CheckPut(key string, r io.Reader) error {
+	if err := CheckKey("put", key); err != nil {
+		return err
+	}
+	if r == nil {
+		return &Error{Op: "put", Key: key, Err: ErrNilReader}
 	}
 	return nil
 }

@@ -64,7 +64,7 @@ func Run(t *testing.T, newStore func(t *testing.T) blob.Store, opts Options) {
 		{name: "Stat", run: testStat},
 		{name: "NotFound", run: testNotFound},
 		{name: "DeleteIsIdempotent", run: testDelete},
-		{name: "InvalidKeysRejected", run: testInvalidKeys},
+		{name: "InvalidInputRejected", run: testInvalidInput},
 		{name: "Overwrite", run: testOverwrite},
 		{name: "SimilarKeysAreDistinct", run: testSimilarKeys},
 		{name: "FailedPutLeavesNothing", run: testFailedPut},
@@ -345,7 +345,7 @@ func testDelete(t *testing.T, s blob.Store, _ Options) {
 	}
 }
 
-func testInvalidKeys(t *testing.T, s blob.Store, _ Options) {
+func testInvalidInput(t *testing.T, s blob.Store, _ Options) {
 	ctx := t.Context()
 	keys := []struct {
 		name string
@@ -388,6 +388,14 @@ func testInvalidKeys(t *testing.T, s blob.Store, _ Options) {
 			}
 		})
 	}
+	t.Run("nil reader", func(t *testing.T) {
+		if _, err := s.Put(ctx, "valid/key", nil); !errors.Is(err, blob.ErrNilReader) {
+			t.Fatalf("Put(nil reader) = %v, want ErrNilReader", err)
+		}
+		if _, err := s.Stat(ctx, "valid/key"); !blob.IsNotFound(err) {
+			t.Fatalf("Stat after Put(nil reader) = %v, want ErrNotFound", err)
+		}
+	})
 }
 
 func testOverwrite(t *testing.T, s blob.Store, _ Options) {

@@ -47,6 +47,38 @@ func (g *genReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// patternReader streams n bytes by repeating a 1 MiB random block: as
+// incompressible for the store as genReader, but nearly free to produce, so
+// benchmarks measure the store rather than the generator.
+type patternReader struct {
+	block     []byte
+	off       int
+	remaining int64
+}
+
+var patternBlock = sync.OnceValue(func() []byte { return randomBytes(42, 1<<20) })
+
+func newPatternReader(n int64) *patternReader {
+	return &patternReader{block: patternBlock(), remaining: n}
+}
+
+func (p *patternReader) Read(b []byte) (int, error) {
+	if p.remaining <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(b)) > p.remaining {
+		b = b[:p.remaining]
+	}
+	n := 0
+	for n < len(b) {
+		c := copy(b[n:], p.block[p.off:])
+		n += c
+		p.off = (p.off + c) % len(p.block)
+	}
+	p.remaining -= int64(n)
+	return n, nil
+}
+
 // sha256Of hashes everything r yields.
 func sha256Of(r io.Reader) ([sha256.Size]byte, int64, error) {
 	h := sha256.New()
@@ -97,14 +129,15 @@ func (u *untouchableReader) Read([]byte) (int, error) {
 type heapSample struct {
 	objects uint64 // live and not yet swept objects
 	inuse   uint64 // objects plus fragmentation within spans: MemStats.HeapInuse
+	live    uint64 // heap marked live by the latest GC: what is really retained
 }
 
-var heapMetrics = []string{"/memory/classes/heap/objects:bytes", "/memory/classes/heap/unused:bytes"}
+var heapMetrics = []string{"/memory/classes/heap/objects:bytes", "/memory/classes/heap/unused:bytes", "/gc/heap/live:bytes"}
 
 func readHeap(buf []metrics.Sample) heapSample {
 	metrics.Read(buf)
 	objects := buf[0].Value.Uint64()
-	return heapSample{objects: objects, inuse: objects + buf[1].Value.Uint64()}
+	return heapSample{objects: objects, inuse: objects + buf[1].Value.Uint64(), live: buf[2].Value.Uint64()}
 }
 
 // heapWatch samples the heap every millisecond until stopped and keeps the
@@ -133,6 +166,7 @@ func watchHeap() *heapWatch {
 			s := readHeap(buf)
 			w.peak.objects = max(w.peak.objects, s.objects)
 			w.peak.inuse = max(w.peak.inuse, s.inuse)
+			w.peak.live = max(w.peak.live, s.live)
 		}
 		for {
 			sample()

@@ -73,7 +73,7 @@ func (s *Store) Dir() string { return s.root.Name() }
 
 // Put implements [blob.Store].
 func (s *Store) Put(ctx context.Context, key string, r io.Reader) (n int64, err error) {
-	if err := blob.CheckKey("put", key); err != nil {
+	if err := blob.CheckPut(key, r); err != nil {
 		return 0, err
 	}
 	defer func() {

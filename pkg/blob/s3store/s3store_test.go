@@ -3,6 +3,7 @@ package s3store_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -152,8 +153,14 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}
 }
 
+// BenchmarkPut writes 32 MiB and 256 MiB objects with the default 16 MiB
+// parts to a local MinIO; the heap metrics should not depend on the size.
 func BenchmarkPut(b *testing.B) {
-	blobtest.BenchmarkPut(b, newStore(b, s3store.DefaultPartSize), 256<<20)
+	for _, size := range []int64{32 << 20, 256 << 20} {
+		b.Run(fmt.Sprintf("%dMiB", size>>20), func(b *testing.B) {
+			blobtest.BenchmarkPut(b, newStore(b, s3store.DefaultPartSize), size)
+		})
+	}
 }
 
 // incompleteUploads lists the keys with unfinished multipart uploads.
