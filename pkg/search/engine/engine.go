@@ -1,0 +1,148 @@
+// Package engine is the contract between docrepo's search service and its
+// search engines: the embedded engine (bleve plus an exact vector scan) and
+// OpenSearch. Both execute the same parsed query (pkg/search/dsl) with the
+// semantics of DESIGN §6, so that they answer identically.
+//
+// The indexer writes Documents; the search service runs Requests. Writes
+// are idempotent and order-safe: a document is written only when its Rev is
+// newer than the revision the engine holds, so replayed or reordered events
+// never resurrect old state.
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/docrepo/docrepo/pkg/search/dsl"
+)
+
+// Document is one document as search sees it.
+type Document struct {
+	ID  int64
+	Rev int64
+	// GroupIDs are the groups that may see the document (the visibility
+	// pre-filter of every search).
+	GroupIDs []int64
+	// FolderIDs are the folders the document is assigned to (the
+	// filesbelongto field).
+	FolderIDs []int64
+
+	// Metadata fields of spec §2.8. A nil pointer means the document lacks
+	// the field (ne/nin match it; eq never does).
+	Description     *string
+	DocNumber       *string
+	DocType         *string
+	DocStatus       *string
+	ReferenceNumber *string
+	FromEntity      *string
+	ToEntity        *string
+	EntryPerson     *string
+	RevNumber       *string
+	Subdoctype      *string
+	Date            *time.Time
+	EntryDate       *time.Time
+	Privileged      bool
+	IsLocked        bool
+
+	// Content is the extracted text of the document's current file.
+	Content string
+	// ContentVector embeds Content; MetadataVector embeds the canonical
+	// metadata text. Either may be nil (then the document is never a
+	// nearest neighbour for that target).
+	ContentVector  []float32
+	MetadataVector []float32
+}
+
+// Request is one search to execute.
+type Request struct {
+	Query *dsl.Query
+	Plan  dsl.Plan
+	// GroupIDs of the caller: only documents sharing one are eligible,
+	// in every mode and in Total. Unrestricted callers see everything.
+	GroupIDs     []int64
+	Unrestricted bool
+	// QueryVector is the embedding of Plan.Vector's query text (nil
+	// without a vector clause). The search service embeds it with the same
+	// embedder the indexer used for Plan.Vector.Target.
+	QueryVector []float32
+}
+
+// Hit is one result.
+type Hit struct {
+	ID int64
+	// Score is BM25 in FTS modes, 1/(1+d²) in vector-only modes, nil when
+	// nothing ranks (metadata-only and no-where modes).
+	Score *float64
+	// Highlights are up to 3 snippets of at most the requested visible
+	// length, matched terms in <b>...</b>, all other text HTML-escaped. Nil
+	// unless the query asked for highlights and has an FTS clause.
+	Highlights []string
+	// Fields holds the selected metadata fields (dsl field name → value:
+	// string, int64, bool, time.Time, []int64 for filesbelongto, or nil when
+	// the document lacks the field).
+	Fields map[string]any
+}
+
+// Result is one page of hits and the total number of matches.
+type Result struct {
+	Total int64
+	Hits  []Hit
+}
+
+// WriteResult says what an Upsert did with each document.
+type WriteResult struct {
+	// Written counts documents stored; Stale counts documents skipped
+	// because the engine already held the same or a newer revision.
+	Written int
+	Stale   int
+}
+
+// Engine is a search engine backend. Implementations are safe for
+// concurrent use.
+type Engine interface {
+	// Upsert writes each document whose Rev is newer than the stored one.
+	Upsert(ctx context.Context, docs []Document) (WriteResult, error)
+	// Delete removes a document unless the engine holds a newer revision
+	// than rev. Deleting an absent document is not an error.
+	Delete(ctx context.Context, id, rev int64) error
+	// Revision returns the stored revision of a document (false when absent).
+	Revision(ctx context.Context, id int64) (int64, bool, error)
+	// Search executes a request. It honours ctx's deadline and then returns
+	// an error wrapping context.DeadlineExceeded.
+	Search(ctx context.Context, req Request) (Result, error)
+	// Count returns the number of documents stored.
+	Count(ctx context.Context) (int64, error)
+	// Reset removes every document (for a full reindex).
+	Reset(ctx context.Context) error
+	// Close releases the engine.
+	Close() error
+}
+
+// ErrClosed is returned by an engine used after Close.
+var ErrClosed = errors.New("engine: closed")
+
+// MetadataText is the canonical text of a document's metadata that the
+// metadata vector target embeds: "field: value" lines in spec order, absent
+// fields left out. The indexer and tests must use this one function.
+func MetadataText(d *Document) string {
+	var b []byte
+	add := func(name string, v *string) {
+		if v != nil && *v != "" {
+			b = append(b, name...)
+			b = append(b, ": "...)
+			b = append(b, *v...)
+			b = append(b, '\n')
+		}
+	}
+	add("description", d.Description)
+	add("doc_type", d.DocType)
+	add("doc_status", d.DocStatus)
+	add("doc_number", d.DocNumber)
+	add("reference_number", d.ReferenceNumber)
+	add("from_entity", d.FromEntity)
+	add("to_entity", d.ToEntity)
+	add("rev_number", d.RevNumber)
+	add("subdoctype", d.Subdoctype)
+	return string(b)
+}
