@@ -1,4 +1,3 @@
-// Package ctxio makes a plain io.Reader give up once a context is done.
 package ctxio
 
 import (
