@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -191,5 +192,55 @@ func TestIncompleteUploadsAreDetected(t *testing.T) {
 	}
 	if got := incompleteUploads(t, s); len(got) != 1 || got[0] != key {
 		t.Fatalf("incompleteUploads = %v, want [%s]", got, key)
+	}
+}
+
+// TestOpenObjectNeverMixesVersions overwrites an object while it is open:
+// reads must return the first version or fail, never bytes of the second.
+func TestOpenObjectNeverMixesVersions(t *testing.T) {
+	s := newStore(t, 0)
+	ctx := t.Context()
+	first := bytes.Repeat([]byte{'A'}, 3<<20)
+	second := bytes.Repeat([]byte{'B'}, 3<<20)
+	if _, err := s.Put(ctx, "doc", bytes.NewReader(first)); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := s.Open(ctx, "doc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	if _, err := s.Put(ctx, "doc", bytes.NewReader(second)); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		read func() ([]byte, error)
+	}{
+		{name: "ReadAt", read: func() ([]byte, error) {
+			buf := make([]byte, 1000)
+			n, err := obj.ReadAt(buf, 1<<20)
+			return buf[:n], err
+		}},
+		{name: "Read after Seek", read: func() ([]byte, error) {
+			if _, err := obj.Seek(2<<20, io.SeekStart); err != nil {
+				return nil, err
+			}
+			buf := make([]byte, 1000)
+			n, err := io.ReadFull(obj, buf)
+			return buf[:n], err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.read()
+			t.Logf("read %d bytes, err %v", len(got), err)
+			if bytes.Contains(got, []byte{'B'}) {
+				t.Fatalf("read bytes of the second version through the object opened on the first")
+			}
+			if err == nil && len(got) == 0 {
+				t.Fatalf("read nothing and no error")
+			}
+		})
 	}
 }
