@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/docrepo/docrepo/pkg v0.0.0
 	github.com/docrepo/docrepo/services/folder v0.0.0
+	github.com/docrepo/docrepo/services/schema v0.0.0
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.30.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0
@@ -39,4 +40,5 @@ require (
 replace (
 	github.com/docrepo/docrepo/pkg => ../pkg
 	github.com/docrepo/docrepo/services/folder => ../services/folder
+	github.com/docrepo/docrepo/services/schema => ../services/schema
 )

@@ -1,0 +1,91 @@
+package schemasvc
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"unicode/utf8"
+
+	"google.golang.org/grpc"
+
+	"github.com/docrepo/docrepo/pkg/apierr"
+	"github.com/docrepo/docrepo/pkg/catalog"
+	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+	schemav1 "github.com/docrepo/docrepo/pkg/gen/docrepo/schema/v1"
+)
+
+// valueLister reads distinct values over the documents the caller can see;
+// the document service's client is one.
+type valueLister interface {
+	ListDistinctValues(ctx context.Context, in *documentv1.ListDistinctValuesRequest, opts ...grpc.CallOption) (*documentv1.ListDistinctValuesResponse, error)
+}
+
+// Service implements schemav1.SchemaServiceServer.
+type Service struct {
+	schemav1.UnimplementedSchemaServiceServer
+	store  *catalog.Store
+	docs   valueLister
+	logger *slog.Logger
+}
+
+// NewService returns the schema service on store, reading distinct values
+// through docs.
+func NewService(store *catalog.Store, docs valueLister, logger *slog.Logger) *Service {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Service{store: store, docs: docs, logger: logger}
+}
+
+// storable reports whether s can be sent to Postgres as text.
+func storable(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
+
+// internal wraps an unexpected error unless it already is a domain error.
+func internal(err error) error {
+	if e := (*apierr.Error)(nil); errors.As(err, &e) {
+		return err
+	}
+	return apierr.Internal(err)
+}
+
+// GetDocType looks a doc type up by its exact name.
+func (s *Service) GetDocType(ctx context.Context, req *schemav1.GetDocTypeRequest) (*schemav1.GetDocTypeResponse, error) {
+	name := req.GetName()
+	if !storable(name) || utf8.RuneCountInString(name) > catalog.MaxDocTypeLength {
+		return nil, apierr.NotFound("Unknown doc_type: %s", strings.ToValidUTF8(name, "\uFFFD"))
+	}
+	d, err := s.store.DocType(ctx, name)
+	if err != nil {
+		return nil, internal(err)
+	}
+	return &schemav1.GetDocTypeResponse{DocType: &schemav1.DocType{Id: d.ID, Name: d.Name}}, nil
+}
+
+// GetTemplate returns a template with its columns.
+func (s *Service) GetTemplate(ctx context.Context, req *schemav1.GetTemplateRequest) (*schemav1.GetTemplateResponse, error) {
+	if req.GetTemplateId() <= 0 {
+		return nil, apierr.NotFound(catalog.ErrTemplateNotFound)
+	}
+	t, err := s.store.Template(ctx, req.GetTemplateId())
+	if err != nil {
+		return nil, internal(err)
+	}
+	return &schemav1.GetTemplateResponse{Template: templateProto(t)}, nil
+}
+
+func templateProto(t catalog.Template) *schemav1.Template {
+	out := &schemav1.Template{Id: t.ID, Name: t.Name, Kind: string(t.Kind)}
+	for _, c := range t.Columns {
+		out.Columns = append(out.Columns, &schemav1.TemplateColumn{
+			Id:               c.ID,
+			Name:             c.Name,
+			Label:            c.Label,
+			Type:             string(c.Type),
+			Options:          c.Options,
+			LinkedTemplateId: c.LinkedTemplateID,
+			LinkedColumnId:   c.LinkedColumnID,
+		})
+	}
+	return out
+}
