@@ -1,0 +1,345 @@
+// Command devstack runs docrepo's whole split stack on one machine for
+// development (`make run`): a NATS JetStream server in this process, Postgres
+// from DATABASE_URL or a private cluster from the system's binaries, and each
+// service as its own process from bin/, with the gateway on
+// DOCREPO_HTTP_ADDR (default 127.0.0.1:8080). Blobs go to local disk unless
+// MINIO_ENDPOINT is set; search uses the embedded engine unless
+// OPENSEARCH_URL is set (then a separate indexer process runs too).
+//
+// It bootstraps an `admin` user with a full-scope key and writes
+// DOCREPO_URL, DATABASE_URL and DOCREPO_ADMIN_TOKEN to .data/devstack.env.
+// Ctrl-C stops every process, the NATS server and the private cluster.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	natsserver "github.com/nats-io/nats-server/v2/server"
+
+	"github.com/docrepo/docrepo/pkg/auth"
+	"github.com/docrepo/docrepo/pkg/config"
+	"github.com/docrepo/docrepo/pkg/database"
+	"github.com/docrepo/docrepo/pkg/identity"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "devstack:", err)
+		os.Exit(1)
+	}
+}
+
+type settings struct {
+	databaseURL string
+	httpAddr    string
+	dataDir     string
+	binDir      string
+	pgPort      int
+	natsPort    int
+	basePort    int
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string) error {
+	var s settings
+	l := config.New("devstack", getenv)
+	l.String(&s.databaseURL, "database-url", "DATABASE_URL", "", "Postgres URL (empty: a private cluster under the data dir)")
+	l.String(&s.httpAddr, "http-addr", "DOCREPO_HTTP_ADDR", "127.0.0.1:8080", "gateway listen address")
+	l.String(&s.dataDir, "data-dir", "DOCREPO_DATA_DIR", ".data", "where the stack keeps its state")
+	l.String(&s.binDir, "bin-dir", "DOCREPO_BIN_DIR", "bin", "where the service binaries are")
+	l.Int(&s.pgPort, "pg-port", "DOCREPO_PG_PORT", 55432, "port of the private Postgres cluster")
+	l.Int(&s.natsPort, "nats-port", "DOCREPO_NATS_PORT", 14222, "port of the embedded NATS server")
+	l.Int(&s.basePort, "base-port", "DOCREPO_BASE_PORT", 9100, "first of the service ports (gRPC base+1.., metrics base+11..)")
+	if err := l.Parse(args); err != nil {
+		return err
+	}
+	dataDir, err := filepath.Abs(s.dataDir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return err
+	}
+
+	// Postgres.
+	dbURL := s.databaseURL
+	if dbURL == "" {
+		serverURL, stopPG, err := privatePostgres(ctx, filepath.Join(dataDir, "pg"), s.pgPort)
+		if err != nil {
+			return err
+		}
+		defer stopPG()
+		if dbURL, err = ensureDatabase(ctx, serverURL, "docrepo"); err != nil {
+			return err
+		}
+	}
+	pool, err := database.Open(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	if _, err := database.Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return err
+	}
+	adminToken, serviceToken, err := bootstrapIdentity(ctx, identity.NewStore(pool), dataDir)
+	pool.Close()
+	if err != nil {
+		return err
+	}
+
+	// NATS JetStream, in this process.
+	ns, err := natsserver.NewServer(&natsserver.Options{
+		Host: "127.0.0.1", Port: s.natsPort, JetStream: true,
+		StoreDir: filepath.Join(dataDir, "nats"), NoSigs: true,
+	})
+	if err != nil {
+		return fmt.Errorf("nats: %w", err)
+	}
+	ns.Start()
+	defer ns.Shutdown()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		return errors.New("nats: not ready after 10s")
+	}
+	natsURL := ns.ClientURL()
+
+	port := func(n int) string { return fmt.Sprintf("127.0.0.1:%d", s.basePort+n) }
+	addrs := map[string]string{"document": port(1), "folder": port(2), "search": port(3), "schema": port(4), "indexer": port(5)}
+	common := []string{
+		"DATABASE_URL=" + dbURL,
+		"NATS_URL=" + natsURL,
+		"DOCREPO_LOG_FORMAT=text",
+		"DOCREPO_MIGRATE=false",
+		"DOCREPO_SERVICE_TOKEN=" + serviceToken,
+		"DOCREPO_DOCUMENT_ADDR=" + addrs["document"],
+		"DOCREPO_FOLDER_ADDR=" + addrs["folder"],
+		"DOCREPO_SEARCH_ADDR=" + addrs["search"],
+		"DOCREPO_SCHEMA_ADDR=" + addrs["schema"],
+		"DOCREPO_INDEXER_ADDR=" + addrs["indexer"],
+		"DOCREPO_BLOB_DIR=" + filepath.Join(dataDir, "blobs"),
+		"DOCREPO_INDEX_DIR=" + filepath.Join(dataDir, "index"),
+	}
+	for _, k := range []string{"MINIO_ENDPOINT", "MINIO_ACCESS_KEY", "MINIO_SECRET_KEY", "MINIO_BUCKET", "MINIO_USE_SSL",
+		"OPENSEARCH_URL", "OPENSEARCH_USERNAME", "OPENSEARCH_PASSWORD", "DOCREPO_EMBEDDER", "DOCREPO_MAX_UPLOAD_BYTES", "DOCREPO_LOG_LEVEL"} {
+		if v := getenv(k); v != "" {
+			common = append(common, k+"="+v)
+		}
+	}
+	type proc struct{ name, grpc, metrics string }
+	procs := []proc{
+		{"folder", addrs["folder"], port(12)},
+		{"schema", addrs["schema"], port(14)},
+		{"document", addrs["document"], port(11)},
+		{"search", addrs["search"], port(13)},
+	}
+	if getenv("OPENSEARCH_URL") != "" {
+		procs = append(procs, proc{"indexer", addrs["indexer"], port(15)})
+	}
+	sup := newSupervisor()
+	defer sup.stopAll()
+	for _, p := range procs {
+		bin := filepath.Join(s.binDir, p.name)
+		if _, err := os.Stat(bin); err != nil {
+			fmt.Fprintf(os.Stderr, "devstack: %s is not built (%s missing); its routes answer 503\n", p.name, bin)
+			continue
+		}
+		env := append(append([]string{}, common...), "DOCREPO_GRPC_ADDR="+p.grpc, "DOCREPO_METRICS_ADDR="+p.metrics)
+		if err := sup.start(ctx, p.name, bin, env); err != nil {
+			return err
+		}
+	}
+	if err := sup.start(ctx, "gateway", filepath.Join(s.binDir, "gateway"), append(append([]string{}, common...), "DOCREPO_HTTP_ADDR="+s.httpAddr)); err != nil {
+		return err
+	}
+	baseURL := "http://" + s.httpAddr
+	envFile := filepath.Join(dataDir, "devstack.env")
+	if err := os.WriteFile(envFile, []byte(fmt.Sprintf("DOCREPO_URL=%s\nDATABASE_URL=%s\nDOCREPO_ADMIN_TOKEN=%s\n", baseURL, dbURL, adminToken)), 0o600); err != nil {
+		return err
+	}
+	if err := waitHealthy(ctx, baseURL+"/healthz", 30*time.Second); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "\ndocrepo is up at %s\n  credentials: %s (source it: set -a; . %s; set +a)\n  stop: Ctrl-C\n\n", baseURL, envFile, envFile)
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(os.Stderr, "devstack: stopping")
+		return nil
+	case err := <-sup.exited:
+		return err
+	}
+}
+
+// privatePostgres starts (or reuses) a cluster with deploy/dev/postgres.sh.
+func privatePostgres(ctx context.Context, dir string, port int) (string, func(), error) {
+	script := filepath.Join("deploy", "dev", "postgres.sh")
+	out, err := exec.CommandContext(ctx, "bash", script, "ensure", dir, fmt.Sprint(port)).Output()
+	if err != nil {
+		return "", nil, fmt.Errorf("start private Postgres (%s): %w", script, err)
+	}
+	stop := func() { _ = exec.Command("bash", script, "stop", dir).Run() }
+	return strings.TrimSpace(string(out)), stop, nil
+}
+
+// ensureDatabase creates database name on the server if missing.
+func ensureDatabase(ctx context.Context, serverURL, name string) (string, error) {
+	conn, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.Background())
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+		return "", err
+	}
+	if !exists {
+		if _, err := conn.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()); err != nil {
+			return "", err
+		}
+	}
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// bootstrapIdentity makes sure an admin user and a service user exist and
+// returns usable tokens, reusing the ones saved by an earlier run.
+func bootstrapIdentity(ctx context.Context, ids *identity.Store, dataDir string) (admin, service string, err error) {
+	tokenFile := filepath.Join(dataDir, "tokens")
+	saved := map[string]string{}
+	if b, err := os.ReadFile(tokenFile); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, "="); ok {
+				saved[k] = v
+			}
+		}
+	}
+	get := func(user string, groups, scopes []string) (string, error) {
+		if tok := saved[user]; tok != "" {
+			if _, err := ids.Authenticate(ctx, tok); err == nil {
+				return tok, nil
+			}
+		}
+		if _, err := ids.CreateUser(ctx, user, groups); err != nil && !errors.Is(err, identity.ErrExists) {
+			return "", err
+		}
+		tok, _, err := ids.CreateKey(ctx, user, scopes, 0)
+		return tok, err
+	}
+	if admin, err = get("admin", []string{"admin"}, []string{auth.ScopeDocumentsRead, auth.ScopeDocumentsWrite, auth.ScopeSearch, auth.ScopeAdmin}); err != nil {
+		return "", "", fmt.Errorf("bootstrap admin: %w", err)
+	}
+	if service, err = get("docrepo-service", nil, []string{auth.ScopeInternal}); err != nil {
+		return "", "", fmt.Errorf("bootstrap service user: %w", err)
+	}
+	content := fmt.Sprintf("admin=%s\ndocrepo-service=%s\n", admin, service)
+	return admin, service, os.WriteFile(tokenFile, []byte(content), 0o600)
+}
+
+func waitHealthy(ctx context.Context, u string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(u)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s not healthy after %s", u, timeout)
+}
+
+// supervisor runs child processes and stops them together.
+type supervisor struct {
+	mu     sync.Mutex
+	procs  []*exec.Cmd
+	names  []string
+	exited chan error
+	wg     sync.WaitGroup
+}
+
+func newSupervisor() *supervisor { return &supervisor{exited: make(chan error, 16)} }
+
+func (s *supervisor) start(ctx context.Context, name, bin string, env []string) error {
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	s.mu.Lock()
+	s.procs = append(s.procs, cmd)
+	s.names = append(s.names, name)
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		prefix(os.Stderr, name, stdout)
+		err := cmd.Wait()
+		if ctx.Err() == nil {
+			s.exited <- fmt.Errorf("%s exited unexpectedly: %v", name, err)
+		}
+	}()
+	return nil
+}
+
+// stopAll sends SIGTERM to every child (newest first), waits up to 30 s,
+// then kills what is left.
+func (s *supervisor) stopAll() {
+	s.mu.Lock()
+	procs := append([]*exec.Cmd(nil), s.procs...)
+	s.mu.Unlock()
+	for i := len(procs) - 1; i >= 0; i-- {
+		if p := procs[i].Process; p != nil {
+			_ = p.Signal(syscall.SIGTERM)
+		}
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		for _, c := range procs {
+			if c.Process != nil {
+				_ = c.Process.Kill()
+			}
+		}
+		<-done
+	}
+}
+
+func prefix(w io.Writer, name string, r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		fmt.Fprintf(w, "%-9s| %s\n", name, sc.Text())
+	}
+}
