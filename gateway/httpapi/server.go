@@ -331,7 +331,7 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request, _ map[string]st
 	_, _ = w.Write(b)
 }
 
-//go:embed openapi.json
+//go:embed openapi/docrepo.swagger.json
 var openapiDoc []byte
 
 func (g *Gateway) openapi(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
