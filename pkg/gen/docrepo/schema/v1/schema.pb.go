@@ -90,7 +90,15 @@ type FieldDefinition struct {
 	// buf:lint:ignore FIELD_LOWER_SNAKE_CASE
 	ValueEditorType string `protobuf:"bytes,5,opt,name=valueEditorType,proto3" json:"valueEditorType,omitempty"`
 	// Only for GridLink custom fields: template_id, field_own_id and more.
-	Metadata      *structpb.Struct `protobuf:"bytes,6,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Metadata *structpb.Struct `protobuf:"bytes,6,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	// Only for select fields (valueEditorType "select"): the values to offer,
+	// as a query-builder UI takes them (extension).
+	Values *ValueOptionList `protobuf:"bytes,7,opt,name=values,proto3" json:"values,omitempty"`
+	// The HTML input type of a text, number or date field ("text", "number",
+	// "date"), absent for select fields, named as react-querybuilder names it
+	// (extension).
+	// buf:lint:ignore FIELD_LOWER_SNAKE_CASE
+	InputType     *string `protobuf:"bytes,8,opt,name=inputType,proto3,oneof" json:"inputType,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -167,6 +175,118 @@ func (x *FieldDefinition) GetMetadata() *structpb.Struct {
 	return nil
 }
 
+func (x *FieldDefinition) GetValues() *ValueOptionList {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *FieldDefinition) GetInputType() string {
+	if x != nil && x.InputType != nil {
+		return *x.InputType
+	}
+	return ""
+}
+
+// ValueOption is one value a select field offers.
+type ValueOption struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Label         string                 `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValueOption) Reset() {
+	*x = ValueOption{}
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValueOption) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValueOption) ProtoMessage() {}
+
+func (x *ValueOption) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValueOption.ProtoReflect.Descriptor instead.
+func (*ValueOption) Descriptor() ([]byte, []int) {
+	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ValueOption) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ValueOption) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+// ValueOptionList is written as a bare JSON array.
+type ValueOptionList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*ValueOption         `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValueOptionList) Reset() {
+	*x = ValueOptionList{}
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValueOptionList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValueOptionList) ProtoMessage() {}
+
+func (x *ValueOptionList) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValueOptionList.ProtoReflect.Descriptor instead.
+func (*ValueOptionList) Descriptor() ([]byte, []int) {
+	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ValueOptionList) GetEntries() []*ValueOption {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
 // ListFieldsRequest has no parameters.
 type ListFieldsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -176,7 +296,7 @@ type ListFieldsRequest struct {
 
 func (x *ListFieldsRequest) Reset() {
 	*x = ListFieldsRequest{}
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[2]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -188,7 +308,7 @@ func (x *ListFieldsRequest) String() string {
 func (*ListFieldsRequest) ProtoMessage() {}
 
 func (x *ListFieldsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[2]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -201,7 +321,7 @@ func (x *ListFieldsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFieldsRequest.ProtoReflect.Descriptor instead.
 func (*ListFieldsRequest) Descriptor() ([]byte, []int) {
-	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{2}
+	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{4}
 }
 
 // ListFieldsResponse is written as a bare array.
@@ -214,7 +334,7 @@ type ListFieldsResponse struct {
 
 func (x *ListFieldsResponse) Reset() {
 	*x = ListFieldsResponse{}
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[3]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -226,7 +346,7 @@ func (x *ListFieldsResponse) String() string {
 func (*ListFieldsResponse) ProtoMessage() {}
 
 func (x *ListFieldsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[3]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -239,7 +359,7 @@ func (x *ListFieldsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFieldsResponse.ProtoReflect.Descriptor instead.
 func (*ListFieldsResponse) Descriptor() ([]byte, []int) {
-	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{3}
+	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListFieldsResponse) GetFields() []*FieldDefinition {
@@ -261,7 +381,7 @@ type GetFieldValuesRequest struct {
 
 func (x *GetFieldValuesRequest) Reset() {
 	*x = GetFieldValuesRequest{}
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[4]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -273,7 +393,7 @@ func (x *GetFieldValuesRequest) String() string {
 func (*GetFieldValuesRequest) ProtoMessage() {}
 
 func (x *GetFieldValuesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[4]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -286,7 +406,7 @@ func (x *GetFieldValuesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFieldValuesRequest.ProtoReflect.Descriptor instead.
 func (*GetFieldValuesRequest) Descriptor() ([]byte, []int) {
-	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{4}
+	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetFieldValuesRequest) GetFieldName() string {
@@ -320,7 +440,7 @@ type GetFieldValuesResponse struct {
 
 func (x *GetFieldValuesResponse) Reset() {
 	*x = GetFieldValuesResponse{}
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[5]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -332,7 +452,7 @@ func (x *GetFieldValuesResponse) String() string {
 func (*GetFieldValuesResponse) ProtoMessage() {}
 
 func (x *GetFieldValuesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[5]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -345,7 +465,7 @@ func (x *GetFieldValuesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFieldValuesResponse.ProtoReflect.Descriptor instead.
 func (*GetFieldValuesResponse) Descriptor() ([]byte, []int) {
-	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{5}
+	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetFieldValuesResponse) GetValues() []string {
@@ -366,7 +486,7 @@ type DocType struct {
 
 func (x *DocType) Reset() {
 	*x = DocType{}
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[6]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -378,7 +498,7 @@ func (x *DocType) String() string {
 func (*DocType) ProtoMessage() {}
 
 func (x *DocType) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[6]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -391,7 +511,7 @@ func (x *DocType) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DocType.ProtoReflect.Descriptor instead.
 func (*DocType) Descriptor() ([]byte, []int) {
-	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{6}
+	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DocType) GetId() int64 {
@@ -418,7 +538,7 @@ type GetDocTypeRequest struct {
 
 func (x *GetDocTypeRequest) Reset() {
 	*x = GetDocTypeRequest{}
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[7]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -430,7 +550,7 @@ func (x *GetDocTypeRequest) String() string {
 func (*GetDocTypeRequest) ProtoMessage() {}
 
 func (x *GetDocTypeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[7]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -443,7 +563,7 @@ func (x *GetDocTypeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDocTypeRequest.ProtoReflect.Descriptor instead.
 func (*GetDocTypeRequest) Descriptor() ([]byte, []int) {
-	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{7}
+	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetDocTypeRequest) GetName() string {
@@ -463,7 +583,7 @@ type GetDocTypeResponse struct {
 
 func (x *GetDocTypeResponse) Reset() {
 	*x = GetDocTypeResponse{}
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[8]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -475,7 +595,7 @@ func (x *GetDocTypeResponse) String() string {
 func (*GetDocTypeResponse) ProtoMessage() {}
 
 func (x *GetDocTypeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[8]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -488,7 +608,7 @@ func (x *GetDocTypeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDocTypeResponse.ProtoReflect.Descriptor instead.
 func (*GetDocTypeResponse) Descriptor() ([]byte, []int) {
-	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{8}
+	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetDocTypeResponse) GetDocType() *DocType {
@@ -517,7 +637,7 @@ type TemplateColumn struct {
 
 func (x *TemplateColumn) Reset() {
 	*x = TemplateColumn{}
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[9]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -529,7 +649,7 @@ func (x *TemplateColumn) String() string {
 func (*TemplateColumn) ProtoMessage() {}
 
 func (x *TemplateColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[9]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -542,7 +662,7 @@ func (x *TemplateColumn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TemplateColumn.ProtoReflect.Descriptor instead.
 func (*TemplateColumn) Descriptor() ([]byte, []int) {
-	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{9}
+	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TemplateColumn) GetId() int64 {
@@ -608,7 +728,7 @@ type Template struct {
 
 func (x *Template) Reset() {
 	*x = Template{}
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[10]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -620,7 +740,7 @@ func (x *Template) String() string {
 func (*Template) ProtoMessage() {}
 
 func (x *Template) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[10]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -633,7 +753,7 @@ func (x *Template) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Template.ProtoReflect.Descriptor instead.
 func (*Template) Descriptor() ([]byte, []int) {
-	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{10}
+	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Template) GetId() int64 {
@@ -674,7 +794,7 @@ type GetTemplateRequest struct {
 
 func (x *GetTemplateRequest) Reset() {
 	*x = GetTemplateRequest{}
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[11]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -686,7 +806,7 @@ func (x *GetTemplateRequest) String() string {
 func (*GetTemplateRequest) ProtoMessage() {}
 
 func (x *GetTemplateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[11]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -699,7 +819,7 @@ func (x *GetTemplateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTemplateRequest.ProtoReflect.Descriptor instead.
 func (*GetTemplateRequest) Descriptor() ([]byte, []int) {
-	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{11}
+	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetTemplateRequest) GetTemplateId() int64 {
@@ -719,7 +839,7 @@ type GetTemplateResponse struct {
 
 func (x *GetTemplateResponse) Reset() {
 	*x = GetTemplateResponse{}
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[12]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -731,7 +851,7 @@ func (x *GetTemplateResponse) String() string {
 func (*GetTemplateResponse) ProtoMessage() {}
 
 func (x *GetTemplateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[12]
+	mi := &file_docrepo_schema_v1_schema_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -744,7 +864,7 @@ func (x *GetTemplateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTemplateResponse.ProtoReflect.Descriptor instead.
 func (*GetTemplateResponse) Descriptor() ([]byte, []int) {
-	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{12}
+	return file_docrepo_schema_v1_schema_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetTemplateResponse) GetTemplate() *Template {
@@ -761,14 +881,23 @@ const file_docrepo_schema_v1_schema_proto_rawDesc = "" +
 	"\x1edocrepo/schema/v1/schema.proto\x12\x11docrepo.schema.v1\x1a\x1cdocrepo/api/v1/options.proto\x1a\x1cgoogle/protobuf/struct.proto\"4\n" +
 	"\bOperator\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05label\x18\x02 \x01(\tR\x05label\"\xf3\x01\n" +
+	"\x05label\x18\x02 \x01(\tR\x05label\"\xec\x02\n" +
 	"\x0fFieldDefinition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12\x16\n" +
 	"\x06source\x18\x03 \x01(\tR\x06source\x129\n" +
 	"\toperators\x18\x04 \x03(\v2\x1b.docrepo.schema.v1.OperatorR\toperators\x12(\n" +
 	"\x0fvalueEditorType\x18\x05 \x01(\tR\x0fvalueEditorType\x129\n" +
-	"\bmetadata\x18\x06 \x01(\v2\x17.google.protobuf.StructB\x04\xd8\xf3\x18\x01R\bmetadata\"\x13\n" +
+	"\bmetadata\x18\x06 \x01(\v2\x17.google.protobuf.StructB\x04\xd8\xf3\x18\x01R\bmetadata\x12@\n" +
+	"\x06values\x18\a \x01(\v2\".docrepo.schema.v1.ValueOptionListB\x04\xd8\xf3\x18\x01R\x06values\x12'\n" +
+	"\tinputType\x18\b \x01(\tB\x04\xd8\xf3\x18\x01H\x00R\tinputType\x88\x01\x01B\f\n" +
+	"\n" +
+	"_inputType\"7\n" +
+	"\vValueOption\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05label\x18\x02 \x01(\tR\x05label\"Q\n" +
+	"\x0fValueOptionList\x128\n" +
+	"\aentries\x18\x01 \x03(\v2\x1e.docrepo.schema.v1.ValueOptionR\aentries:\x04\xd0\xf3\x18\x01\"\x13\n" +
 	"\x11ListFieldsRequest\"P\n" +
 	"\x12ListFieldsResponse\x12:\n" +
 	"\x06fields\x18\x01 \x03(\v2\".docrepo.schema.v1.FieldDefinitionR\x06fields\"\x83\x01\n" +
@@ -835,43 +964,47 @@ func file_docrepo_schema_v1_schema_proto_rawDescGZIP() []byte {
 	return file_docrepo_schema_v1_schema_proto_rawDescData
 }
 
-var file_docrepo_schema_v1_schema_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_docrepo_schema_v1_schema_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_docrepo_schema_v1_schema_proto_goTypes = []any{
 	(*Operator)(nil),               // 0: docrepo.schema.v1.Operator
 	(*FieldDefinition)(nil),        // 1: docrepo.schema.v1.FieldDefinition
-	(*ListFieldsRequest)(nil),      // 2: docrepo.schema.v1.ListFieldsRequest
-	(*ListFieldsResponse)(nil),     // 3: docrepo.schema.v1.ListFieldsResponse
-	(*GetFieldValuesRequest)(nil),  // 4: docrepo.schema.v1.GetFieldValuesRequest
-	(*GetFieldValuesResponse)(nil), // 5: docrepo.schema.v1.GetFieldValuesResponse
-	(*DocType)(nil),                // 6: docrepo.schema.v1.DocType
-	(*GetDocTypeRequest)(nil),      // 7: docrepo.schema.v1.GetDocTypeRequest
-	(*GetDocTypeResponse)(nil),     // 8: docrepo.schema.v1.GetDocTypeResponse
-	(*TemplateColumn)(nil),         // 9: docrepo.schema.v1.TemplateColumn
-	(*Template)(nil),               // 10: docrepo.schema.v1.Template
-	(*GetTemplateRequest)(nil),     // 11: docrepo.schema.v1.GetTemplateRequest
-	(*GetTemplateResponse)(nil),    // 12: docrepo.schema.v1.GetTemplateResponse
-	(*structpb.Struct)(nil),        // 13: google.protobuf.Struct
+	(*ValueOption)(nil),            // 2: docrepo.schema.v1.ValueOption
+	(*ValueOptionList)(nil),        // 3: docrepo.schema.v1.ValueOptionList
+	(*ListFieldsRequest)(nil),      // 4: docrepo.schema.v1.ListFieldsRequest
+	(*ListFieldsResponse)(nil),     // 5: docrepo.schema.v1.ListFieldsResponse
+	(*GetFieldValuesRequest)(nil),  // 6: docrepo.schema.v1.GetFieldValuesRequest
+	(*GetFieldValuesResponse)(nil), // 7: docrepo.schema.v1.GetFieldValuesResponse
+	(*DocType)(nil),                // 8: docrepo.schema.v1.DocType
+	(*GetDocTypeRequest)(nil),      // 9: docrepo.schema.v1.GetDocTypeRequest
+	(*GetDocTypeResponse)(nil),     // 10: docrepo.schema.v1.GetDocTypeResponse
+	(*TemplateColumn)(nil),         // 11: docrepo.schema.v1.TemplateColumn
+	(*Template)(nil),               // 12: docrepo.schema.v1.Template
+	(*GetTemplateRequest)(nil),     // 13: docrepo.schema.v1.GetTemplateRequest
+	(*GetTemplateResponse)(nil),    // 14: docrepo.schema.v1.GetTemplateResponse
+	(*structpb.Struct)(nil),        // 15: google.protobuf.Struct
 }
 var file_docrepo_schema_v1_schema_proto_depIdxs = []int32{
 	0,  // 0: docrepo.schema.v1.FieldDefinition.operators:type_name -> docrepo.schema.v1.Operator
-	13, // 1: docrepo.schema.v1.FieldDefinition.metadata:type_name -> google.protobuf.Struct
-	1,  // 2: docrepo.schema.v1.ListFieldsResponse.fields:type_name -> docrepo.schema.v1.FieldDefinition
-	6,  // 3: docrepo.schema.v1.GetDocTypeResponse.doc_type:type_name -> docrepo.schema.v1.DocType
-	9,  // 4: docrepo.schema.v1.Template.columns:type_name -> docrepo.schema.v1.TemplateColumn
-	10, // 5: docrepo.schema.v1.GetTemplateResponse.template:type_name -> docrepo.schema.v1.Template
-	2,  // 6: docrepo.schema.v1.SchemaService.ListFields:input_type -> docrepo.schema.v1.ListFieldsRequest
-	4,  // 7: docrepo.schema.v1.SchemaService.GetFieldValues:input_type -> docrepo.schema.v1.GetFieldValuesRequest
-	7,  // 8: docrepo.schema.v1.SchemaService.GetDocType:input_type -> docrepo.schema.v1.GetDocTypeRequest
-	11, // 9: docrepo.schema.v1.SchemaService.GetTemplate:input_type -> docrepo.schema.v1.GetTemplateRequest
-	3,  // 10: docrepo.schema.v1.SchemaService.ListFields:output_type -> docrepo.schema.v1.ListFieldsResponse
-	5,  // 11: docrepo.schema.v1.SchemaService.GetFieldValues:output_type -> docrepo.schema.v1.GetFieldValuesResponse
-	8,  // 12: docrepo.schema.v1.SchemaService.GetDocType:output_type -> docrepo.schema.v1.GetDocTypeResponse
-	12, // 13: docrepo.schema.v1.SchemaService.GetTemplate:output_type -> docrepo.schema.v1.GetTemplateResponse
-	10, // [10:14] is the sub-list for method output_type
-	6,  // [6:10] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	15, // 1: docrepo.schema.v1.FieldDefinition.metadata:type_name -> google.protobuf.Struct
+	3,  // 2: docrepo.schema.v1.FieldDefinition.values:type_name -> docrepo.schema.v1.ValueOptionList
+	2,  // 3: docrepo.schema.v1.ValueOptionList.entries:type_name -> docrepo.schema.v1.ValueOption
+	1,  // 4: docrepo.schema.v1.ListFieldsResponse.fields:type_name -> docrepo.schema.v1.FieldDefinition
+	8,  // 5: docrepo.schema.v1.GetDocTypeResponse.doc_type:type_name -> docrepo.schema.v1.DocType
+	11, // 6: docrepo.schema.v1.Template.columns:type_name -> docrepo.schema.v1.TemplateColumn
+	12, // 7: docrepo.schema.v1.GetTemplateResponse.template:type_name -> docrepo.schema.v1.Template
+	4,  // 8: docrepo.schema.v1.SchemaService.ListFields:input_type -> docrepo.schema.v1.ListFieldsRequest
+	6,  // 9: docrepo.schema.v1.SchemaService.GetFieldValues:input_type -> docrepo.schema.v1.GetFieldValuesRequest
+	9,  // 10: docrepo.schema.v1.SchemaService.GetDocType:input_type -> docrepo.schema.v1.GetDocTypeRequest
+	13, // 11: docrepo.schema.v1.SchemaService.GetTemplate:input_type -> docrepo.schema.v1.GetTemplateRequest
+	5,  // 12: docrepo.schema.v1.SchemaService.ListFields:output_type -> docrepo.schema.v1.ListFieldsResponse
+	7,  // 13: docrepo.schema.v1.SchemaService.GetFieldValues:output_type -> docrepo.schema.v1.GetFieldValuesResponse
+	10, // 14: docrepo.schema.v1.SchemaService.GetDocType:output_type -> docrepo.schema.v1.GetDocTypeResponse
+	14, // 15: docrepo.schema.v1.SchemaService.GetTemplate:output_type -> docrepo.schema.v1.GetTemplateResponse
+	12, // [12:16] is the sub-list for method output_type
+	8,  // [8:12] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_docrepo_schema_v1_schema_proto_init() }
@@ -879,14 +1012,15 @@ func file_docrepo_schema_v1_schema_proto_init() {
 	if File_docrepo_schema_v1_schema_proto != nil {
 		return
 	}
-	file_docrepo_schema_v1_schema_proto_msgTypes[4].OneofWrappers = []any{}
+	file_docrepo_schema_v1_schema_proto_msgTypes[1].OneofWrappers = []any{}
+	file_docrepo_schema_v1_schema_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_docrepo_schema_v1_schema_proto_rawDesc), len(file_docrepo_schema_v1_schema_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
