@@ -89,3 +89,76 @@ func templateProto(t catalog.Template) *schemav1.Template {
 	}
 	return out
 }
+
+// Limits of GetFieldValues (spec §4.10, §8).
+const (
+	DefaultValuesLimit = 100
+	MaxValuesLimit     = 500
+	// MaxSearchLength bounds the search filter.
+	MaxSearchLength = 255
+)
+
+// ListFields lists every filterable field (spec §4.9).
+func (s *Service) ListFields(ctx context.Context, _ *schemav1.ListFieldsRequest) (*schemav1.ListFieldsResponse, error) {
+	docTypes, err := s.store.DocTypes(ctx)
+	if err != nil {
+		return nil, internal(err)
+	}
+	templates, err := s.store.Templates(ctx)
+	if err != nil {
+		return nil, internal(err)
+	}
+	return &schemav1.ListFieldsResponse{Fields: buildCatalogue(docTypes, templates)}, nil
+}
+
+// GetFieldValues lists distinct values of a field over the documents the
+// caller can see (spec §4.10). The document service reads them with the
+// caller's own token, so visibility is its rule, applied once.
+func (s *Service) GetFieldValues(ctx context.Context, req *schemav1.GetFieldValuesRequest) (*schemav1.GetFieldValuesResponse, error) {
+	ref, ok := catalog.ParseFieldName(req.GetFieldName())
+	if !ok {
+		return nil, apierr.Invalid("Unrecognised field name format: %s", req.GetFieldName())
+	}
+	limit := int32(DefaultValuesLimit)
+	if req.Limit != nil {
+		if limit = req.GetLimit(); limit < 1 || limit > MaxValuesLimit {
+			return nil, apierr.Invalid("limit must be between 1 and %d", MaxValuesLimit)
+		}
+	}
+	search := req.GetSearch()
+	if !storable(search) || utf8.RuneCountInString(search) > MaxSearchLength {
+		return nil, apierr.Invalid("Invalid value for search: at most %d characters of valid text", MaxSearchLength)
+	}
+	dv := &documentv1.ListDistinctValuesRequest{Search: search, Limit: limit}
+	if ref.DocumentColumn != "" {
+		if !isDocumentField(ref.DocumentColumn) {
+			return nil, apierr.NotFound("Field not found: %s", req.GetFieldName())
+		}
+		dv.Column = ref.DocumentColumn
+	} else {
+		t, err := s.store.Template(ctx, ref.TemplateID)
+		if err != nil {
+			return nil, internal(err)
+		}
+		c, ok := t.Column(ref.ColumnID)
+		if !ok {
+			return nil, apierr.NotFound("Custom field column not found: template %d has no column %d", t.ID, ref.ColumnID)
+		}
+		dv.TemplateId, dv.ColumnId = t.ID, c.ID
+		if t.Kind == catalog.KindGridLink {
+			// A GridLink column offers the values of the Grid column it
+			// links to.
+			dv.TemplateId, dv.ColumnId = c.LinkedTemplateID, c.LinkedColumnID
+		}
+	}
+	resp, err := s.docs.ListDistinctValues(ctx, dv)
+	if err != nil {
+		s.logger.DebugContext(ctx, "distinct values", "field", req.GetFieldName(), "error", err)
+		return nil, err
+	}
+	values := resp.GetValues()
+	if len(values) > int(limit) {
+		values = values[:limit]
+	}
+	return &schemav1.GetFieldValuesResponse{Values: values}, nil
+}
