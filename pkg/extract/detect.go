@@ -176,5 +176,7 @@ func looksLikeText(head []byte) bool {
 			ctrl++
 		}
 	}
-	return ctrl*100 <= total && bad*10 <= total
+	// A stray control character or invalid byte in a short text is no
+	// evidence of binary; many are.
+	return ctrl <= 1+total/20 && bad <= 1+total/10
 }

@@ -29,9 +29,8 @@
 //     Scanned pages without a text layer give no text (no OCR).
 //   - DOCX: the main document part (found through the package
 //     relationships), then headers, footers, footnotes, endnotes and
-//     comments; paragraphs and table rows end lines, cells and tabs are
-//     separated by tabs; deleted revisions, field codes and the legacy
-//     duplicates in mc:Fallback are left out.
+//     comments; paragraphs and table cells end lines; deleted revisions,
+//     field codes and the legacy duplicates in mc:Fallback are left out.
 //   - HTML: visible text only (golang.org/x/net/html tokenizer, entities
 //     decoded, declared charsets honoured); script, style, template,
 //     noscript and elements marked hidden are skipped; block elements end
@@ -43,6 +42,10 @@
 //     back to plain text when malformed.
 //   - Anything else (images, archives, unknown binaries): empty text and no
 //     error, so an upload is never refused for being unindexable.
+//
+// The text is normalised for indexing: valid UTF-8, no control characters,
+// runs of spaces and tabs become one space, lines end with "\n", at most
+// one empty line separates paragraphs, and a form feed separates PDF pages.
 //
 // Safety: no panic escapes (parsers run under recover and panics become
 // errors wrapping ErrMalformed); every inflated byte counts against

@@ -18,8 +18,8 @@ const docxMaxEntries = 10000
 // extractDOCX returns the text of a WordprocessingML document: the main
 // document part (found through the package relationships, normally
 // word/document.xml), then headers, footers, footnotes, endnotes and
-// comments. Paragraphs and table rows end a line, table cells and tabs are
-// separated by a tab, deleted revisions and field codes are left out.
+// comments. Paragraphs, table cells and rows end a line, tabs separate
+// words, deleted revisions and field codes are left out.
 //
 // The archive is read through its central directory with io.ReaderAt, one
 // part at a time; every inflated byte counts against
@@ -45,19 +45,20 @@ func extractDOCX(ctx context.Context, r io.ReaderAt, size int64, opts Options, o
 	}
 	parts := []string{main}
 	dir := path.Dir(main)
+	// Then the other story parts, kind by kind.
+	kinds := []string{"header", "footer", "footnotes", "endnotes", "comments"}
 	var extra []string
-	for name := range files {
-		if path.Dir(name) != dir {
-			continue
-		}
-		base := path.Base(name)
-		for _, prefix := range []string{"header", "footer", "footnotes", "endnotes", "comments"} {
-			if strings.HasPrefix(base, prefix) && strings.HasSuffix(base, ".xml") {
-				extra = append(extra, name)
+	for _, kind := range kinds {
+		var names []string
+		for name := range files {
+			base := path.Base(name)
+			if path.Dir(name) == dir && strings.HasPrefix(base, kind) && strings.HasSuffix(base, ".xml") {
+				names = append(names, name)
 			}
 		}
+		slices.Sort(names)
+		extra = append(extra, names...)
 	}
-	slices.Sort(extra)
 	parts = append(parts, extra...)
 
 	for i, name := range parts {

@@ -111,8 +111,11 @@ func (s *sink) put(r rune) error {
 // Space writes a word separator.
 func (s *sink) Space() error { return s.put(' ') }
 
-// Newline ends a line.
-func (s *sink) Newline() error { return s.put('\n') }
+// Newline ends a line (several in a row still make one line break).
+func (s *sink) Newline() error {
+	s.sep = max(s.sep, sepLine)
+	return nil
+}
 
 // Paragraph ends a paragraph (an empty line).
 func (s *sink) Paragraph() error {
