@@ -109,9 +109,10 @@ func (d *pdfDoc) loadFont(fd types.Dict) *pdfFont {
 	return f
 }
 
-// standardWidths fills in widths of a font without a Widths array, which
-// the standard 14 fonts may omit: Courier is fixed-pitch, the others get
-// their average width so spacing decisions stay sane.
+// standardWidths stands in for the Widths array the standard 14 fonts may
+// omit: Courier is fixed-pitch, the others get a typical average width.
+// Gaps between glyphs come out right either way, since advances use the
+// same widths; only where a string ends is approximate.
 func (d *pdfDoc) standardWidths(f *pdfFont, fd types.Dict) {
 	base := strings.ToLower(d.name(fd["BaseFont"]))
 	switch {
@@ -121,13 +122,6 @@ func (d *pdfDoc) standardWidths(f *pdfFont, fd types.Dict) {
 		f.defaultWidth = 450
 	default:
 		f.defaultWidth = 520
-	}
-	if w, ok := standardFontWidths(base); ok {
-		for c, v := range w {
-			if v > 0 {
-				f.widths[uint32(c)] = float64(v)
-			}
-		}
 	}
 }
 
@@ -396,6 +390,3 @@ func (f *pdfFont) width(code uint32) float64 {
 	}
 	return f.defaultWidth
 }
-
-// standardFontWidths has no tables yet.
-func standardFontWidths(string) ([]int, bool) { return nil, false }
