@@ -9,6 +9,26 @@
 //	docrepoctl key revoke KEY_ID
 //	docrepoctl key list [USERNAME]
 //	docrepoctl doctype create NAME
+//	docrepoctl doctype list
+//	docrepoctl template create NAME --kind grid --column NAME:TYPE[:LABEL[:OPT1|OPT2|...]] ...
+//	docrepoctl template create NAME --kind gridlink --link [NAME=]TEMPLATE.COLUMN[:LABEL] ...
+//	docrepoctl template list
+//	docrepoctl template show NAME
+//
+// Custom-field templates: a grid template has typed columns of its own
+// (--column, repeated, in order). TYPE is text, number, date, boolean or
+// select; LABEL defaults to the name made readable ("invoice_no" → "Invoice
+// no"); a select column needs its options after a third colon, separated by
+// "|" (leave LABEL empty for the default: status:select::open|closed). Column
+// names are lower-case identifiers; labels cannot contain ":" and options
+// cannot contain "|" in this syntax.
+//
+// A gridlink template has columns that each link to a column of a grid
+// template (--link, repeated): TEMPLATE is the grid template's name and
+// COLUMN its column's name; the link takes that column's type and options,
+// and by default its name and label. In TEMPLATE.COLUMN the column is the
+// first ".identifier" followed by the end or by ":LABEL", so template names
+// may contain dots.
 package main
 
 import (
@@ -53,6 +73,16 @@ commands:
   key revoke KEY_ID                         revoke a key
   key list [USERNAME]                       list keys
   doctype create NAME                       create a document type
+  doctype list                              list document types
+  template create NAME --kind grid --column NAME:TYPE[:LABEL[:OPT1|OPT2|...]] [--column ...]
+                                            create a grid custom-field template; TYPE is
+                                            text, number, date, boolean or select (select
+                                            needs options: status:select::open|closed)
+  template create NAME --kind gridlink --link [NAME=]TEMPLATE.COLUMN[:LABEL] [--link ...]
+                                            create a gridlink template whose columns take
+                                            their values from columns of grid templates
+  template list                             list templates and their columns
+  template show NAME                        show a template's columns and field names
 
 scopes: documents_read, documents_write, search, internal, admin
 `
@@ -99,6 +129,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return e.keyList(rest[2:])
 	case cmd == "doctype create":
 		return e.doctypeCreate(rest[2:])
+	case cmd == "doctype list":
+		return e.doctypeList(rest[2:])
+	case cmd == "template create":
+		return e.templateCreate(rest[2:])
+	case cmd == "template list":
+		return e.templateList(rest[2:])
+	case cmd == "template show":
+		return e.templateShow(rest[2:])
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", strings.Join(rest, " "))
