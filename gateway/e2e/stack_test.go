@@ -24,6 +24,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/config"
 	"github.com/docrepo/docrepo/pkg/database"
 	"github.com/docrepo/docrepo/pkg/identity"
+	"github.com/docrepo/docrepo/pkg/logging"
 	"github.com/docrepo/docrepo/pkg/testenv/pgtest"
 )
 
@@ -39,6 +40,46 @@ type stack struct {
 }
 
 var stk *stack
+
+// logs captures the JSON log records of every process of the stack.
+var logs logBuffer
+
+// logBuffer is a concurrency-safe log sink.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// records returns every captured record that has all the given attributes.
+func (b *logBuffer) records(attrs map[string]string) []map[string]any {
+	b.mu.Lock()
+	data := append([]byte(nil), b.buf.Bytes()...)
+	b.mu.Unlock()
+	var out []map[string]any
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var rec map[string]any
+		if json.Unmarshal(line, &rec) != nil {
+			continue
+		}
+		match := true
+		for k, v := range attrs {
+			if fmt.Sprint(rec[k]) != v {
+				match = false
+				break
+			}
+		}
+		if match {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
@@ -88,11 +129,13 @@ var registry = map[string]func(ctx context.Context, env serviceEnv) error{}
 // startStack starts every service and the gateway in this process, each on
 // its own port, and returns a function that stops them all.
 func startStack(ctx context.Context, dbURL, natsURL string) (*stack, func(), error) {
-	logLevel := slog.LevelWarn
+	// Every process's logs go to one captured stream (tests read it, e.g.
+	// to follow a trace id), and to stderr with DOCREPO_E2E_LOG=1.
+	var logOut io.Writer = &logs
 	if os.Getenv("DOCREPO_E2E_LOG") != "" {
-		logLevel = slog.LevelDebug
+		logOut = io.MultiWriter(&logs, os.Stderr)
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
+	newLogger := func(service string) *slog.Logger { return logging.NewTo(logOut, service, "info", "json") }
 	pool, err := database.Open(ctx, dbURL)
 	if err != nil {
 		return nil, nil, err
@@ -132,7 +175,7 @@ func startStack(ctx context.Context, dbURL, natsURL string) (*stack, func(), err
 		}
 	}
 	for name, runService := range registry {
-		env := serviceEnv{common: common, listener: listeners[name], logger: logger.With("service", name), addrs: s.addrs, stack: s}
+		env := serviceEnv{common: common, listener: listeners[name], logger: newLogger(name), addrs: s.addrs, stack: s}
 		start(name, func(ctx context.Context) error { return runService(ctx, env) })
 	}
 	gwLis, err := listen()
@@ -144,7 +187,7 @@ func startStack(ctx context.Context, dbURL, natsURL string) (*stack, func(), err
 	start("gateway", func(ctx context.Context) error {
 		return httpapi.Run(ctx, httpapi.Config{
 			Listener:       gwLis,
-			Logger:         logger.With("service", "gateway"),
+			Logger:         newLogger("gateway"),
 			DocumentAddr:   s.addrs["document"],
 			FolderAddr:     s.addrs["folder"],
 			SearchAddr:     s.addrs["search"],

@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
@@ -26,6 +28,7 @@ import (
 	searchv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/search/v1"
 	"github.com/docrepo/docrepo/pkg/grpcclient"
 	"github.com/docrepo/docrepo/pkg/logging"
+	"github.com/docrepo/docrepo/pkg/tracing"
 )
 
 // Config is the gateway's configuration.
@@ -155,7 +158,10 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 			return nil, fmt.Errorf("route %s %s: %w", rt.method, rt.pattern, err)
 		}
 	}
-	g.handler = g.middleware(g.mux)
+	// The trace span wraps everything, so the access log and every call to
+	// a service carry its trace id.
+	g.handler = otelhttp.NewHandler(g.middleware(g.mux), "gateway",
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
 	return g, nil
 }
 
@@ -172,6 +178,15 @@ func (g *Gateway) Close() {
 // Run serves HTTP until ctx is done, then shuts down gracefully: in-flight
 // requests (uploads included) get up to 30 s to finish.
 func Run(ctx context.Context, cfg Config) error {
+	stopTracing, err := tracing.Setup(ctx, "gateway", os.Getenv)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = stopTracing(flushCtx)
+	}()
 	g, err := New(ctx, cfg)
 	if err != nil {
 		return err
@@ -239,6 +254,9 @@ func (g *Gateway) middleware(next http.Handler) http.Handler {
 			id = logging.NewRequestID()
 		}
 		w.Header().Set("X-Request-Id", id)
+		if tid := tracing.TraceID(r.Context()); tid != "" {
+			w.Header().Set("X-Trace-Id", tid)
+		}
 		ctx := logging.WithRequestID(r.Context(), id)
 		ctx = logging.WithLogger(ctx, g.log)
 		sw := &statusWriter{ResponseWriter: w}

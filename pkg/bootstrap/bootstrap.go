@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,6 +24,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/grpcserver"
 	"github.com/docrepo/docrepo/pkg/identity"
 	"github.com/docrepo/docrepo/pkg/logging"
+	"github.com/docrepo/docrepo/pkg/tracing"
 )
 
 // Service is a started service process.
@@ -40,7 +42,8 @@ type Service struct {
 	// Ready, when set, is consulted by /readyz in addition to the database.
 	Ready func(ctx context.Context) error
 
-	tasks []func(ctx context.Context) error
+	tasks       []func(ctx context.Context) error
+	stopTracing func(context.Context) error
 }
 
 // Start opens the database, applies migrations when configured, and builds
@@ -49,8 +52,13 @@ func Start(ctx context.Context, name string, cfg config.Common, logger *slog.Log
 	if logger == nil {
 		logger = logging.New(name, cfg.LogLevel, cfg.LogFormat)
 	}
+	stopTracing, err := tracing.Setup(ctx, name, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	pool, err := database.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
+		_ = stopTracing(ctx)
 		return nil, err
 	}
 	if cfg.Migrate {
@@ -65,7 +73,7 @@ func Start(ctx context.Context, name string, cfg config.Common, logger *slog.Log
 	}
 	ids := identity.NewStore(pool)
 	srv := grpcserver.New(grpcserver.Options{Name: name, Logger: logger, Authenticator: ids})
-	return &Service{Name: name, Config: cfg, Logger: logger, Pool: pool, Identity: ids, Server: srv}, nil
+	return &Service{Name: name, Config: cfg, Logger: logger, Pool: pool, Identity: ids, Server: srv, stopTracing: stopTracing}, nil
 }
 
 // Go adds a background task that runs alongside the server until ctx ends.
@@ -76,6 +84,11 @@ func (s *Service) Go(task func(ctx context.Context) error) { s.tasks = append(s.
 // closes the pool.
 func (s *Service) Run(ctx context.Context) error {
 	defer s.Pool.Close()
+	defer func() {
+		flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.stopTracing(flushCtx)
+	}()
 	lis := s.Listener
 	if lis == nil {
 		var err error

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -73,6 +74,9 @@ func New(opts Options) *Server {
 		grpc.ChainUnaryInterceptor(b.unary, authz.Unary),
 		grpc.ChainStreamInterceptor(b.stream, authz.Stream),
 		grpc.MaxRecvMsgSize(8 << 20),
+		// Spans (and the trace context of incoming metadata) come first,
+		// so every log record of the call carries the trace id.
+		grpc.StatsHandler(otelgrpc.NewServerHandler()),
 	}, opts.ExtraOptions...)
 	s := &Server{opts: opts, grpc: grpc.NewServer(serverOpts...), health: health.NewServer()}
 	healthpb.RegisterHealthServer(s.grpc, s.health)

@@ -1,0 +1,104 @@
+// Package tracing sets up OpenTelemetry traces for a docrepo process.
+//
+// Spans are always created (so every log record carries a trace_id and a
+// request can be followed gateway → service → NATS → indexer), but they are
+// exported only when an exporter is configured:
+//
+//	DOCREPO_TRACING_EXPORTER  ""/"none" (default), "otlp-grpc", "otlp-http" or "stdout"
+//	OTEL_EXPORTER_OTLP_ENDPOINT and the other standard OTEL_* variables configure the OTLP exporters
+//	DOCREPO_TRACING_SAMPLE_RATIO  fraction of new traces exported (default 1)
+//
+// Context travels as W3C traceparent: gRPC metadata between processes and
+// NATS message headers on events.
+package tracing
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/docrepo/docrepo/pkg/logging"
+)
+
+func init() {
+	// Trace context propagates even before (or without) Setup.
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	logging.TraceIDFunc = TraceID
+}
+
+// TraceID returns the trace id of ctx's span, or "".
+func TraceID(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.HasTraceID() {
+		return ""
+	}
+	return sc.TraceID().String()
+}
+
+// Setup installs the global tracer provider for service and returns a
+// function that flushes and stops it.
+func Setup(ctx context.Context, service string, getenv func(string) string) (func(context.Context) error, error) {
+	var exporter sdktrace.SpanExporter
+	var err error
+	switch kind := getenv("DOCREPO_TRACING_EXPORTER"); kind {
+	case "", "none":
+	case "otlp-grpc", "otlp":
+		exporter, err = otlptracegrpc.New(ctx)
+	case "otlp-http":
+		exporter, err = otlptracehttp.New(ctx)
+	case "stdout":
+		exporter, err = stdouttrace.New()
+	default:
+		return nil, fmt.Errorf("tracing: unknown DOCREPO_TRACING_EXPORTER %q (none, otlp-grpc, otlp-http, stdout)", kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tracing: exporter: %w", err)
+	}
+	ratio := 1.0
+	if v := getenv("DOCREPO_TRACING_SAMPLE_RATIO"); v != "" {
+		if ratio, err = strconv.ParseFloat(v, 64); err != nil || ratio < 0 || ratio > 1 {
+			return nil, fmt.Errorf("tracing: DOCREPO_TRACING_SAMPLE_RATIO=%q: want a number in [0,1]", v)
+		}
+	}
+	opts := []sdktrace.TracerProviderOption{
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))),
+		sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName("docrepo-" + service))),
+	}
+	if exporter != nil {
+		opts = append(opts, sdktrace.WithBatcher(exporter))
+	}
+	tp := sdktrace.NewTracerProvider(opts...)
+	otel.SetTracerProvider(tp)
+	return tp.Shutdown, nil
+}
+
+// Inject writes ctx's trace context into a carrier (NATS headers, a map).
+func Inject(ctx context.Context, carrier propagation.TextMapCarrier) {
+	otel.GetTextMapPropagator().Inject(ctx, carrier)
+}
+
+// Extract returns ctx carrying the trace context found in carrier.
+func Extract(ctx context.Context, carrier propagation.TextMapCarrier) context.Context {
+	return otel.GetTextMapPropagator().Extract(ctx, carrier)
+}
+
+// Traceparent returns ctx's W3C traceparent value, or "" (for storing with
+// an outbox row so the relay can continue the trace).
+func Traceparent(ctx context.Context) string {
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	return c["traceparent"]
+}
+
+// Tracer returns the named tracer of the global provider.
+func Tracer(name string) trace.Tracer { return otel.Tracer("github.com/docrepo/docrepo/" + name) }
