@@ -43,6 +43,10 @@ type Config struct {
 	RequestTimeout time.Duration
 	LogLevel       string
 	LogFormat      string
+	// RateLimit is the sustained requests per second allowed per API key
+	// (0: no limit); RateBurst the burst above it.
+	RateLimit float64
+	RateBurst int
 
 	// Listener, when set, replaces listening on HTTPAddr (tests).
 	Listener net.Listener
@@ -59,6 +63,8 @@ func (c *Config) Register(l *config.Loader) {
 	l.String(&c.SchemaAddr, "schema-addr", "DOCREPO_SCHEMA_ADDR", "127.0.0.1:9104", "schema service gRPC address")
 	l.Int64(&c.MaxUploadBytes, "max-upload-bytes", "DOCREPO_MAX_UPLOAD_BYTES", 10<<30, "largest accepted upload in bytes (413 above)")
 	l.Duration(&c.RequestTimeout, "request-timeout", "DOCREPO_REQUEST_TIMEOUT", 60*time.Second, "deadline of each forwarded unary call")
+	l.Float64(&c.RateLimit, "rate-limit", "DOCREPO_RATE_LIMIT", 0, "requests per second per API key (0: unlimited)")
+	l.Int(&c.RateBurst, "rate-burst", "DOCREPO_RATE_BURST", 0, "burst allowed above the rate (default: the rate, at least 1)")
 	l.String(&c.LogLevel, "log-level", "DOCREPO_LOG_LEVEL", "info", "log level")
 	l.String(&c.LogFormat, "log-format", "DOCREPO_LOG_FORMAT", "json", "log format: json or text")
 }
@@ -160,7 +166,11 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	}
 	// The trace span wraps everything, so the access log and every call to
 	// a service carry its trace id.
-	g.handler = otelhttp.NewHandler(g.middleware(g.mux), "gateway",
+	var h http.Handler = g.mux
+	if cfg.RateLimit > 0 {
+		h = newRateLimiter(cfg.RateLimit, cfg.RateBurst).middleware(h)
+	}
+	g.handler = otelhttp.NewHandler(g.middleware(h), "gateway",
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
 	return g, nil
 }

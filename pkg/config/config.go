@@ -63,6 +63,19 @@ func (l *Loader) Int64(p *int64, name, env string, def int64, usage string) {
 	l.fs.Int64Var(p, name, def, l.usage(env, usage))
 }
 
+// Float64 registers a floating-point setting.
+func (l *Loader) Float64(p *float64, name, env string, def float64, usage string) {
+	if v := l.getenv(env); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			l.errs = append(l.errs, fmt.Errorf("%s=%q: not a number", env, v))
+		} else {
+			def = f
+		}
+	}
+	l.fs.Float64Var(p, name, def, l.usage(env, usage))
+}
+
 // Bool registers a boolean setting.
 func (l *Loader) Bool(p *bool, name, env string, def bool, usage string) {
 	if v := l.getenv(env); v != "" {

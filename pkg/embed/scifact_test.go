@@ -19,9 +19,6 @@ import (
 	"github.com/docrepo/docrepo/pkg/testenv"
 )
 
-// The SciFact collection lives outside the repository, in
-// shared/data/scifact beside the checkout (see its README.md).
-const scifactDir = "shared/data/scifact"
 
 type scifact struct {
 	docIDs  []string
@@ -32,22 +29,7 @@ type scifact struct {
 
 func loadSciFact(t testing.TB) *scifact {
 	t.Helper()
-	dir := os.Getenv("DOCREPO_SCIFACT_DIR")
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for d := wd; ; d = filepath.Dir(d) {
-			if _, err := os.Stat(filepath.Join(d, scifactDir, "corpus.jsonl")); err == nil {
-				dir = filepath.Join(d, scifactDir)
-				break
-			}
-			if filepath.Dir(d) == d {
-				testenv.Unavailable(t, "SciFact data not found: no %s/corpus.jsonl in any parent of %s (set DOCREPO_SCIFACT_DIR)", scifactDir, wd)
-			}
-		}
-	}
+	dir := testenv.DataDir(t, "scifact", "DOCREPO_SCIFACT_DIR", "corpus.jsonl")
 	sf := &scifact{queries: map[string]string{}, qrels: map[string][]string{}}
 	eachLine(t, filepath.Join(dir, "corpus.jsonl"), func(line string) {
 		var d struct{ ID, Title, Text string }

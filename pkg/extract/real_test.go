@@ -16,32 +16,12 @@ import (
 	"github.com/docrepo/docrepo/pkg/testenv"
 )
 
-// The real-world documents live outside the repository, in
-// shared/data/documents beside the checkout (see its README.md).
-const documentsDir = "shared/data/documents"
 
 // findDocuments returns the documents folder, looking in every ancestor of
 // the working directory, or skips the test naming the folder.
 func findDocuments(t *testing.T) string {
 	t.Helper()
-	if dir := os.Getenv("DOCREPO_DOCUMENTS_DIR"); dir != "" {
-		return dir
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		candidate := filepath.Join(dir, documentsDir)
-		if _, err := os.Stat(filepath.Join(candidate, "MANIFEST.tsv")); err == nil {
-			return candidate
-		}
-		if filepath.Dir(dir) == dir {
-			break
-		}
-	}
-	testenv.Unavailable(t, "real-world documents not found: no %s/MANIFEST.tsv in any parent of %s (set DOCREPO_DOCUMENTS_DIR to point elsewhere)", documentsDir, wd)
-	return ""
+	return testenv.DataDir(t, "documents", "DOCREPO_DOCUMENTS_DIR", "MANIFEST.tsv")
 }
 
 type manifestEntry struct {
