@@ -19,7 +19,6 @@ import (
 	"github.com/docrepo/docrepo/pkg/testenv"
 )
 
-
 type scifact struct {
 	docIDs  []string
 	docs    []string            // title + " " + text

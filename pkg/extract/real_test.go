@@ -16,7 +16,6 @@ import (
 	"github.com/docrepo/docrepo/pkg/testenv"
 )
 
-
 // findDocuments returns the documents folder, looking in every ancestor of
 // the working directory, or skips the test naming the folder.
 func findDocuments(t *testing.T) string {
