@@ -18,7 +18,20 @@ type Loader struct {
 	fs     *flag.FlagSet
 	getenv func(string) string
 	errs   []error
+	vars   []Var
 }
+
+// Var describes one registered setting.
+type Var struct {
+	Flag  string
+	Env   string
+	Usage string
+}
+
+// Vars lists every registered setting in registration order (for the
+// configuration reference and for checking deployment files against the
+// code).
+func (l *Loader) Vars() []Var { return append([]Var(nil), l.vars...) }
 
 // New returns a loader for the program name, reading variables via getenv.
 func New(name string, getenv func(string) string) *Loader {
@@ -27,7 +40,14 @@ func New(name string, getenv func(string) string) *Loader {
 	return &Loader{fs: fs, getenv: getenv}
 }
 
-func (l *Loader) usage(env, usage string) string { return fmt.Sprintf("%s (env %s)", usage, env) }
+func (l *Loader) usage(env, usage string) string {
+	for _, v := range l.vars {
+		if v.Env == env {
+			l.errs = append(l.errs, fmt.Errorf("config: %s registered twice", env))
+		}
+	}
+	return fmt.Sprintf("%s (env %s)", usage, env)
+}
 
 // String registers a string setting.
 func (l *Loader) String(p *string, name, env, def, usage string) {
@@ -35,6 +55,7 @@ func (l *Loader) String(p *string, name, env, def, usage string) {
 		def = v
 	}
 	l.fs.StringVar(p, name, def, l.usage(env, usage))
+	l.vars = append(l.vars, Var{Flag: name, Env: env, Usage: usage})
 }
 
 // Int registers an int setting.
@@ -48,6 +69,7 @@ func (l *Loader) Int(p *int, name, env string, def int, usage string) {
 		}
 	}
 	l.fs.IntVar(p, name, def, l.usage(env, usage))
+	l.vars = append(l.vars, Var{Flag: name, Env: env, Usage: usage})
 }
 
 // Int64 registers an int64 setting.
@@ -61,6 +83,7 @@ func (l *Loader) Int64(p *int64, name, env string, def int64, usage string) {
 		}
 	}
 	l.fs.Int64Var(p, name, def, l.usage(env, usage))
+	l.vars = append(l.vars, Var{Flag: name, Env: env, Usage: usage})
 }
 
 // Float64 registers a floating-point setting.
@@ -74,6 +97,7 @@ func (l *Loader) Float64(p *float64, name, env string, def float64, usage string
 		}
 	}
 	l.fs.Float64Var(p, name, def, l.usage(env, usage))
+	l.vars = append(l.vars, Var{Flag: name, Env: env, Usage: usage})
 }
 
 // Bool registers a boolean setting.
@@ -87,6 +111,7 @@ func (l *Loader) Bool(p *bool, name, env string, def bool, usage string) {
 		}
 	}
 	l.fs.BoolVar(p, name, def, l.usage(env, usage))
+	l.vars = append(l.vars, Var{Flag: name, Env: env, Usage: usage})
 }
 
 // Duration registers a duration setting (Go syntax, e.g. 30s).
@@ -100,6 +125,7 @@ func (l *Loader) Duration(p *time.Duration, name, env string, def time.Duration,
 		}
 	}
 	l.fs.DurationVar(p, name, def, l.usage(env, usage))
+	l.vars = append(l.vars, Var{Flag: name, Env: env, Usage: usage})
 }
 
 // Parse parses args. It reports bad environment values and bad flags.
