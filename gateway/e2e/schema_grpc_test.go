@@ -27,7 +27,7 @@ func schemaClient(t *testing.T, c *client) (schemav1.SchemaServiceClient, contex
 	return schemav1.NewSchemaServiceClient(conn), ctx
 }
 
-func wantCode(t *testing.T, err error, code codes.Code, msg string) {
+func schemaWantStatus(t *testing.T, err error, code codes.Code, msg string) {
 	t.Helper()
 	st, _ := status.FromError(err)
 	if st.Code() != code || st.Message() != msg {
@@ -74,7 +74,7 @@ func TestSchemaInternalLookups(t *testing.T) {
 			}
 		}
 		_, err = sc.GetDocType(cctx, &schemav1.GetDocTypeRequest{Name: "nope-" + dt.Name})
-		wantCode(t, err, codes.NotFound, "Unknown doc_type: nope-"+dt.Name)
+		schemaWantStatus(t, err, codes.NotFound, "Unknown doc_type: nope-"+dt.Name)
 
 		tr, err := sc.GetTemplate(cctx, &schemav1.GetTemplateRequest{TemplateId: grid.ID})
 		if err != nil {
@@ -103,7 +103,7 @@ func TestSchemaInternalLookups(t *testing.T) {
 		}
 		for _, id := range []int64{0, -1, link.ID + 1000000} {
 			_, err = sc.GetTemplate(cctx, &schemav1.GetTemplateRequest{TemplateId: id})
-			wantCode(t, err, codes.NotFound, "Custom field template not found")
+			schemaWantStatus(t, err, codes.NotFound, "Custom field template not found")
 		}
 	}
 	// A search-only key may not.
