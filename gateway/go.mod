@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/docrepo/docrepo/pkg v0.0.0
+	github.com/docrepo/docrepo/services/document v0.0.0
 	github.com/docrepo/docrepo/services/folder v0.0.0
 	github.com/docrepo/docrepo/services/schema v0.0.0
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.30.0
@@ -39,6 +40,7 @@ require (
 
 replace (
 	github.com/docrepo/docrepo/pkg => ../pkg
+	github.com/docrepo/docrepo/services/document => ../services/document
 	github.com/docrepo/docrepo/services/folder => ../services/folder
 	github.com/docrepo/docrepo/services/schema => ../services/schema
 )

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/metadata"
 
@@ -79,7 +81,47 @@ func etagMatches(header, etag string) bool {
 	return false
 }
 
+// ifRangeMatches reports whether an If-Range precondition holds: a strong
+// entity tag equal to etag, or an HTTP date equal to the last modification.
+func ifRangeMatches(h, etag string, lastModified time.Time) bool {
+	h = strings.TrimSpace(h)
+	if strings.HasPrefix(h, `"`) {
+		return h == etag
+	}
+	t, err := http.ParseTime(h)
+	return err == nil && !lastModified.IsZero() && lastModified.Truncate(time.Second).Equal(t)
+}
+
+// downloadStream is an opened download: its header and the chunk stream.
+type downloadStream struct {
+	hdr    *documentv1.DownloadHeader
+	stream documentv1.DocumentService_DownloadFileClient
+	cancel context.CancelFunc
+}
+
+func (g *Gateway) openDownload(r *http.Request, req *documentv1.DownloadFileRequest) (*downloadStream, error) {
+	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(r.Context(), forwardMD(r)))
+	stream, err := g.docs.DownloadFile(ctx, req)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	hdr := first.GetHeader()
+	if hdr == nil {
+		cancel()
+		return nil, errors.New("download stream did not start with a header")
+	}
+	return &downloadStream{hdr: hdr, stream: stream, cancel: cancel}, nil
+}
+
 // download handles GET /apiv2/pub/documents/{doc_id}/download (DESIGN §4).
+// linked_file_id names a file version (current or since archived);
+// archive_id names an entry of the version history.
 func (g *Gateway) download(w http.ResponseWriter, r *http.Request, params map[string]string) {
 	docID, err := strconv.ParseInt(params["doc_id"], 10, 64)
 	if err != nil {
@@ -87,34 +129,45 @@ func (g *Gateway) download(w http.ResponseWriter, r *http.Request, params map[st
 		return
 	}
 	req := &documentv1.DownloadFileRequest{DocId: docID}
-	if v := r.URL.Query().Get("linked_file_id"); v != "" {
+	q := r.URL.Query()
+	for _, p := range []string{"linked_file_id", "archive_id"} {
+		v := q.Get(p)
+		if v == "" {
+			continue
+		}
+		if req.LinkedFileId != nil {
+			writeError(w, r, apierr.Invalid("Use either linked_file_id or archive_id, not both"))
+			return
+		}
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			writeError(w, r, apierr.Invalid("Invalid value for linked_file_id: expected an integer"))
+			writeError(w, r, apierr.Invalid("Invalid value for %s: expected an integer", p))
 			return
 		}
 		req.LinkedFileId = &id
+		req.Archive = p == "archive_id"
 	}
 	if h := r.Header.Get("Range"); h != "" {
 		parseRange(h, req)
 	}
-	ctx := metadata.NewOutgoingContext(r.Context(), forwardMD(r))
-	stream, err := g.docs.DownloadFile(ctx, req)
+	ds, err := g.openDownload(r, req)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	first, err := stream.Recv()
-	if err != nil {
-		writeError(w, r, err)
-		return
+	etag := `"` + ds.hdr.GetSha256() + `"`
+	if ir := r.Header.Get("If-Range"); ir != "" && ds.hdr.GetPartial() &&
+		!ifRangeMatches(ir, etag, ds.hdr.GetLastModified().AsTime()) {
+		// The client's copy is outdated: send the whole file instead.
+		ds.cancel()
+		req.RangeFirst, req.RangeLast, req.RangeSuffix = nil, nil, nil
+		if ds, err = g.openDownload(r, req); err != nil {
+			writeError(w, r, err)
+			return
+		}
 	}
-	hdr := first.GetHeader()
-	if hdr == nil {
-		writeError(w, r, errors.New("download stream did not start with a header"))
-		return
-	}
-	etag := `"` + hdr.GetSha256() + `"`
+	defer ds.cancel()
+	hdr := ds.hdr
 	h := w.Header()
 	h.Set("ETag", etag)
 	h.Set("Accept-Ranges", "bytes")
@@ -148,7 +201,7 @@ func (g *Gateway) download(w http.ResponseWriter, r *http.Request, params map[st
 	}
 	var sent int64
 	for {
-		msg, err := stream.Recv()
+		msg, err := ds.stream.Recv()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -166,5 +219,4 @@ func (g *Gateway) download(w http.ResponseWriter, r *http.Request, params map[st
 	if sent != length {
 		panic(http.ErrAbortHandler)
 	}
-
 }

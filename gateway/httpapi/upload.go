@@ -12,7 +12,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/docrepo/docrepo/pkg/apierr"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
@@ -78,17 +80,25 @@ func parseBool(field, v string) (bool, error) {
 	return false, apierr.Invalid("Invalid value for %s: expected a boolean", field)
 }
 
-// uploadField converts one form field to its typed metadata message.
+// uploadField converts one form field to its typed metadata message. An
+// empty folder_id or privileged is treated as not sent (HTML forms send
+// empty inputs); empty text fields are sent and mean "no value".
 func uploadField(name, v string) (*documentv1.UploadMetadata, error) {
 	m := &documentv1.UploadMetadata{}
 	switch name {
 	case "folder_id":
+		if strings.TrimSpace(v) == "" {
+			return m, nil
+		}
 		id, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		if err != nil {
 			return nil, apierr.Invalid("Invalid value for folder_id: expected an integer")
 		}
 		m.FolderId = &id
 	case "privileged":
+		if strings.TrimSpace(v) == "" {
+			return m, nil
+		}
 		b, err := parseBool(name, v)
 		if err != nil {
 			return nil, err
@@ -133,9 +143,11 @@ func fileHeader(p *multipart.Part) *documentv1.FileHeader {
 
 // pump copies a file part to send in chunkSize pieces. It returns io.EOF
 // from send unchanged (the server ended the stream: its status explains).
+// Each chunk gets a fresh buffer: a sent message must not be modified, as
+// stats handlers may look at it after Send returns.
 func pump(p io.Reader, send func([]byte) error) error {
-	buf := make([]byte, chunkSize)
 	for {
+		buf := make([]byte, chunkSize)
 		n, err := io.ReadFull(p, buf)
 		if n > 0 {
 			if serr := send(buf[:n]); serr != nil {
@@ -156,7 +168,10 @@ type errClientBody struct{ err error }
 
 func (e errClientBody) Error() string { return "reading request body: " + e.err.Error() }
 
-// upload handles POST /apiv2/pub/documents/upload (spec §4.1).
+// upload handles POST /apiv2/pub/documents/upload (spec §4.1). The body is
+// read part by part and forwarded as it arrives: form fields as metadata
+// messages, the file as a header and chunks, so nothing but one chunk is
+// ever held in memory.
 func (g *Gateway) upload(w http.ResponseWriter, r *http.Request, _ map[string]string) {
 	mr, err := g.multipartReader(r)
 	if err != nil {
@@ -172,25 +187,25 @@ func (g *Gateway) upload(w http.ResponseWriter, r *http.Request, _ map[string]st
 		writeError(w, r, err)
 		return
 	}
+	fileStarted := false
 	sendErr := func() error {
-		sawFile := false
 		for {
 			part, err := mr.NextPart()
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
 			if err != nil {
-				return apierr.Invalid("Malformed multipart body: %v", err)
+				return errClientBody{err}
 			}
 			name := part.FormName()
 			switch {
 			case name == "":
 				return apierr.Invalid("Malformed multipart body: a part has no field name")
 			case name == "file":
-				if sawFile {
+				if fileStarted {
 					return apierr.Invalid("Only one file may be uploaded")
 				}
-				sawFile = true
+				fileStarted = true
 				if err := stream.Send(&documentv1.UploadDocumentRequest{Part: &documentv1.UploadDocumentRequest_File{File: fileHeader(part)}}); err != nil {
 					return err
 				}
@@ -214,22 +229,35 @@ func (g *Gateway) upload(w http.ResponseWriter, r *http.Request, _ map[string]st
 			}
 		}
 	}()
-	g.finishUpload(w, r, sendErr, func() (any, error) {
+	g.finishUpload(w, r, sendErr, fileStarted, func() (any, error) {
 		resp, err := stream.CloseAndRecv()
 		return resp, err
 	}, cancel)
 }
 
-// finishUpload ends an upload stream. When sending failed because the
-// server ended the stream (io.EOF), the server's status is the answer; when
-// the client's body was bad, the stream is abandoned and the 4xx written.
-func (g *Gateway) finishUpload(w http.ResponseWriter, r *http.Request, sendErr error, closeAndRecv func() (any, error), abandon func()) {
+// finishUpload ends an upload stream.
+//
+//   - Sending failed because the service ended the stream (io.EOF): the
+//     service's status is the answer.
+//   - The client's body was bad after file bytes went out: the stream is
+//     abandoned (cancelled), so the service stores nothing, and the 4xx is
+//     written.
+//   - The body was bad before any file byte: the stream is closed cleanly,
+//     which the service answers without side effects; if it refused the
+//     caller (401/403), that answer wins over the body error, so that
+//     authentication is always reported first.
+func (g *Gateway) finishUpload(w http.ResponseWriter, r *http.Request, sendErr error, fileStarted bool, closeAndRecv func() (any, error), abandon func()) {
 	if sendErr != nil && !errors.Is(sendErr, io.EOF) {
-		abandon()
 		var body errClientBody
 		if errors.As(sendErr, &body) {
-			writeError(w, r, apierr.Invalid("Malformed multipart body: %v", body.err))
-			return
+			sendErr = apierr.Invalid("Malformed multipart body: %v", body.err)
+		}
+		if fileStarted {
+			abandon()
+		} else if _, err := closeAndRecv(); err != nil {
+			if code := status.Code(err); code == codes.Unauthenticated || code == codes.PermissionDenied {
+				sendErr = err
+			}
 		}
 		writeError(w, r, sendErr)
 		return
@@ -248,7 +276,8 @@ func (g *Gateway) finishUpload(w http.ResponseWriter, r *http.Request, sendErr e
 	_, _ = w.Write(b)
 }
 
-// uploadVersion handles POST /apiv3/pub/documents/{doc_id}/versions.
+// uploadVersion handles POST /apiv3/pub/documents/{doc_id}/versions: one
+// multipart part named file.
 func (g *Gateway) uploadVersion(w http.ResponseWriter, r *http.Request, params map[string]string) {
 	docID, err := strconv.ParseInt(params["doc_id"], 10, 64)
 	if err != nil {
@@ -267,26 +296,23 @@ func (g *Gateway) uploadVersion(w http.ResponseWriter, r *http.Request, params m
 		writeError(w, r, err)
 		return
 	}
+	fileStarted := false
 	sendErr := func() error {
-		sawFile := false
 		for {
 			part, err := mr.NextPart()
 			if errors.Is(err, io.EOF) {
-				if !sawFile {
-					return apierr.Invalid("Missing required field: file")
-				}
-				return nil
+				return nil // without a file the service answers 400
 			}
 			if err != nil {
-				return apierr.Invalid("Malformed multipart body: %v", err)
+				return errClientBody{err}
 			}
 			if part.FormName() != "file" {
 				return apierr.Invalid("Unknown field: %s", part.FormName())
 			}
-			if sawFile {
+			if fileStarted {
 				return apierr.Invalid("Only one file may be uploaded")
 			}
-			sawFile = true
+			fileStarted = true
 			hdr := &documentv1.UploadVersionHeader{DocId: docID, File: fileHeader(part)}
 			if err := stream.Send(&documentv1.UploadVersionRequest{Part: &documentv1.UploadVersionRequest_Header{Header: hdr}}); err != nil {
 				return err
@@ -298,7 +324,7 @@ func (g *Gateway) uploadVersion(w http.ResponseWriter, r *http.Request, params m
 			}
 		}
 	}()
-	g.finishUpload(w, r, sendErr, func() (any, error) {
+	g.finishUpload(w, r, sendErr, fileStarted, func() (any, error) {
 		resp, err := stream.CloseAndRecv()
 		if err != nil {
 			return nil, err

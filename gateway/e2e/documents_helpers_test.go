@@ -1,0 +1,350 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime/multipart"
+	"net/textproto"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// document mirrors spec §2.1 (plus the locked_by and customfields
+// extensions).
+type document struct {
+	ID              int64              `json:"id"`
+	Description     string             `json:"description"`
+	DocNumber       *string            `json:"doc_number"`
+	DocType         *string            `json:"doc_type"`
+	DocStatus       *string            `json:"doc_status"`
+	ReferenceNumber *string            `json:"reference_number"`
+	Date            *string            `json:"date"`
+	FromEntity      *string            `json:"from_entity"`
+	ToEntity        *string            `json:"to_entity"`
+	EntryPerson     string             `json:"entry_person"`
+	EntryDate       string             `json:"entry_date"`
+	RevNumber       *string            `json:"rev_number"`
+	MainDocNumber   *string            `json:"main_doc_number"`
+	Privileged      bool               `json:"privileged"`
+	Islocked        bool               `json:"islocked"`
+	AccountNumber   *string            `json:"account_number"`
+	LockedBy        *string            `json:"locked_by"`
+	Subdoctype      *string            `json:"subdoctype"`
+	LinkedFiles     []linkedFile       `json:"linked_files"`
+	VersionHistory  []archiveEntry     `json:"version_history"`
+	Folders         []folderAssignment `json:"folders"`
+	Customfields    []customFieldSet   `json:"customfields"`
+}
+
+// linkedFile mirrors spec §2.2.
+type linkedFile struct {
+	Ownid            int64   `json:"ownid"`
+	ID               int64   `json:"id"`
+	ImageName        string  `json:"image_name"`
+	ImageType        string  `json:"image_type"`
+	ImageSize        int64   `json:"image_size"`
+	PageCount        *int    `json:"page_count"`
+	Origname         string  `json:"origname"`
+	Filehash         string  `json:"filehash"`
+	Lastmodified     string  `json:"lastmodified"`
+	Lastmodifieduser int64   `json:"lastmodifieduser"`
+	PdfImageName     *string `json:"pdf_image_name"`
+}
+
+// archiveEntry mirrors spec §2.3.
+type archiveEntry struct {
+	OwnID       int64  `json:"own_id"`
+	ImageName   string `json:"image_name"`
+	OrigName    string `json:"orig_name"`
+	Description string `json:"description"`
+	Type        string `json:"type"`
+	EntryDate   string `json:"entry_date"`
+	EntryPerson int64  `json:"entry_person"`
+	ImageSize   int64  `json:"image_size"`
+	FileHash    string `json:"file_hash"`
+}
+
+// folderAssignment mirrors spec §2.4.
+type folderAssignment struct {
+	FolderID int64  `json:"folder_id"`
+	Code     string `json:"code"`
+	Name     string `json:"name"`
+	FullPath string `json:"full_path"`
+	ParentID int64  `json:"parent_id"`
+}
+
+// customFieldSet is one template's rows in include=customfields.
+type customFieldSet struct {
+	TemplateID   int64            `json:"template_id"`
+	TemplateName string           `json:"template_name"`
+	Rows         []map[string]any `json:"rows"`
+}
+
+// uploadResult mirrors spec §2.9.
+type uploadResult struct {
+	DocID        int64   `json:"doc_id"`
+	LinkedFileID int64   `json:"linked_file_id"`
+	ImageName    string  `json:"image_name"`
+	Description  string  `json:"description"`
+	DocNumber    *string `json:"doc_number"`
+}
+
+// versionListing mirrors spec §2.6.
+type versionListing struct {
+	Current *struct {
+		OwnID        int64  `json:"own_id"`
+		ImageName    string `json:"image_name"`
+		OrigName     string `json:"orig_name"`
+		ImageSize    int64  `json:"image_size"`
+		LastModified string `json:"last_modified"`
+		FileHash     string `json:"file_hash"`
+	} `json:"current"`
+	History []struct {
+		OwnID       int64  `json:"own_id"`
+		ImageName   string `json:"image_name"`
+		OrigName    string `json:"orig_name"`
+		ImageSize   int64  `json:"image_size"`
+		EntryDate   string `json:"entry_date"`
+		Type        string `json:"type"`
+		Description string `json:"description"`
+		FileHash    string `json:"file_hash"`
+	} `json:"history"`
+}
+
+// formPart is one part of a hand-ordered multipart body.
+type formPart struct {
+	name        string
+	value       string // for fields
+	filename    string // set for the file part
+	contentType string // of the file part; empty: application/octet-stream
+	content     []byte
+}
+
+func field(name, value string) formPart { return formPart{name: name, value: value} }
+
+func filePart(filename string, content []byte) formPart {
+	return formPart{name: "file", filename: filename, content: content}
+}
+
+// multipartParts builds a multipart body with the parts in the given order.
+func multipartParts(t testing.TB, parts ...formPart) *multipartPayload {
+	t.Helper()
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	for _, p := range parts {
+		if p.filename == "" && p.content == nil {
+			if err := w.WriteField(p.name, p.value); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		h := textproto.MIMEHeader{}
+		h.Set("Content-Disposition", fmt.Sprintf(`form-data; name=%q; filename=%q`, p.name, p.filename))
+		ct := p.contentType
+		if ct == "" {
+			ct = "application/octet-stream"
+		}
+		h.Set("Content-Type", ct)
+		pw, err := w.CreatePart(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pw.Write(p.content); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return &multipartPayload{Reader: bytes.NewReader(buf.Bytes()), contentType: w.FormDataContentType()}
+}
+
+// randomBytes returns n random bytes: content no other test uploads.
+func randomBytes(t testing.TB, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// uniqText returns n bytes of random printable text (sniffed as text/plain).
+func uniqText(t testing.TB, n int) []byte {
+	t.Helper()
+	const alphabet = "abcdefghijklmnopqrstuvwxyz \n"
+	b := randomBytes(t, n)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return b
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// docUser is a user with its own group and a folder to upload into.
+type docUser struct {
+	*client
+	group  string
+	folder folder
+}
+
+func newDocUser(t testing.TB, scopes ...string) *docUser {
+	t.Helper()
+	g := uniq("g")
+	c := newUser(t, []string{g}, scopes...)
+	f := c.createFolder(uniq("Docs"), 0)
+	return &docUser{client: c, group: g, folder: f}
+}
+
+// upload posts a multipart upload built from parts.
+func (c *client) upload(parts ...formPart) *response {
+	c.t.Helper()
+	return c.do("POST", "/apiv2/pub/documents/upload", multipartParts(c.t, parts...))
+}
+
+// uploadFile uploads content into the user's folder with extra fields and
+// returns the result.
+func (u *docUser) uploadFile(filename string, content []byte, fields ...formPart) uploadResult {
+	u.t.Helper()
+	parts := append([]formPart{field("folder_id", strconv.FormatInt(u.folder.FolderID, 10))}, fields...)
+	parts = append(parts, filePart(filename, content))
+	r := u.upload(parts...)
+	expect(u.t, r, 200)
+	var res uploadResult
+	r.JSON(u.t, &res)
+	if res.DocID <= 0 || res.LinkedFileID <= 0 {
+		u.t.Fatalf("upload result = %s", r.Body)
+	}
+	return res
+}
+
+// getDoc reads a document with the given include value.
+func (c *client) getDoc(id int64, include string) document {
+	c.t.Helper()
+	path := fmt.Sprintf("/apiv2/pub/documents/%d", id)
+	if include != "" {
+		path += "?include=" + include
+	}
+	r := c.do("GET", path, nil)
+	expect(c.t, r, 200)
+	var d document
+	r.JSON(c.t, &d)
+	return d
+}
+
+// docRev reads a document's revision straight from the database.
+func docRev(t testing.TB, id int64) int64 {
+	t.Helper()
+	var rev int64
+	if err := stk.pool.QueryRow(context.Background(), `SELECT rev FROM documents WHERE id = $1`, id).Scan(&rev); err != nil {
+		t.Fatal(err)
+	}
+	return rev
+}
+
+// outboxEvent is a document event row.
+type outboxEvent struct {
+	Kind string
+	Rev  int64
+}
+
+// docEvents lists the outbox rows of a document in insertion order.
+func docEvents(t testing.TB, id int64) []outboxEvent {
+	t.Helper()
+	rows, err := stk.pool.Query(context.Background(), `SELECT kind, rev FROM outbox
+		WHERE aggregate = 'document' AND aggregate_id = $1 ORDER BY id`, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []outboxEvent
+	for rows.Next() {
+		var e outboxEvent
+		if err := rows.Scan(&e.Kind, &e.Rev); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// blobsWithContent walks a blob directory (temporary files included) and
+// returns the files holding exactly content. Tests upload unique random
+// content, so this tells what one test left behind however many others
+// run in parallel.
+func blobsWithContent(t testing.TB, dir string, content []byte) []string {
+	t.Helper()
+	want := sha256Hex(content)
+	var found []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil // a temporary file vanished while walking
+			}
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil || info.Size() != int64(len(content)) {
+			return nil
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err == nil && hex.EncodeToString(h.Sum(nil)) == want {
+			found = append(found, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// stackBlobsWithContent is blobsWithContent over the stack's blob dir.
+func stackBlobsWithContent(t testing.TB, content []byte) []string {
+	t.Helper()
+	dir, err := documentBlobDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return blobsWithContent(t, dir, content)
+}
+
+// eventually retries check until it returns nil or the deadline passes.
+func eventually(t testing.TB, d time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,140 @@
+package documentsvc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/docrepo/docrepo/pkg/blob"
+	"github.com/docrepo/docrepo/pkg/blob/diskstore"
+	"github.com/docrepo/docrepo/pkg/blob/s3store"
+	"github.com/docrepo/docrepo/pkg/bootstrap"
+	"github.com/docrepo/docrepo/pkg/config"
+	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+	folderv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/folder/v1"
+	schemav1 "github.com/docrepo/docrepo/pkg/gen/docrepo/schema/v1"
+	"github.com/docrepo/docrepo/pkg/grpcclient"
+)
+
+// Config is the document service's configuration.
+type Config struct {
+	config.Common
+	// FolderAddr and SchemaAddr are the gRPC addresses of the folder and
+	// schema services.
+	FolderAddr string
+	SchemaAddr string
+	// BlobDir is the local blob directory, used unless MinIO.Endpoint is set.
+	BlobDir string
+	MinIO   MinIOConfig
+	// MaxUploadBytes is the largest accepted file (413 above).
+	MaxUploadBytes int64
+	// PageCountMaxBytes is the largest PDF whose pages are counted.
+	PageCountMaxBytes int64
+
+	// Listener, when set, replaces listening on GRPCAddr (tests).
+	Listener net.Listener
+	// Logger, when set, replaces the configured logger (tests).
+	Logger *slog.Logger
+}
+
+// MinIOConfig locates the S3 bucket (MinIO or any S3-compatible service).
+type MinIOConfig struct {
+	Endpoint  string
+	AccessKey string
+	SecretKey string
+	Bucket    string
+	UseSSL    bool
+}
+
+// DefaultMaxUploadBytes is the default upload limit (10 GiB), the same as
+// the gateway's.
+const DefaultMaxUploadBytes = 10 << 30
+
+// Register adds the service's settings to l.
+func (c *Config) Register(l *config.Loader) {
+	l.RegisterCommon(&c.Common, "127.0.0.1:9101", "127.0.0.1:9111")
+	l.String(&c.FolderAddr, "folder-addr", "DOCREPO_FOLDER_ADDR", "127.0.0.1:9102", "folder service gRPC address")
+	l.String(&c.SchemaAddr, "schema-addr", "DOCREPO_SCHEMA_ADDR", "127.0.0.1:9104", "schema service gRPC address")
+	l.String(&c.BlobDir, "blob-dir", "DOCREPO_BLOB_DIR", "./.data/blobs", "directory of the local blob store (used unless MINIO_ENDPOINT is set)")
+	l.String(&c.MinIO.Endpoint, "minio-endpoint", "MINIO_ENDPOINT", "", "MinIO/S3 host:port; empty: blobs on local disk")
+	l.String(&c.MinIO.AccessKey, "minio-access-key", "MINIO_ACCESS_KEY", "", "MinIO/S3 access key")
+	l.String(&c.MinIO.SecretKey, "minio-secret-key", "MINIO_SECRET_KEY", "", "MinIO/S3 secret key")
+	l.String(&c.MinIO.Bucket, "minio-bucket", "MINIO_BUCKET", "docrepo", "MinIO/S3 bucket (created when missing)")
+	l.Bool(&c.MinIO.UseSSL, "minio-use-ssl", "MINIO_USE_SSL", false, "use https for MinIO/S3")
+	l.Int64(&c.MaxUploadBytes, "max-upload-bytes", "DOCREPO_MAX_UPLOAD_BYTES", DefaultMaxUploadBytes, "largest accepted upload in bytes (413 above)")
+	l.Int64(&c.PageCountMaxBytes, "pagecount-max-bytes", "DOCREPO_PAGECOUNT_MAX_BYTES", DefaultPageCountMaxBytes, "largest PDF whose pages are counted at upload")
+}
+
+// OpenStore opens the configured blob store: S3 when an endpoint is set,
+// else the local directory.
+func OpenStore(ctx context.Context, cfg Config) (blob.Store, error) {
+	if cfg.MinIO.Endpoint != "" {
+		st, err := s3store.New(ctx, s3store.Config{
+			Endpoint:  cfg.MinIO.Endpoint,
+			AccessKey: cfg.MinIO.AccessKey,
+			SecretKey: cfg.MinIO.SecretKey,
+			Bucket:    cfg.MinIO.Bucket,
+			UseTLS:    cfg.MinIO.UseSSL,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("document: blob store: %w", err)
+		}
+		return st, nil
+	}
+	if cfg.BlobDir == "" {
+		return nil, errors.New("document: no blob store: set DOCREPO_BLOB_DIR or MINIO_ENDPOINT")
+	}
+	st, err := diskstore.New(cfg.BlobDir)
+	if err != nil {
+		return nil, fmt.Errorf("document: blob store: %w", err)
+	}
+	return st, nil
+}
+
+// Run runs the document service until ctx is done.
+func Run(ctx context.Context, cfg Config) error {
+	svc, err := bootstrap.Start(ctx, "document", cfg.Common, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	store, err := OpenStore(ctx, cfg)
+	if err != nil {
+		svc.Pool.Close()
+		return err
+	}
+	if c, ok := store.(interface{ Close() error }); ok {
+		defer c.Close()
+	}
+	folderConn, err := grpcclient.Dial(cfg.FolderAddr)
+	if err != nil {
+		svc.Pool.Close()
+		return err
+	}
+	defer folderConn.Close()
+	schemaConn, err := grpcclient.Dial(cfg.SchemaAddr)
+	if err != nil {
+		svc.Pool.Close()
+		return err
+	}
+	defer schemaConn.Close()
+	svc.Listener = cfg.Listener
+	documentv1.RegisterDocumentServiceServer(svc.Server.GRPC(), NewService(Deps{
+		Pool:              svc.Pool,
+		Store:             store,
+		Folders:           folderv1.NewFolderServiceClient(folderConn),
+		Schema:            schemav1.NewSchemaServiceClient(schemaConn),
+		MaxUploadBytes:    cfg.MaxUploadBytes,
+		PageCountMaxBytes: cfg.PageCountMaxBytes,
+		Logger:            svc.Logger,
+	}))
+	svc.Ready = func(ctx context.Context) error {
+		_, err := store.Stat(ctx, "readyz-probe")
+		if err != nil && !blob.IsNotFound(err) {
+			return fmt.Errorf("blob store: %w", err)
+		}
+		return nil
+	}
+	return svc.Run(ctx)
+}

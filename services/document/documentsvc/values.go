@@ -1,0 +1,116 @@
+package documentsvc
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/docrepo/docrepo/pkg/apierr"
+	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+)
+
+// Distinct-value limits (spec §8).
+const (
+	DefaultValuesLimit = 100
+	MaxValuesLimit     = 500
+	maxSearchChars     = 255
+)
+
+// valueColumns are the document columns ListDistinctValues serves (besides
+// filesbelongto, the folder ids of the documents), each as
+// the SQL expression of its text value. Nothing from the request is ever
+// spliced into SQL except through this allow-list.
+var valueColumns = map[string]string{
+	"doc_type":         "d.doc_type",
+	"doc_status":       "d.doc_status",
+	"doc_number":       "d.doc_number",
+	"description":      "d.description",
+	"from_entity":      "d.from_entity",
+	"to_entity":        "d.to_entity",
+	"reference_number": "d.reference_number",
+	"entry_person":     "d.entry_person",
+	"rev_number":       "d.rev_number",
+	"account_number":   "d.account_number",
+	"subdoctype":       "d.subdoctype",
+	"main_doc_number":  "d.main_doc_number",
+	"date":             `to_char(d.date AT TIME ZONE 'UTC', 'YYYY-MM-DD')`,
+	"entry_date":       `to_char(d.entry_date AT TIME ZONE 'UTC', 'YYYY-MM-DD')`,
+	"privileged":       "d.privileged::text",
+	"islocked":         "(d.locked_by IS NOT NULL)::text",
+}
+
+// ListDistinctValues lists the distinct non-empty values of a document
+// column, or of a custom-field column, over the documents the caller can
+// see: ascending, case-insensitively filtered by search.
+func (s *Service) ListDistinctValues(ctx context.Context, req *documentv1.ListDistinctValuesRequest) (*documentv1.ListDistinctValuesResponse, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	limit := req.GetLimit()
+	switch {
+	case limit == 0:
+		limit = DefaultValuesLimit
+	case limit < 1 || limit > MaxValuesLimit:
+		return nil, apierr.Invalid("Invalid value for limit: must be between 1 and %d", MaxValuesLimit)
+	}
+	var search *string
+	if v := req.GetSearch(); v != "" {
+		if err := checkText("search", v, maxSearchChars); err != nil {
+			return nil, err
+		}
+		search = &v
+	}
+	var sql string
+	args := []any{p.Unrestricted(), p.GroupIDs, search, limit}
+	if req.GetTemplateId() != 0 || req.GetColumnId() != 0 {
+		if req.GetTemplateId() <= 0 || req.GetColumnId() <= 0 {
+			return nil, apierr.Invalid("Invalid custom field: template_id and column_id must both be positive")
+		}
+		// Numbers sort numerically, everything else as text.
+		sql = `SELECT v FROM (
+				SELECT cv.vals->>$6 AS v,
+					CASE WHEN jsonb_typeof(cv.vals->$6) = 'number' THEN (cv.vals->>$6)::numeric END AS n
+				FROM document_custom_values cv JOIN documents d ON d.id = cv.doc_id
+				WHERE cv.template_id = $5 AND ` + visibleSQL + `) x
+			WHERE v IS NOT NULL AND v <> '' AND ($3::text IS NULL OR strpos(lower(v), lower($3)) > 0)
+			GROUP BY v, n ORDER BY n NULLS LAST, lower(v) COLLATE "C", v COLLATE "C" LIMIT $4`
+		args = append(args, req.GetTemplateId(), strconv.FormatInt(req.GetColumnId(), 10))
+	} else if req.GetColumn() == "filesbelongto" {
+		// The folders visible documents are assigned to, as ids in
+		// numeric order.
+		sql = `SELECT v::text FROM (SELECT DISTINCT df.folder_id AS v
+				FROM document_folders df JOIN documents d ON d.id = df.doc_id WHERE ` + visibleSQL + `) x
+			WHERE $3::text IS NULL OR strpos(v::text, $3) > 0
+			ORDER BY v LIMIT $4`
+	} else {
+		expr, ok := valueColumns[req.GetColumn()]
+		if !ok {
+			return nil, apierr.Invalid("Unknown document column: %q", truncate(req.GetColumn(), 60))
+		}
+		sql = `SELECT v FROM (SELECT DISTINCT ` + expr + ` AS v FROM documents d WHERE ` + visibleSQL + `) x
+			WHERE v IS NOT NULL AND v <> '' AND ($3::text IS NULL OR strpos(lower(v), lower($3)) > 0)
+			ORDER BY lower(v) COLLATE "C", v COLLATE "C" LIMIT $4`
+	}
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, apierr.Internal(err)
+	}
+	values, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, apierr.Internal(err)
+	}
+	if values == nil {
+		values = []string{}
+	}
+	return &documentv1.ListDistinctValuesResponse{Values: values}, nil
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) > n {
+		return string(r[:n]) + "..."
+	}
+	return s
+}
