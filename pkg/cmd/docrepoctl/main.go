@@ -83,6 +83,9 @@ commands:
                                             their values from columns of grid templates
   template list                             list templates and their columns
   template show NAME                        show a template's columns and field names
+  bootstrap [-check]                        migrate; ensure the admin and service users and keys
+                                            (prints new tokens as NAME=TOKEN; see README, Deployment)
+  health [-timeout D] HOST:PORT|URL         gRPC health check, or HTTP GET expecting 2xx
 
 scopes: documents_read, documents_write, search, internal, admin
 `
@@ -106,6 +109,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if len(rest) == 0 {
 		fs.Usage()
 		return errors.New("no command given")
+	}
+	if deployCmd, ok := deployCommands[rest[0]]; ok { // deploy.go
+		return deployCmd(ctx, deployEnv{dbURL: *dbURL, args: rest[1:], stdout: stdout, stderr: stderr, getenv: getenv})
 	}
 	pool, err := database.Open(ctx, *dbURL)
 	if err != nil {

@@ -1,0 +1,221 @@
+package main
+
+// The deployment commands: health (the health check of the distroless
+// images, which have no shell or curl) and bootstrap (the one-shot that
+// prepares a database for the services: docker-compose.yml and the
+// Kubernetes migrate Job run it).
+//
+//	docrepoctl health [-timeout 3s] [-service NAME] HOST:PORT   gRPC health check
+//	docrepoctl health [-timeout 3s] http://HOST:PORT/readyz     HTTP check (2xx is healthy)
+//	docrepoctl bootstrap [-check]                              migrate, ensure the admin and service users and keys
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/docrepo/docrepo/pkg/auth"
+	"github.com/docrepo/docrepo/pkg/database"
+	"github.com/docrepo/docrepo/pkg/identity"
+)
+
+// deployEnv is what a deployment command gets. Unlike the other commands,
+// these open the database themselves (health never does).
+type deployEnv struct {
+	dbURL  string
+	args   []string
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+}
+
+// deployCommands are dispatched before the database is opened.
+var deployCommands = map[string]func(ctx context.Context, e deployEnv) error{
+	"health":    healthCmd,
+	"bootstrap": bootstrapCmd,
+}
+
+// Environment variables of bootstrap: the tokens a previous run printed.
+const (
+	envServiceToken = "DOCREPO_SERVICE_TOKEN"
+	envAdminToken   = "DOCREPO_ADMIN_TOKEN"
+)
+
+// healthCmd checks one process and fails unless it is healthy: a gRPC address
+// gets a grpc.health.v1 Check (the whole server, or -service), a URL a GET
+// that must answer 2xx.
+func healthCmd(ctx context.Context, e deployEnv) error {
+	var (
+		timeout time.Duration
+		service string
+	)
+	pos, err := parseArgs("health", e.args, func(fs *flag.FlagSet) {
+		fs.DurationVar(&timeout, "timeout", 3*time.Second, "time allowed for the check")
+		fs.StringVar(&service, "service", "", "gRPC service name to check (default: the whole server)")
+	})
+	if err != nil {
+		return err
+	}
+	if err := exactly("health", pos, 1); err != nil {
+		return fmt.Errorf("%w (HOST:PORT for gRPC, http://HOST:PORT/PATH for HTTP)", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	target := pos[0]
+	if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
+		return httpHealth(ctx, target, e.stdout)
+	}
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("health %s: %w", target, err)
+	}
+	defer conn.Close()
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
+	if err != nil {
+		return fmt.Errorf("health %s: %w", target, err)
+	}
+	if st := resp.GetStatus(); st != healthpb.HealthCheckResponse_SERVING {
+		return fmt.Errorf("health %s: %s", target, st)
+	}
+	fmt.Fprintln(e.stdout, "SERVING")
+	return nil
+}
+
+func httpHealth(ctx context.Context, url string, stdout io.Writer) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("health: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("health: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("health %s: %s %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	fmt.Fprintln(stdout, resp.Status)
+	return nil
+}
+
+// bootstrapCmd prepares a database for the services, idempotently:
+//
+//  1. applies the migrations (under the same advisory lock the services use);
+//  2. makes sure the service user exists (no groups, scope internal: the
+//     indexer reads every document with it) and that DOCREPO_SERVICE_TOKEN,
+//     when set, is a valid key of that user;
+//  3. makes sure the admin user exists (in the admin group) and that
+//     DOCREPO_ADMIN_TOKEN, when set, is a valid key of that user with every
+//     public scope and admin.
+//
+// A token that is missing or not valid gets a new key, printed on stdout as
+// NAME=TOKEN lines (env-file syntax) for the operator to keep; tokens that
+// are valid are not printed again, so a second run prints nothing. With
+// -check nothing is created: it migrates, then fails unless
+// DOCREPO_SERVICE_TOKEN is valid (the gate that stops the services from
+// starting with a token the indexer cannot use).
+func bootstrapCmd(ctx context.Context, e deployEnv) error {
+	var (
+		check                  bool
+		serviceUser, adminUser string
+		adminGroups            string
+	)
+	pos, err := parseArgs("bootstrap", e.args, func(fs *flag.FlagSet) {
+		fs.BoolVar(&check, "check", false, "create nothing: migrate, then verify "+envServiceToken)
+		fs.StringVar(&serviceUser, "service-user", "docrepo-service", "user the services' token belongs to")
+		fs.StringVar(&adminUser, "admin-user", "admin", "administrator user")
+		fs.StringVar(&adminGroups, "admin-groups", "admin", "comma-separated groups of the administrator")
+	})
+	if err != nil {
+		return err
+	}
+	if err := exactly("bootstrap", pos, 0); err != nil {
+		return err
+	}
+	pool, err := database.Open(ctx, e.dbURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	applied, err := database.Migrate(ctx, pool)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "bootstrap: applied %d migration(s)\n", len(applied))
+	ids := identity.NewStore(pool)
+
+	serviceScopes := []string{auth.ScopeInternal}
+	adminScopes := []string{auth.ScopeDocumentsRead, auth.ScopeDocumentsWrite, auth.ScopeSearch, auth.ScopeAdmin}
+	if check {
+		tok := e.getenv(envServiceToken)
+		if tok == "" {
+			return fmt.Errorf("bootstrap: %s is not set: create it with `docrepoctl bootstrap` and give it to the services", envServiceToken)
+		}
+		if err := validKey(ctx, ids, tok, serviceUser, serviceScopes); err != nil {
+			return fmt.Errorf("bootstrap: %s: %w; run `docrepoctl bootstrap` for a new one", envServiceToken, err)
+		}
+		fmt.Fprintf(e.stderr, "bootstrap: %s is a valid key of %s\n", envServiceToken, serviceUser)
+		return nil
+	}
+	ensure := []struct {
+		env, user string
+		groups    []string
+		scopes    []string
+	}{
+		{env: envServiceToken, user: serviceUser, scopes: serviceScopes},
+		{env: envAdminToken, user: adminUser, groups: splitList(adminGroups), scopes: adminScopes},
+	}
+	for _, u := range ensure {
+		if _, err := ids.CreateUser(ctx, u.user, u.groups); err == nil {
+			fmt.Fprintf(e.stderr, "bootstrap: created user %s\n", u.user)
+		} else if !errors.Is(err, identity.ErrExists) {
+			return fmt.Errorf("bootstrap: user %s: %w", u.user, err)
+		} else if len(u.groups) > 0 {
+			if err := ids.AddUserToGroups(ctx, u.user, u.groups); err != nil {
+				return fmt.Errorf("bootstrap: groups of %s: %w", u.user, err)
+			}
+		}
+		if tok := e.getenv(u.env); tok != "" {
+			err := validKey(ctx, ids, tok, u.user, u.scopes)
+			if err == nil {
+				fmt.Fprintf(e.stderr, "bootstrap: %s is a valid key of %s; kept\n", u.env, u.user)
+				continue
+			}
+			fmt.Fprintf(e.stderr, "bootstrap: %s: %v; creating a new key\n", u.env, err)
+		}
+		tok, key, err := ids.CreateKey(ctx, u.user, u.scopes, 0)
+		if err != nil {
+			return fmt.Errorf("bootstrap: key of %s: %w", u.user, err)
+		}
+		fmt.Fprintf(e.stderr, "bootstrap: created key %d for %s (scopes %s)\n", key.ID, u.user, strings.Join(u.scopes, ","))
+		fmt.Fprintf(e.stdout, "%s=%s\n", u.env, tok)
+	}
+	return nil
+}
+
+// validKey reports why token is not a usable key of user with every scope.
+func validKey(ctx context.Context, ids *identity.Store, token, user string, scopes []string) error {
+	p, err := ids.Authenticate(ctx, token)
+	if err != nil {
+		return fmt.Errorf("not a valid key (%v)", err)
+	}
+	if p.Username != user {
+		return fmt.Errorf("a key of %s, not of %s", p.Username, user)
+	}
+	for _, s := range scopes {
+		if !p.HasScope(s) {
+			return fmt.Errorf("the key lacks scope %s", s)
+		}
+	}
+	return nil
+}
