@@ -1,9 +1,13 @@
 // Package outbox is docrepo's transactional outbox. A write that others must
 // hear about calls Insert inside its own Postgres transaction, so the event
 // exists if and only if the write committed. A Relay publishes pending rows
-// to NATS JetStream (stream DOCREPO, subjects docrepo.>) with Nats-Msg-Id set
-// to the row id, so a row published twice (a relay dying between publish and
-// marking the row) is stored once by JetStream's duplicate window.
+// to NATS JetStream (stream DOCREPO, subjects docrepo.>, see EnsureStream)
+// with Nats-Msg-Id set to the row id, so a row published twice (a relay
+// dying between publish and marking the row) is stored once by JetStream's
+// duplicate window.
+//
+// The wire format (subjects, headers, protobuf payloads) and the decoders
+// consumers use live in package events.
 package outbox
 
 import (
@@ -13,13 +17,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/docrepo/docrepo/pkg/auth"
+	"github.com/docrepo/docrepo/pkg/events"
 	"github.com/docrepo/docrepo/pkg/logging"
 )
 
 // Aggregates.
 const (
-	AggregateDocument = "document"
-	AggregateFolder   = "folder"
+	AggregateDocument = events.AggregateDocument
+	AggregateFolder   = events.AggregateFolder
 )
 
 // Event is one row of the outbox.
@@ -39,12 +44,18 @@ type Event struct {
 }
 
 // Subject is the NATS subject an event is published on.
-func (e Event) Subject() string { return "docrepo." + e.Aggregate + "." + e.Kind }
-
+func (e Event) Subject() string { return events.Subject(e.Aggregate, e.Kind) }
 
 // Insert adds e to the outbox inside tx. Actor and request id default to the
-// caller of ctx.
+// caller of ctx. The aggregate must be document or folder, and the kind a
+// single subject token (see events.ValidKind).
 func Insert(ctx context.Context, tx pgx.Tx, e Event) error {
+	if e.Aggregate != AggregateDocument && e.Aggregate != AggregateFolder {
+		return fmt.Errorf("outbox insert: unknown aggregate %q", e.Aggregate)
+	}
+	if !events.ValidKind(e.Kind) {
+		return fmt.Errorf("outbox insert: invalid %s event kind %q", e.Aggregate, e.Kind)
+	}
 	if e.ActorUserID == 0 {
 		if p, ok := auth.FromContext(ctx); ok {
 			e.ActorUserID = p.UserID
