@@ -1,0 +1,635 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/docrepo/docrepo/pkg/events"
+	eventv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/event/v1"
+)
+
+// NotifyChannel is the Postgres channel the outbox trigger notifies after
+// every statement that inserts rows (migration 0002_outbox.sql).
+const NotifyChannel = "docrepo_outbox"
+
+// ListenerApplicationName is the application_name of a relay's LISTEN
+// connection, so it can be told apart in pg_stat_activity.
+const ListenerApplicationName = "docrepo-outbox-listener"
+
+// Relay defaults; see Options.
+const (
+	DefaultBatchSize       = 500
+	DefaultMaxInFlight     = 256
+	DefaultPollInterval    = time.Second
+	DefaultAckTimeout      = 5 * time.Second
+	DefaultBackoffMin      = 50 * time.Millisecond
+	DefaultBackoffMax      = 30 * time.Second
+	DefaultRetention       = 24 * time.Hour
+	DefaultCleanupInterval = 10 * time.Minute
+
+	listenerPingInterval = 30 * time.Second
+	markTimeout          = 10 * time.Second
+	cleanupBatch         = 5000
+)
+
+// Options configure a Relay. Zero fields take the defaults above.
+type Options struct {
+	// Name identifies the relay in logs, e.g. the service running it.
+	Name string
+	// BatchSize is the number of rows claimed, published and marked per
+	// transaction.
+	BatchSize int
+	// MaxInFlight bounds the publishes awaiting their JetStream ack.
+	MaxInFlight int
+	// PollInterval is the fallback wake-up when no notification arrives
+	// (notifications are lost while the LISTEN connection is down).
+	PollInterval time.Duration
+	// AckTimeout is how long to wait for one publish ack. A row whose ack
+	// does not arrive stays unpublished and is published again later.
+	AckTimeout time.Duration
+	// BackoffMin and BackoffMax bound the capped exponential back-off after
+	// a failed batch or a lost LISTEN connection.
+	BackoffMin, BackoffMax time.Duration
+	// Retention is how long published rows are kept before the relay
+	// deletes them; negative disables the cleanup.
+	Retention time.Duration
+	// CleanupInterval is how often the relay deletes expired rows.
+	CleanupInterval time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = DefaultMaxInFlight
+	}
+	def(&o.PollInterval, DefaultPollInterval)
+	def(&o.AckTimeout, DefaultAckTimeout)
+	def(&o.BackoffMin, DefaultBackoffMin)
+	def(&o.BackoffMax, DefaultBackoffMax)
+	if o.BackoffMax < o.BackoffMin {
+		o.BackoffMax = o.BackoffMin
+	}
+	if o.Retention == 0 {
+		o.Retention = DefaultRetention
+	}
+	def(&o.CleanupInterval, DefaultCleanupInterval)
+	return o
+}
+
+// Relay publishes outbox rows to JetStream. Several relays, in one process
+// or many, may run against the same database: each claims its batch with
+// SELECT ... FOR UPDATE SKIP LOCKED, so no row is published by two relays at
+// once, and JetStream's duplicate window absorbs the re-publication of a
+// batch whose transaction did not commit.
+//
+// Rows are published in id order within a batch. Across relays, and when a
+// lower id commits after a higher one, events can arrive out of id order;
+// consumers rely on rev, not on arrival order.
+type Relay struct {
+	pool       *pgxpool.Pool
+	js         jetstream.JetStream
+	log        *slog.Logger
+	opts       Options
+	listenConf *pgx.ConnConfig
+
+	running       atomic.Bool
+	published     atomic.Int64
+	duplicates    atomic.Int64
+	publishErrors atomic.Int64
+
+	poisonMu sync.Mutex
+	poisoned map[int64]bool // rows already reported as unpublishable
+
+	// Test hooks. afterPublish runs once the batch's acks are in, before
+	// the rows are marked and the transaction commits. onListen runs each
+	// time the LISTEN connection is (re)established.
+	afterPublish func(ctx context.Context, tx pgx.Tx, acked []int64)
+	onListen     func()
+	listenerPing time.Duration
+}
+
+// NewRelay returns a relay reading the outbox through pool and publishing to
+// js; a nil log means slog.Default(). The DOCREPO stream must exist (see
+// EnsureStream): until it does, publishes fail and are retried. Publish acks
+// are awaited by the relay itself (Options.AckTimeout), so js needs no
+// async-publish options.
+func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, log *slog.Logger, opts Options) *Relay {
+	if log == nil {
+		log = slog.Default()
+	}
+	opts = opts.withDefaults()
+	lc := pool.Config().ConnConfig.Copy()
+	if lc.RuntimeParams == nil {
+		lc.RuntimeParams = map[string]string{}
+	}
+	lc.RuntimeParams["application_name"] = ListenerApplicationName
+	return &Relay{
+		pool:         pool,
+		js:           js,
+		log:          log.With("component", "outbox-relay", "relay", opts.Name),
+		opts:         opts,
+		listenConf:   lc,
+		poisoned:     map[int64]bool{},
+		listenerPing: listenerPingInterval,
+	}
+}
+
+// Stats counts what one relay has done since it was created.
+type Stats struct {
+	// Published counts rows acknowledged by JetStream and marked published.
+	Published int64
+	// Duplicates counts acks flagged duplicate: rows published again after
+	// an earlier publish whose marking did not commit.
+	Duplicates int64
+	// PublishErrors counts publishes that failed or were not acknowledged.
+	PublishErrors int64
+}
+
+// Stats returns the relay's counters.
+func (r *Relay) Stats() Stats {
+	return Stats{
+		Published:     r.published.Load(),
+		Duplicates:    r.duplicates.Load(),
+		PublishErrors: r.publishErrors.Load(),
+	}
+}
+
+// Run relays until ctx is done, then returns nil once its goroutines have
+// stopped; a relay runs at most once at a time. Failures (database, NATS)
+// are logged and retried with capped exponential back-off; no row is ever
+// skipped for good.
+//
+// Stopping is graceful: the batch in hand sends nothing more, its acks in
+// flight are awaited (at most AckTimeout) and the acknowledged rows marked,
+// so a normal shutdown publishes nothing twice. Only a crash does, and then
+// JetStream drops the copies within the stream's duplicate window.
+func (r *Relay) Run(ctx context.Context) error {
+	if !r.running.CompareAndSwap(false, true) {
+		return errors.New("outbox: relay is already running")
+	}
+	defer r.running.Store(false)
+
+	ctx, cancel := context.WithCancel(ctx)
+	wake := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() { r.listen(ctx, wake) })
+	defer func() {
+		cancel()
+		wg.Wait()
+		r.log.Info("outbox relay stopped")
+	}()
+	r.log.Info("outbox relay started", "batch_size", r.opts.BatchSize, "poll_interval", r.opts.PollInterval)
+
+	bo := backoff{min: r.opts.BackoffMin, max: r.opts.BackoffMax}
+	poll := time.NewTimer(r.opts.PollInterval)
+	defer poll.Stop()
+	var lastBacklog time.Time
+	nextCleanup := time.Now()
+	for {
+		claimed, marked, err := r.relayBatch(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			d := bo.next()
+			r.log.Warn("outbox batch failed; retrying", "err", err, "claimed", claimed, "marked", marked, "retry_in", d)
+			if !sleep(ctx, d) {
+				return nil
+			}
+			continue
+		}
+		bo.reset()
+		more := claimed == r.opts.BatchSize && marked > 0
+		if !more || time.Since(lastBacklog) >= r.opts.PollInterval {
+			r.refreshBacklog(ctx)
+			lastBacklog = time.Now()
+		}
+		if r.opts.Retention > 0 && !time.Now().Before(nextCleanup) {
+			r.cleanup(ctx)
+			nextCleanup = time.Now().Add(r.opts.CleanupInterval)
+		}
+		if more {
+			continue
+		}
+		poll.Reset(r.opts.PollInterval)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// row is one claimed outbox row.
+type row struct {
+	id          int64
+	aggregate   string
+	aggregateID int64
+	kind        string
+	rev         int64
+	actorUserID int64
+	requestID   string
+	folderIDs   []int64
+	createdAt   time.Time
+}
+
+type ackedRow struct {
+	row       *row
+	at        time.Time
+	duplicate bool
+}
+
+// relayBatch claims, publishes and marks one batch in one transaction.
+//
+// Once rows are acknowledged they are marked even if ctx is cancelled
+// meanwhile (within markTimeout), so that a normal shutdown publishes
+// nothing twice; only a real crash leaves published rows unmarked.
+func (r *Relay) relayBatch(ctx context.Context) (claimed, marked int, err error) {
+	tx, err := r.pool.Begin(ctx)
+	if err != nil {
+		metricDBErrors.Inc()
+		return 0, 0, fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tx.Rollback(rctx) // no-op after Commit
+	}()
+
+	rows, err := claim(ctx, tx, r.opts.BatchSize)
+	if err != nil {
+		metricDBErrors.Inc()
+		return 0, 0, fmt.Errorf("claim: %w", err)
+	}
+	if len(rows) == 0 {
+		return 0, 0, nil
+	}
+	acked, pubErr := r.publish(ctx, rows)
+	ids := make([]int64, len(acked))
+	for i, a := range acked {
+		ids[i] = a.row.id
+	}
+	if r.afterPublish != nil {
+		r.afterPublish(ctx, tx, ids)
+	}
+	if len(ids) > 0 {
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
+		defer cancel()
+		if _, err := tx.Exec(mctx, `UPDATE outbox SET published_at = now() WHERE id = ANY($1)`, ids); err != nil {
+			metricDBErrors.Inc()
+			return len(rows), 0, fmt.Errorf("mark %d rows published: %w", len(ids), err)
+		}
+		if err := tx.Commit(mctx); err != nil {
+			metricDBErrors.Inc()
+			return len(rows), 0, fmt.Errorf("commit %d published rows: %w", len(ids), err)
+		}
+		for _, a := range acked {
+			metricPublished.WithLabelValues(a.row.aggregate).Inc()
+			if !a.duplicate {
+				metricLatency.Observe(max(a.at.Sub(a.row.createdAt), 0).Seconds())
+			}
+		}
+		r.published.Add(int64(len(ids)))
+	}
+	r.log.Debug("outbox batch relayed", "claimed", len(rows), "published", len(ids), "first_id", rows[0].id)
+	if pubErr != nil {
+		return len(rows), len(ids), fmt.Errorf("publish: %w", pubErr)
+	}
+	return len(rows), len(ids), nil
+}
+
+func claim(ctx context.Context, tx pgx.Tx, limit int) ([]row, error) {
+	rs, err := tx.Query(ctx, `SELECT id, aggregate, aggregate_id, kind, rev, actor_user_id, request_id, folder_ids, created_at
+		FROM outbox
+		WHERE published_at IS NULL
+		ORDER BY id
+		LIMIT $1
+		FOR UPDATE SKIP LOCKED`, limit)
+	if err != nil {
+		return nil, err
+	}
+	var rows []row
+	var x row
+	_, err = pgx.ForEachRow(rs, []any{&x.id, &x.aggregate, &x.aggregateID, &x.kind, &x.rev, &x.actorUserID, &x.requestID, &x.folderIDs, &x.createdAt}, func() error {
+		rows = append(rows, x)
+		x.folderIDs = nil
+		return nil
+	})
+	return rows, err
+}
+
+// publish sends rows in order with at most MaxInFlight acks outstanding and
+// returns the acknowledged ones. After the first failure, or once ctx is
+// done, it sends nothing more and collects the acks already in flight (on
+// cancellation for at most AckTimeout in all) so they can be marked.
+func (r *Relay) publish(ctx context.Context, rows []row) ([]ackedRow, error) {
+	type inflight struct {
+		row *row
+		f   jetstream.PubAckFuture
+	}
+	var (
+		acked    = make([]ackedRow, 0, len(rows))
+		window   = make([]inflight, 0, r.opts.MaxInFlight)
+		firstErr error
+	)
+	fail := func(rw *row, err error) {
+		r.publishErrors.Add(1)
+		metricPublishErrors.Inc()
+		if firstErr == nil {
+			firstErr = fmt.Errorf("event %d: %w", rw.id, err)
+		}
+	}
+	timer := time.NewTimer(r.opts.AckTimeout)
+	defer timer.Stop()
+	done := ctx.Done()           // nil once seen
+	drain := make(chan struct{}) // closed AckTimeout after ctx is done
+	var drainTimer *time.Timer
+	defer func() {
+		if drainTimer != nil {
+			drainTimer.Stop()
+		}
+	}()
+	ok := func(p inflight, ack *jetstream.PubAck) {
+		if ack.Duplicate {
+			r.duplicates.Add(1)
+			metricDuplicates.Inc()
+		}
+		acked = append(acked, ackedRow{row: p.row, at: time.Now(), duplicate: ack.Duplicate})
+	}
+	await := func(p inflight) {
+		timer.Reset(r.opts.AckTimeout)
+		for {
+			select {
+			case ack := <-p.f.Ok():
+				ok(p, ack)
+			case err := <-p.f.Err():
+				fail(p.row, err)
+			case <-timer.C:
+				fail(p.row, fmt.Errorf("no ack within %v", r.opts.AckTimeout))
+			case <-done:
+				done = nil
+				drainTimer = time.AfterFunc(r.opts.AckTimeout, func() { close(drain) })
+				if firstErr == nil {
+					firstErr = ctx.Err()
+				}
+				continue
+			case <-drain:
+				// Shutting down and out of patience: the rows not acked by
+				// now stay unpublished and are published again later.
+				select {
+				case ack := <-p.f.Ok():
+					ok(p, ack)
+				default:
+				}
+			}
+			return
+		}
+	}
+
+	for i := range rows {
+		if firstErr != nil || ctx.Err() != nil {
+			break
+		}
+		rw := &rows[i]
+		msg, err := r.message(rw)
+		if err != nil {
+			// Not publishable as stored (e.g. a kind written by SQL that is
+			// not a subject token). Leave it unpublished, visible in the
+			// backlog, and carry on with the others.
+			r.reportPoison(rw, err)
+			continue
+		}
+		f, err := r.js.PublishMsgAsync(msg,
+			jetstream.WithMsgID(strconv.FormatInt(rw.id, 10)),
+			jetstream.WithExpectStream(events.StreamName))
+		if err != nil {
+			fail(rw, err)
+			break
+		}
+		window = append(window, inflight{row: rw, f: f})
+		if len(window) >= r.opts.MaxInFlight {
+			await(window[0])
+			window = window[1:]
+		}
+	}
+	for _, p := range window {
+		await(p)
+	}
+	return acked, firstErr
+}
+
+// message builds the NATS message of a row.
+func (r *Relay) message(rw *row) (*nats.Msg, error) {
+	var ev proto.Message
+	occurred := timestamppb.New(rw.createdAt)
+	switch rw.aggregate {
+	case AggregateDocument:
+		ev = &eventv1.DocumentEvent{
+			EventId:     rw.id,
+			DocId:       rw.aggregateID,
+			Rev:         rw.rev,
+			Kind:        rw.kind,
+			OccurredAt:  occurred,
+			ActorUserId: rw.actorUserID,
+			RequestId:   rw.requestID,
+		}
+	case AggregateFolder:
+		ev = &eventv1.FolderEvent{
+			EventId:     rw.id,
+			FolderId:    rw.aggregateID,
+			Kind:        rw.kind,
+			OccurredAt:  occurred,
+			ActorUserId: rw.actorUserID,
+			FolderIds:   rw.folderIDs,
+			RequestId:   rw.requestID,
+		}
+	default:
+		return nil, fmt.Errorf("unknown aggregate %q", rw.aggregate)
+	}
+	msg, err := events.Encode(ev)
+	if err != nil {
+		return nil, err
+	}
+	// Trace context goes here. The span to continue is the writer's, not
+	// the relay's: Insert must capture it from its ctx into an outbox column
+	// (e.g. trace_context text, a W3C traceparent), and this is where the
+	// relay copies it into the message headers (traceparent, tracestate)
+	// for consumers to extract.
+	return msg, nil
+}
+
+func (r *Relay) reportPoison(rw *row, err error) {
+	r.poisonMu.Lock()
+	seen := r.poisoned[rw.id]
+	r.poisoned[rw.id] = true
+	r.poisonMu.Unlock()
+	if !seen {
+		metricPublishErrors.Inc()
+		r.publishErrors.Add(1)
+		r.log.Error("outbox row cannot be published; leaving it unpublished", "id", rw.id, "aggregate", rw.aggregate, "kind", rw.kind, "err", err)
+	}
+}
+
+// listen keeps a LISTEN connection open and turns notifications into
+// wake-ups, reconnecting with back-off when the connection is lost.
+func (r *Relay) listen(ctx context.Context, wake chan<- struct{}) {
+	bo := backoff{min: r.opts.BackoffMin, max: r.opts.BackoffMax}
+	for {
+		established, err := r.listenOnce(ctx, wake)
+		if ctx.Err() != nil {
+			return
+		}
+		metricDBErrors.Inc()
+		if established {
+			bo.reset()
+		}
+		d := bo.next()
+		r.log.Warn("outbox LISTEN connection lost; reconnecting", "err", err, "retry_in", d)
+		if !sleep(ctx, d) {
+			return
+		}
+	}
+}
+
+func (r *Relay) listenOnce(ctx context.Context, wake chan<- struct{}) (established bool, err error) {
+	conn, err := pgx.ConnectConfig(ctx, r.listenConf)
+	if err != nil {
+		return false, fmt.Errorf("connect: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
+		return false, fmt.Errorf("listen: %w", err)
+	}
+	// Rows committed while nobody was listening are not notified.
+	signal(wake)
+	if r.onListen != nil {
+		r.onListen()
+	}
+	for {
+		wctx, cancel := context.WithTimeout(ctx, r.listenerPing)
+		_, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			signal(wake)
+		case ctx.Err() != nil:
+			return true, ctx.Err()
+		case wctx.Err() != nil:
+			// Quiet for a while: make sure the connection is still alive,
+			// since a silently dropped connection would never notify.
+			pctx, cancel := context.WithTimeout(ctx, r.opts.AckTimeout)
+			err := conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				return true, fmt.Errorf("ping: %w", err)
+			}
+		default:
+			return true, fmt.Errorf("wait for notification: %w", err)
+		}
+	}
+}
+
+func (r *Relay) refreshBacklog(ctx context.Context) {
+	var n int64
+	if err := r.pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE published_at IS NULL`).Scan(&n); err != nil {
+		if ctx.Err() == nil {
+			metricDBErrors.Inc()
+			r.log.Warn("outbox backlog count failed", "err", err)
+		}
+		return
+	}
+	metricBacklog.Set(float64(n))
+}
+
+// cleanup deletes rows published more than Retention ago, in chunks so as
+// not to hold many locks at once. Unpublished rows are never deleted.
+func (r *Relay) cleanup(ctx context.Context) int64 {
+	var total int64
+	for ctx.Err() == nil {
+		tag, err := r.pool.Exec(ctx, `DELETE FROM outbox WHERE id IN (
+			SELECT id FROM outbox
+			WHERE published_at < now() - make_interval(secs => $1)
+			ORDER BY id
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED)`, r.opts.Retention.Seconds(), cleanupBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				metricDBErrors.Inc()
+				r.log.Warn("outbox cleanup failed", "err", err)
+			}
+			break
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < cleanupBatch {
+			break
+		}
+	}
+	if total > 0 {
+		r.log.Info("outbox cleanup deleted published rows", "rows", total, "retention", r.opts.Retention)
+	}
+	return total
+}
+
+// signal wakes the relay loop without blocking; wake-ups coalesce.
+func signal(wake chan<- struct{}) {
+	select {
+	case wake <- struct{}{}:
+	default:
+	}
+}
+
+// sleep waits d or until ctx is done; it reports whether d elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// backoff is capped exponential back-off with jitter: each delay is drawn
+// from [d/2, d) where d doubles from min up to max.
+type backoff struct {
+	min, max, cur time.Duration
+}
+
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.min
+	} else {
+		b.cur = min(b.cur*2, b.max)
+	}
+	half := b.cur / 2
+	return half + rand.N(half+1)
+}
+
+func (b *backoff) reset() { b.cur = 0 }
