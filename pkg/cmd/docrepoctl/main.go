@@ -14,6 +14,7 @@
 //	docrepoctl template create NAME --kind gridlink --link [NAME=]TEMPLATE.COLUMN[:LABEL] ...
 //	docrepoctl template list
 //	docrepoctl template show NAME
+//	docrepoctl reindex [-recreate] [-addr HOST:PORT] [-user NAME | -token TOKEN]
 //
 // Custom-field templates: a grid template has typed columns of its own
 // (--column, repeated, in order). TYPE is text, number, date, boolean or
@@ -86,6 +87,9 @@ commands:
   bootstrap [-check]                        migrate; ensure the admin and service users and keys
                                             (prints new tokens as NAME=TOKEN; see README, Deployment)
   health [-timeout D] HOST:PORT|URL         gRPC health check, or HTTP GET expecting 2xx
+  reindex [-recreate] [-addr HOST:PORT] [-user NAME | -token TOKEN]
+                                            rebuild the search index from the documents of record,
+                                            with progress (see reindex.go)
 
 scopes: documents_read, documents_write, search, internal, admin
 `

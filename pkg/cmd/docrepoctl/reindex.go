@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/docrepo/docrepo/pkg/auth"
+	"github.com/docrepo/docrepo/pkg/database"
+	indexerv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/indexer/v1"
+	"github.com/docrepo/docrepo/pkg/grpcclient"
+	"github.com/docrepo/docrepo/pkg/identity"
+)
+
+// reindex is dispatched like the deployment commands: it opens the
+// database itself, and only when it has to mint a key.
+func init() { deployCommands["reindex"] = reindexCmd }
+
+const (
+	defaultIndexerAddr = "127.0.0.1:9105"
+	defaultSearchAddr  = "127.0.0.1:9103"
+	reindexKeyLifetime = 15 * time.Minute
+)
+
+// reindexCmd rebuilds the search index through IndexerService.Reindex:
+//
+//	docrepoctl reindex [-recreate] [-addr HOST:PORT] [-user NAME | -token TOKEN]
+//
+// The indexer serves it with OpenSearch; with the embedded engine the
+// search service does, so when -addr is not given and the indexer is not
+// reachable the search service (DOCREPO_SEARCH_ADDR) is tried. Without
+// -token, a key with the admin scope is minted for -user (default admin)
+// through DATABASE_URL, valid for 15 minutes and revoked when the command
+// ends. Progress is a bar on a terminal and periodic lines otherwise.
+func reindexCmd(ctx context.Context, e deployEnv) error {
+	var (
+		recreate    bool
+		addr, user  string
+		token       string
+		addrFromCLI bool
+	)
+	pos, err := parseArgs("reindex", e.args, func(fs *flag.FlagSet) {
+		fs.BoolVar(&recreate, "recreate", false, "empty the index first (also drops documents that no longer exist)")
+		fs.StringVar(&addr, "addr", "", "IndexerService address (default DOCREPO_INDEXER_ADDR, then DOCREPO_SEARCH_ADDR)")
+		fs.StringVar(&user, "user", "admin", "user to mint a short-lived admin key for")
+		fs.StringVar(&token, "token", "", "use this token (scope admin) instead of minting one")
+	})
+	if err != nil {
+		return err
+	}
+	if err := exactly("reindex", pos, 0); err != nil {
+		return err
+	}
+	addrFromCLI = addr != ""
+	targets := []string{addr}
+	if !addrFromCLI {
+		targets = []string{envOr(e.getenv, "DOCREPO_INDEXER_ADDR", defaultIndexerAddr), envOr(e.getenv, "DOCREPO_SEARCH_ADDR", defaultSearchAddr)}
+	}
+	if token == "" {
+		tok, revoke, err := mintAdminKey(ctx, e.dbURL, user)
+		if err != nil {
+			return err
+		}
+		defer revoke()
+		token = tok
+	}
+	out := newProgressWriter(e.stdout, isTerminal(e.stdout))
+	var last error
+	for i, target := range targets {
+		err := runReindex(ctx, target, token, recreate, out)
+		if err == nil {
+			return nil
+		}
+		last = err
+		if status.Code(err) != codes.Unavailable && status.Code(err) != codes.Unimplemented || i == len(targets)-1 {
+			break
+		}
+		fmt.Fprintf(e.stderr, "reindex: %s does not serve reindex (%v); trying %s (the search service runs the indexer with the embedded engine)\n",
+			target, status.Code(err), targets[i+1])
+	}
+	return last
+}
+
+func envOr(getenv func(string) string, key, def string) string {
+	if v := getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// mintAdminKey creates a short-lived admin key for user and returns a
+// function revoking it.
+func mintAdminKey(ctx context.Context, dbURL, user string) (string, func(), error) {
+	pool, err := database.Open(ctx, dbURL)
+	if err != nil {
+		return "", nil, fmt.Errorf("reindex: a key is minted through the database (or pass -token): %w", err)
+	}
+	ids := identity.NewStore(pool)
+	token, key, err := ids.CreateKey(ctx, user, []string{auth.ScopeAdmin}, reindexKeyLifetime)
+	if err != nil {
+		pool.Close()
+		return "", nil, fmt.Errorf("reindex: mint an admin key for %s: %w", user, err)
+	}
+	revoke := func() {
+		// Revoke even when ctx was cancelled (Ctrl-C).
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := ids.RevokeKey(rctx, key.ID); err != nil {
+			fmt.Fprintf(os.Stderr, "reindex: revoke key %d: %v (it expires by itself at %v)\n", key.ID, err, key.ExpiresAt)
+		}
+		pool.Close()
+	}
+	return token, revoke, nil
+}
+
+func runReindex(ctx context.Context, target, token string, recreate bool, out *progressWriter) error {
+	conn, err := grpcclient.Dial(target, grpcclient.WithServiceToken(token))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	stream, err := indexerv1.NewIndexerServiceClient(conn).Reindex(ctx, &indexerv1.ReindexRequest{Recreate: recreate})
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	for {
+		p, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return errors.New("reindex: the server ended the stream before finishing")
+		}
+		if err != nil {
+			out.abort()
+			return err
+		}
+		out.update(p, time.Since(start))
+		if p.GetFinished() {
+			out.done(p, time.Since(start))
+			if p.GetFailed() > 0 {
+				return fmt.Errorf("reindex: %d documents failed (see the indexer's log)", p.GetFailed())
+			}
+			return nil
+		}
+	}
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progressWriter shows reindex progress: a redrawn bar on a terminal,
+// otherwise a line every few seconds.
+type progressWriter struct {
+	w        io.Writer
+	terminal bool
+	lastLine time.Time
+	drawn    bool
+}
+
+func newProgressWriter(w io.Writer, terminal bool) *progressWriter {
+	return &progressWriter{w: w, terminal: terminal}
+}
+
+const barWidth = 30
+
+// renderBar draws "[#####.....]  50.0%  500/1000  failed 0  123 docs/s".
+func renderBar(done, total, failed int64, elapsed time.Duration) string {
+	frac := 0.0
+	if total > 0 {
+		frac = min(float64(done)/float64(total), 1)
+	}
+	filled := int(frac * barWidth)
+	rate := 0.0
+	if elapsed > 0 {
+		rate = float64(done) / elapsed.Seconds()
+	}
+	return fmt.Sprintf("[%s%s] %5.1f%%  %d/%d  failed %d  %.0f docs/s",
+		strings.Repeat("#", filled), strings.Repeat(".", barWidth-filled), 100*frac, done, total, failed, rate)
+}
+
+func (p *progressWriter) update(r *indexerv1.ReindexResponse, elapsed time.Duration) {
+	line := renderBar(r.GetDone(), r.GetTotal(), r.GetFailed(), elapsed)
+	if p.terminal {
+		fmt.Fprintf(p.w, "\r%s", line)
+		p.drawn = true
+		return
+	}
+	if time.Since(p.lastLine) >= 2*time.Second {
+		fmt.Fprintln(p.w, line)
+		p.lastLine = time.Now()
+	}
+}
+
+func (p *progressWriter) abort() {
+	if p.drawn {
+		fmt.Fprintln(p.w)
+		p.drawn = false
+	}
+}
+
+func (p *progressWriter) done(r *indexerv1.ReindexResponse, elapsed time.Duration) {
+	p.abort()
+	fmt.Fprintf(p.w, "reindexed %d documents (%d failed) in %v\n", r.GetDone(), r.GetFailed(), elapsed.Round(time.Millisecond))
+}
