@@ -1,0 +1,162 @@
+// Package opensearchengine implements engine.Engine on OpenSearch
+// (opensearch-go/v4): BM25 full text and k-NN vectors (HNSW on the lucene
+// engine, space_type l2), for deployments; the embedded engine
+// (bleveengine) is the default. Both execute the parsed query of
+// pkg/search/dsl with the semantics of DESIGN §6, and the shared behaviour
+// suite (enginetest) holds both to them.
+//
+// # Configuration
+//
+// New(ctx, Config) connects, checks the server and creates the index when
+// it is missing. ConfigFromEnv reads the connection from the environment:
+//
+//	OPENSEARCH_URL       node URLs, comma-separated (required)
+//	OPENSEARCH_USERNAME  HTTP basic auth user
+//	OPENSEARCH_PASSWORD  HTTP basic auth password
+//	OPENSEARCH_INDEX     index or alias name (default docrepo-documents)
+//	OPENSEARCH_INSECURE  true: skip TLS certificate verification
+//
+// The caller sets Dimensions (and MetadataDimensions when the metadata
+// embedder differs) from its embedder; Refresh (false, wait_for, true; tests
+// use wait_for), SearchTimeout, MaxRetries/RetryBackoff, Shards, Replicas
+// and GCDeletes have defaults. OpenSearch 3.1 or later with the k-NN plugin
+// is required (MinVersion): 3.1 added matched_fields to the unified
+// highlighter, which the snippets need; New refuses older servers. When the
+// index exists, New checks that its vector dimensions match.
+//
+// # Mapping (IndexBody, golden-tested)
+//
+//   - content: text, built-in english analyzer (standard tokenizer,
+//     possessive removal, lowercase, English stop words, Porter stemmer),
+//     BM25; bare words match it. content.exact: standard tokenizer +
+//     lowercase (no stop words, dense positions); phrases, prefixes and NEAR
+//     match it. Both index offsets (highlighting without re-analysis).
+//   - string metadata: keyword (exact, case-sensitive; ranges and sort by
+//     code point), with a .lower sub-field (lowercase normalizer) for
+//     contains/startswith; ignore_above 8191 characters.
+//   - id, filesbelongto (multi-valued), groups (visibility): long. date,
+//     entry_date: date (stored at millisecond resolution; the _source keeps
+//     the nanoseconds). privileged, islocked: boolean.
+//   - content_vector, metadata_vector: knn_vector, method hnsw, engine
+//     lucene, space_type l2, m 16, ef_construction 100.
+//   - index.knn true; one shard by default; dynamic: strict.
+//
+// # Translation (pure functions, golden-tested per construct and mode)
+//
+// No user text reaches a query parser: it only appears as terms, range
+// bounds, escaped wildcard patterns and the text of match/match_phrase
+// queries. Full text (ftsQuery):
+//
+//	word            match on content (stemmed); a word the tokenizer
+//	                splits ("e-mail") is match_phrase on content
+//	"phrase"        match_phrase on content.exact
+//	pre*            prefix on content.exact, lowercased, rewrite
+//	                constant_score (never expands into a boolean query, so
+//	                no too_many_clauses; a prefix scores a constant)
+//	*N<n>"a b"      span_near{span_term a, span_term b; slop n,
+//	*NP<n>"p" "q"   in_order false}, each phrase clause a span_near with
+//	                slop 0 and in_order true
+//	a OR b          bool should, minimum_should_match 1
+//	a b, -c         bool must / must_not
+//
+// NEAR: Lucene's unordered span_near matches when (last end − first start)
+// − (sum of the clauses' lengths) ≤ slop, i.e. exactly when at most n other
+// tokens lie between the first and the last clause, in any order (DESIGN
+// §6). span_term is not analysed, so the client tokenizes the clause words
+// like content.exact (UAX #29 word segmentation, lowercased).
+//
+// Stop words, as in the embedded engine: a term that analyses to nothing
+// (a stop word, punctuation) is dropped from its conjunction or
+// disjunction ("the report" = report); a query left with no term is
+// translated again with bare words matched exactly on content.exact ("the"
+// finds documents containing "the"); a query of punctuation only matches
+// nothing.
+//
+// Metadata (filter context, never scoring): eq → term (a bare date: range
+// [midnight, next midnight)), gt/gte/lt/lte → range, in → terms (dates: a
+// disjunction of eq), contains → wildcard *v* on the .lower field with v
+// lowercased and *, ? and \ escaped, startswith → prefix on .lower; ne, nin
+// and not → bool must_not, so documents lacking the field match. A metadata
+// clause inside a full-text or (or[fts, eq]) is wrapped in a filter-only
+// bool so that it scores 0. Dates are sent with nine fraction digits in
+// UTC; OpenSearch truncates them to milliseconds.
+//
+// Visibility: a terms filter on groups (match_none for a caller without
+// groups, nothing for an unrestricted one) is the first filter of every
+// mode, including the knn query's filter.
+//
+// # Modes
+//
+//   - no where / metadata only: constant_score over the filters; the sort
+//     decides (its _score keys are dropped: nothing ranks), _score null.
+//   - fts (+ metadata): bool{filter: visibility, filters; must: full text},
+//     BM25, track_scores.
+//   - vector (+ metadata): one knn query, k = vector_k, with visibility and
+//     the metadata filters as its efficient filter (lucene filters inside
+//     the HNSW search: the k nearest eligible documents, not the eligible
+//     among the k nearest), size k. The coordinator keeps the k best of the
+//     shards' top k, so the hits are the k nearest for any shard count, and
+//     total = their number = min(k, eligible). The engine sorts them by the
+//     request's sort (missing values last, ties by id) and pages them;
+//     _score is OpenSearch's l2 score, 1/(1+d²) with d² the squared
+//     Euclidean distance (k-NN "Spaces" documentation; Lucene's EUCLIDEAN
+//     similarity), so no conversion is needed.
+//   - fts + vector (+ metadata): two steps. (1) the knn query above with
+//     _source off: the ids of the k nearest eligible documents. (2) the fts
+//     search with terms{id: those ids} added to its filters: BM25 over the
+//     full-text matches among the k nearest, with exact total, sort,
+//     from/size and highlights done by OpenSearch. (A knn clause inside the
+//     scoring bool would add its similarity to BM25.)
+//
+// Every search has track_total_hits true (exact totals), sort keys with
+// missing: _last and a final id ascending, from/size (offset+limit ≤
+// 10000 = index.max_result_window) and _source includes of the selected
+// fields. Highlights (when asked and there is a full-text clause): unified
+// highlighter on content with matched_fields [content, content.exact] (so
+// stemmed and exact matches mark the same snippets), pre/post tags <b>
+// </b>, encoder html (all other text escaped), 3 fragments, fragment_size
+// = highlight_length; fragments are then clipped to highlight_length
+// visible characters, control characters shown as spaces.
+//
+// Time limits: the request's timeout is what is left of ctx's deadline (or
+// Config.SearchTimeout if sooner); a timed_out answer, like ctx ending,
+// gives an error wrapping context.DeadlineExceeded. Shard failures are
+// errors, never partial results.
+//
+// # Writes and versioning
+//
+// Upsert sends bulk index actions with version = Rev and version_type
+// external: OpenSearch stores a document only when Rev is greater than
+// the stored version and otherwise answers 409, which counts as Stale
+// (within one call the newest revision per id is sent, the others are
+// Stale). Items rejected with 429 or 503 are resent with backoff; other
+// item errors are reported after the batch. Delete uses version_type
+// external_gte (deletes unless a newer revision is stored; 404 and 409 are
+// not errors) and leaves a version tombstone, so an older Upsert arriving
+// within index.gc_deletes (60s by default, Config.GCDeletes) is Stale.
+// Revision is a realtime GET with _source=false reading _version. Count
+// counts refreshed documents. Reset deletes and recreates the index (also
+// dropping the tombstones); it refuses when Index is an alias. Requests
+// failing with 429, 502, 503, 504 or a connection error are retried by the
+// transport with exponential backoff; every write is idempotent.
+//
+// # Tests and limits
+//
+// No OpenSearch runs where this package is developed. The golden files
+// (testdata/golden, go test -update to rewrite) pin every request body:
+// they show what is sent, not that OpenSearch answers it as intended. The
+// wire tests run the engine against a fake server (httptest) to check
+// paths, parameters, NDJSON, version conflicts, retries, errors and
+// timeouts; they do not replace the integration suite
+// (TestIntegration), which runs the shared behaviour suite against a real
+// OpenSearch when OPENSEARCH_URL is set and is the only test of the
+// translation's meaning.
+//
+// Known differences from the embedded engine: HNSW search is approximate
+// (the embedded engine scans exactly), so on large corpora the k nearest
+// may differ slightly; BM25 statistics are per shard and scores differ in
+// detail (bleve's BM25 is not Lucene's); dates filter and sort at
+// millisecond resolution; a multi-token prefix ("e-ma*") expands into at
+// most indices.query.bool.max_clause_count terms; a deleted document's
+// version is forgotten after index.gc_deletes.
+package opensearchengine

@@ -1,0 +1,398 @@
+package opensearchengine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/docrepo/docrepo/pkg/search/dsl"
+	"github.com/docrepo/docrepo/pkg/search/engine"
+)
+
+// MinVersion is the oldest OpenSearch release the engine supports: 3.1
+// added matched_fields to the unified highlighter, which highlights stemmed
+// and exact matches in the same snippets. (Efficient k-NN filtering with
+// the lucene engine dates from 2.4.)
+var MinVersion = [2]int{3, 1}
+
+// Engine is the OpenSearch implementation of engine.Engine. It is safe for
+// concurrent use.
+type Engine struct {
+	cfg    Config
+	c      *client
+	dims   map[dsl.VectorTarget]int
+	closed atomic.Bool
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// New connects to OpenSearch, checks its version and creates the index
+// (IndexBody) when it does not exist. When it exists, its vector
+// dimensions must match cfg.
+func New(ctx context.Context, cfg Config) (*Engine, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c, err := newClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		cfg: cfg,
+		c:   c,
+		dims: map[dsl.VectorTarget]int{
+			dsl.TargetContent:  cfg.Dimensions,
+			dsl.TargetMetadata: cfg.MetadataDimensions,
+		},
+	}
+	if err := e.checkVersion(ctx); err != nil {
+		c.close()
+		return nil, err
+	}
+	if err := e.ensureIndex(ctx); err != nil {
+		c.close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Index returns the index (or alias) name the engine uses.
+func (e *Engine) Index() string { return e.cfg.Index }
+
+func (e *Engine) checkVersion(ctx context.Context) error {
+	res, err := e.c.do(ctx, http.MethodGet, "/", nil, nil, "")
+	if err != nil {
+		return err
+	}
+	if res.Status != http.StatusOK {
+		return newResponseError(http.MethodGet, "/", res.Status, res.Body)
+	}
+	var info struct {
+		Version struct {
+			Distribution string `json:"distribution"`
+			Number       string `json:"number"`
+		} `json:"version"`
+	}
+	if err := json.Unmarshal(res.Body, &info); err != nil {
+		return fmt.Errorf("opensearchengine: GET /: %w", err)
+	}
+	major, minor, ok := parseVersion(info.Version.Number)
+	if info.Version.Distribution != "opensearch" || !ok {
+		return fmt.Errorf("opensearchengine: the server is not OpenSearch (distribution %q, version %q)", info.Version.Distribution, info.Version.Number)
+	}
+	if major < MinVersion[0] || (major == MinVersion[0] && minor < MinVersion[1]) {
+		return fmt.Errorf("opensearchengine: OpenSearch %s is too old: %d.%d or later is required (unified highlighter matched_fields)",
+			info.Version.Number, MinVersion[0], MinVersion[1])
+	}
+	return nil
+}
+
+func parseVersion(s string) (major, minor int, ok bool) {
+	var rest string
+	for i, r := range s {
+		if r == '.' {
+			m, err := strconv.Atoi(s[:i])
+			if err != nil {
+				return 0, 0, false
+			}
+			major, rest = m, s[i+1:]
+			break
+		}
+	}
+	if rest == "" {
+		return 0, 0, false
+	}
+	end := len(rest)
+	for i, r := range rest {
+		if r < '0' || r > '9' {
+			end = i
+			break
+		}
+	}
+	n, err := strconv.Atoi(rest[:end])
+	if err != nil {
+		return 0, 0, false
+	}
+	return major, n, true
+}
+
+func (e *Engine) indexPath(suffix string) string { return "/" + e.cfg.Index + suffix }
+
+// ensureIndex creates the index when it is missing, and otherwise checks
+// that its vector fields have the configured dimensions.
+func (e *Engine) ensureIndex(ctx context.Context) error {
+	res, err := e.c.do(ctx, http.MethodGet, e.indexPath("/_mapping"), nil, nil, "")
+	if err != nil {
+		return err
+	}
+	switch res.Status {
+	case http.StatusOK:
+		return e.checkMapping(res.Body)
+	case http.StatusNotFound:
+		return e.createIndex(ctx)
+	}
+	return newResponseError(http.MethodGet, e.indexPath("/_mapping"), res.Status, res.Body)
+}
+
+func (e *Engine) createIndex(ctx context.Context) error {
+	path := e.indexPath("")
+	res, err := e.c.doJSON(ctx, http.MethodPut, path, nil, IndexBody(e.cfg))
+	if err != nil {
+		return err
+	}
+	if res.Status == http.StatusOK {
+		return nil
+	}
+	rerr := newResponseError(http.MethodPut, path, res.Status, res.Body)
+	if rerr.Type == "resource_already_exists_exception" {
+		return nil // created concurrently by another process
+	}
+	return rerr
+}
+
+// checkMapping verifies the dimensions of the vector fields of every
+// index behind the name (one, or several behind an alias).
+func (e *Engine) checkMapping(body []byte) error {
+	var m map[string]struct {
+		Mappings struct {
+			Properties map[string]struct {
+				Type      string `json:"type"`
+				Dimension int    `json:"dimension"`
+			} `json:"properties"`
+		} `json:"mappings"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		return fmt.Errorf("opensearchengine: decoding the mapping of %s: %w", e.cfg.Index, err)
+	}
+	for index, im := range m {
+		for field, want := range map[string]int{fieldContentVector: e.cfg.Dimensions, fieldMetadataVector: e.cfg.MetadataDimensions} {
+			p, ok := im.Mappings.Properties[field]
+			if !ok || p.Type != "knn_vector" {
+				return fmt.Errorf("opensearchengine: index %s has no knn_vector field %s: it was not created by this engine", index, field)
+			}
+			if p.Dimension != want {
+				return fmt.Errorf("opensearchengine: index %s has %d-dimensional %s, the embedder gives %d: reindex into a new index",
+					index, p.Dimension, field, want)
+			}
+		}
+	}
+	return nil
+}
+
+func (e *Engine) check() error {
+	if e.closed.Load() {
+		return engine.ErrClosed
+	}
+	return nil
+}
+
+// Revision returns the stored revision: the document's external _version
+// (a realtime get, so it sees writes not yet refreshed).
+func (e *Engine) Revision(ctx context.Context, id int64) (int64, bool, error) {
+	if err := e.check(); err != nil {
+		return 0, false, err
+	}
+	path := e.indexPath("/_doc/" + strconv.FormatInt(id, 10))
+	res, err := e.c.do(ctx, http.MethodGet, path, url.Values{"_source": {"false"}}, nil, "")
+	if err != nil {
+		return 0, false, err
+	}
+	var got struct {
+		Found   bool  `json:"found"`
+		Version int64 `json:"_version"`
+	}
+	switch res.Status {
+	case http.StatusOK, http.StatusNotFound:
+		if err := json.Unmarshal(res.Body, &got); err != nil {
+			if res.Status == http.StatusNotFound {
+				// A 404 without a get body: the index itself is missing.
+				return 0, false, newResponseError(http.MethodGet, path, res.Status, res.Body)
+			}
+			return 0, false, fmt.Errorf("opensearchengine: GET %s: %w", path, err)
+		}
+		if !got.Found {
+			return 0, false, nil
+		}
+		return got.Version, true, nil
+	}
+	return 0, false, newResponseError(http.MethodGet, path, res.Status, res.Body)
+}
+
+// Count returns the number of documents (as of the last refresh).
+func (e *Engine) Count(ctx context.Context) (int64, error) {
+	if err := e.check(); err != nil {
+		return 0, err
+	}
+	path := e.indexPath("/_count")
+	res, err := e.c.do(ctx, http.MethodGet, path, nil, nil, "")
+	if err != nil {
+		return 0, err
+	}
+	if res.Status != http.StatusOK {
+		return 0, newResponseError(http.MethodGet, path, res.Status, res.Body)
+	}
+	var got struct {
+		Count int64 `json:"count"`
+	}
+	if err := json.Unmarshal(res.Body, &got); err != nil {
+		return 0, fmt.Errorf("opensearchengine: GET %s: %w", path, err)
+	}
+	return got.Count, nil
+}
+
+// Reset deletes the index and creates it again, empty: the fastest way to
+// drop every document, and the only one that also drops the version
+// tombstones of deleted documents (which would make a full reindex count
+// recently deleted documents as stale). When Index names an alias Reset
+// refuses: rebuild into a new index and move the alias instead.
+func (e *Engine) Reset(ctx context.Context) error {
+	if err := e.check(); err != nil {
+		return err
+	}
+	aliasPath := "/_alias/" + e.cfg.Index
+	res, err := e.c.do(ctx, http.MethodGet, aliasPath, nil, nil, "")
+	if err != nil {
+		return err
+	}
+	switch res.Status {
+	case http.StatusOK:
+		return fmt.Errorf("opensearchengine: %s is an alias: Reset only deletes concrete indexes; reindex into a new index and move the alias", e.cfg.Index)
+	case http.StatusNotFound:
+	default:
+		return newResponseError(http.MethodGet, aliasPath, res.Status, res.Body)
+	}
+	path := e.indexPath("")
+	res, err = e.c.do(ctx, http.MethodDelete, path, nil, nil, "")
+	if err != nil {
+		return err
+	}
+	if res.Status != http.StatusOK && res.Status != http.StatusNotFound {
+		return newResponseError(http.MethodDelete, path, res.Status, res.Body)
+	}
+	return e.createIndex(ctx)
+}
+
+// Close releases the client. Calls after Close return engine.ErrClosed.
+func (e *Engine) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	return e.c.close()
+}
+
+// Search executes a request (see searchPlan for how each mode runs).
+func (e *Engine) Search(ctx context.Context, req engine.Request) (engine.Result, error) {
+	if err := e.check(); err != nil {
+		return engine.Result{}, err
+	}
+	p, err := planSearch(req, e.dims)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	switch {
+	case p.vectorOnly():
+		r, err := e.search(ctx, p.vectorBody(e.timeout(ctx)))
+		if err != nil {
+			return engine.Result{}, err
+		}
+		hits := r.Hits.Hits
+		if err := p.sortHits(hits); err != nil {
+			return engine.Result{}, err
+		}
+		lo := min(p.q.Offset, len(hits))
+		hi := min(lo+p.q.Limit, len(hits))
+		return p.result(int64(len(hits)), hits[lo:hi])
+	case p.knn != nil:
+		r, err := e.search(ctx, p.vectorBody(e.timeout(ctx)))
+		if err != nil {
+			return engine.Result{}, err
+		}
+		ids := make([]int64, 0, len(r.Hits.Hits))
+		for i := range r.Hits.Hits {
+			id, err := hitID(&r.Hits.Hits[i])
+			if err != nil {
+				return engine.Result{}, err
+			}
+			ids = append(ids, id)
+		}
+		if len(ids) == 0 {
+			return engine.Result{Hits: []engine.Hit{}}, nil
+		}
+		r, err = e.search(ctx, p.pageBody(ids, e.timeout(ctx)))
+		if err != nil {
+			return engine.Result{}, err
+		}
+		return p.result(totalOf(r), r.Hits.Hits)
+	default:
+		r, err := e.search(ctx, p.pageBody(nil, e.timeout(ctx)))
+		if err != nil {
+			return engine.Result{}, err
+		}
+		return p.result(totalOf(r), r.Hits.Hits)
+	}
+}
+
+func totalOf(r *searchResponse) int64 {
+	if r.Hits.Total == nil {
+		return int64(len(r.Hits.Hits))
+	}
+	return r.Hits.Total.Value
+}
+
+func (p *searchPlan) result(total int64, raw []rawHit) (engine.Result, error) {
+	out := engine.Result{Total: total, Hits: make([]engine.Hit, 0, len(raw))}
+	for i := range raw {
+		h, err := p.toHit(&raw[i])
+		if err != nil {
+			return engine.Result{}, err
+		}
+		out.Hits = append(out.Hits, h)
+	}
+	return out, nil
+}
+
+// timeout is the server-side limit of the next search: what is left
+// before ctx's deadline, or Config.SearchTimeout when that is shorter
+// (0: none).
+func (e *Engine) timeout(ctx context.Context) time.Duration {
+	d := e.cfg.SearchTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl); d <= 0 || left < d {
+			d = max(left, time.Millisecond)
+		}
+	}
+	return d
+}
+
+// errServerTimeout is returned when OpenSearch stopped a search at its
+// time limit (timed_out: true): the results would be partial.
+var errServerTimeout = fmt.Errorf("opensearchengine: the search timed out on the server: %w", context.DeadlineExceeded)
+
+func (e *Engine) search(ctx context.Context, body obj) (*searchResponse, error) {
+	path := e.indexPath("/_search")
+	res, err := e.c.doJSON(ctx, http.MethodPost, path, nil, body)
+	if err != nil {
+		return nil, err
+	}
+	if res.Status != http.StatusOK {
+		rerr := newResponseError(http.MethodPost, path, res.Status, res.Body)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (%v)", ctx.Err(), rerr)
+		}
+		return nil, rerr
+	}
+	r, err := decodeSearch(res.Body)
+	if err != nil {
+		return nil, err
+	}
+	if r.TimedOut {
+		return nil, errServerTimeout
+	}
+	return r, nil
+}
