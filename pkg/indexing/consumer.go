@@ -1,0 +1,304 @@
+package indexing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/docrepo/docrepo/pkg/events"
+)
+
+// Consumer defaults; see ConsumerOptions.
+const (
+	DefaultDurable         = "indexer"
+	DefaultBatchSize       = 64
+	DefaultAckWait         = 5 * time.Minute
+	DefaultLinger          = 5 * time.Millisecond
+	DefaultContentAttempts = 5
+	DefaultBackoffMin      = 500 * time.Millisecond
+	DefaultBackoffMax      = time.Minute
+	pendingInterval        = 2 * time.Second
+	streamWaitInterval     = time.Second
+)
+
+// ConsumerOptions configure Consume. JetStream is required.
+type ConsumerOptions struct {
+	JetStream jetstream.JetStream
+	// Durable is the consumer's durable name. Every process that indexes
+	// the same engine must use the same name (they share the work); an
+	// engine of its own needs a name of its own.
+	Durable string
+	// BatchSize is the most messages processed together.
+	BatchSize int
+	// Linger is how long to wait for more messages once one has arrived,
+	// before processing a partial batch.
+	Linger time.Duration
+	// AckWait: a message not acknowledged within it is redelivered. The
+	// consumer extends it for messages being worked on.
+	AckWait time.Duration
+	// ContentAttempts: from this delivery of an event on, a file that
+	// cannot be downloaded no longer holds the document back; it is
+	// indexed without content.
+	ContentAttempts int
+	// BackoffMin and BackoffMax bound the redelivery delay after a
+	// transient failure (doubling with each delivery).
+	BackoffMin, BackoffMax time.Duration
+}
+
+func (o *ConsumerOptions) defaults() {
+	if o.Durable == "" {
+		o.Durable = DefaultDurable
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	if o.Linger <= 0 {
+		o.Linger = DefaultLinger
+	}
+	if o.AckWait <= 0 {
+		o.AckWait = DefaultAckWait
+	}
+	if o.ContentAttempts <= 0 {
+		o.ContentAttempts = DefaultContentAttempts
+	}
+	if o.BackoffMin <= 0 {
+		o.BackoffMin = DefaultBackoffMin
+	}
+	if o.BackoffMax < o.BackoffMin {
+		o.BackoffMax = max(DefaultBackoffMax, o.BackoffMin)
+	}
+}
+
+// ConsumerConfig is the JetStream consumer Consume creates or updates.
+func ConsumerConfig(o ConsumerOptions) jetstream.ConsumerConfig {
+	o.defaults()
+	return jetstream.ConsumerConfig{
+		Durable:       o.Durable,
+		Description:   "docrepo indexer: keeps the search engine in step with document events",
+		FilterSubject: events.SubjectDocuments,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       o.AckWait,
+		MaxDeliver:    -1,
+		MaxAckPending: max(4*o.BatchSize, 1000),
+	}
+}
+
+// Consume indexes document events until ctx ends (then it returns nil). It
+// waits for the DOCREPO stream to exist (the services that publish create
+// it), creates or updates the durable consumer, and processes batches.
+func (ix *Indexer) Consume(ctx context.Context, o ConsumerOptions) error {
+	if o.JetStream == nil {
+		return errors.New("indexing: ConsumerOptions.JetStream is required")
+	}
+	o.defaults()
+	if err := ix.waitStream(ctx, o.JetStream); err != nil {
+		return err
+	}
+	cons, err := o.JetStream.CreateOrUpdateConsumer(ctx, events.StreamName, ConsumerConfig(o))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("indexing: create consumer %s: %w", o.Durable, err)
+	}
+	ix.log.Info("indexer consuming", "stream", events.StreamName, "durable", o.Durable, "filter", events.SubjectDocuments)
+	go ix.reportPending(ctx, cons)
+	for ctx.Err() == nil {
+		if err := ix.consume(ctx, cons, o); err != nil && ctx.Err() == nil {
+			ix.log.Warn("indexer message iterator stopped; restarting", "error", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+	return nil
+}
+
+func (ix *Indexer) waitStream(ctx context.Context, js jetstream.JetStream) error {
+	logged := false
+	for {
+		_, err := js.Stream(ctx, events.StreamName)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !logged {
+			ix.log.Info("waiting for the event stream", "stream", events.StreamName, "error", err)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(streamWaitInterval):
+		}
+	}
+}
+
+func (ix *Indexer) reportPending(ctx context.Context, cons jetstream.Consumer) {
+	t := time.NewTicker(pendingInterval)
+	defer t.Stop()
+	for {
+		if info, err := cons.Info(ctx); err == nil {
+			metricPending.Set(float64(info.NumPending) + float64(info.NumAckPending))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// consume runs one message iterator until it fails or ctx ends.
+func (ix *Indexer) consume(ctx context.Context, cons jetstream.Consumer, o ConsumerOptions) error {
+	it, err := cons.Messages(jetstream.PullMaxMessages(o.BatchSize))
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
+	for {
+		first, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return err
+		}
+		batch := []jetstream.Msg{first}
+		for len(batch) < o.BatchSize {
+			m, err := it.Next(jetstream.NextMaxWait(o.Linger))
+			if err != nil {
+				break
+			}
+			batch = append(batch, m)
+		}
+		ix.processBatch(ctx, batch, o)
+	}
+}
+
+// pendingMsg is a message of a batch and what it asks for.
+type pendingMsg struct {
+	msg       jetstream.Msg
+	delivered uint64
+	occurred  time.Time
+}
+
+// processBatch indexes the documents of a batch and acknowledges each
+// message once the engine write covering it is done.
+func (ix *Indexer) processBatch(ctx context.Context, batch []jetstream.Msg, o ConsumerOptions) {
+	start := time.Now()
+	var items []Item
+	byDoc := map[int64][]pendingMsg{}
+	pos := map[int64]int{}
+	for _, m := range batch {
+		ev, err := events.DecodeDocumentEvent(m)
+		if err == nil && ev.GetDocId() <= 0 {
+			err = fmt.Errorf("document event without a document id")
+		}
+		if err != nil {
+			ix.log.Error("dropping a message that is not a valid document event", "subject", m.Subject(), "error", err)
+			metricFailed.WithLabelValues("bad_event").Inc()
+			_ = m.Term()
+			continue
+		}
+		pm := pendingMsg{msg: m, delivered: 1}
+		if md, err := m.Metadata(); err == nil {
+			pm.delivered = md.NumDelivered
+		}
+		if ev.GetOccurredAt() != nil {
+			pm.occurred = ev.GetOccurredAt().AsTime()
+		}
+		id := ev.GetDocId()
+		i, ok := pos[id]
+		if !ok {
+			i = len(items)
+			pos[id] = i
+			items = append(items, Item{ID: id})
+		}
+		items[i].Rev = max(items[i].Rev, ev.GetRev())
+		if pm.delivered >= uint64(o.ContentAttempts) {
+			items[i].DegradeContent = true
+		}
+		byDoc[id] = append(byDoc[id], pm)
+	}
+	if len(items) == 0 {
+		return
+	}
+	stopProgress := ix.keepInProgress(batch, o.AckWait/3)
+	results := ix.Index(ctx, items)
+	stopProgress()
+	now := time.Now()
+	for i, it := range items {
+		r := results[i]
+		msgs := byDoc[it.ID]
+		if r.Outcome == Failed {
+			if ctx.Err() != nil {
+				// Shutting down: hand the messages back at once.
+				for _, pm := range msgs {
+					_ = pm.msg.Nak()
+				}
+				continue
+			}
+			if !transient(r.Err) {
+				ix.log.Error("dropping a document event the document service refuses", "doc_id", it.ID, "rev", it.Rev, "error", r.Err)
+				metricFailed.WithLabelValues("bad_event").Inc()
+				for _, pm := range msgs {
+					_ = pm.msg.Term()
+				}
+				continue
+			}
+			metricFailed.WithLabelValues("transient").Inc()
+			for _, pm := range msgs {
+				delay := backoff(pm.delivered, o.BackoffMin, o.BackoffMax)
+				ix.log.Warn("indexing failed; retrying", "doc_id", it.ID, "rev", it.Rev, "delivery", pm.delivered, "retry_in", delay, "error", r.Err)
+				_ = pm.msg.NakWithDelay(delay)
+			}
+			continue
+		}
+		metricIndexed.WithLabelValues(r.Outcome.String()).Inc()
+		for _, pm := range msgs {
+			if err := pm.msg.Ack(); err != nil {
+				ix.log.Warn("ack failed; the event will be redelivered and found current", "doc_id", it.ID, "error", err)
+				continue
+			}
+			if !pm.occurred.IsZero() {
+				metricLag.Observe(now.Sub(pm.occurred).Seconds())
+			}
+		}
+	}
+	metricBatch.Observe(time.Since(start).Seconds())
+}
+
+// keepInProgress extends the ack deadline of msgs every interval until the
+// returned function is called.
+func (ix *Indexer) keepInProgress(msgs []jetstream.Msg, interval time.Duration) func() {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				for _, m := range msgs {
+					_ = m.InProgress()
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// backoff is the redelivery delay after the given delivery failed.
+func backoff(delivered uint64, lo, hi time.Duration) time.Duration {
+	d := lo
+	for i := uint64(1); i < delivered && d < hi; i++ {
+		d *= 2
+	}
+	return min(d, hi)
+}

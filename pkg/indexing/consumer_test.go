@@ -1,0 +1,216 @@
+package indexing
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/docrepo/docrepo/pkg/events"
+	eventv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/event/v1"
+	"github.com/docrepo/docrepo/pkg/testenv/natstest"
+)
+
+// publisher publishes document events the way the outbox relay does.
+type publisher struct {
+	t      *testing.T
+	js     jetstream.JetStream
+	nextID int64
+}
+
+func newStream(t *testing.T) (*natstest.Server, jetstream.JetStream, *publisher) {
+	t.Helper()
+	srv := natstest.Start(t)
+	js := srv.JetStream(t)
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: events.StreamName, Subjects: []string{events.SubjectAll}, Duplicates: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	return srv, js, &publisher{t: t, js: js}
+}
+
+func (p *publisher) event(docID, rev int64, kind string) {
+	p.t.Helper()
+	p.nextID++
+	ev := &eventv1.DocumentEvent{EventId: p.nextID, DocId: docID, Rev: rev, Kind: kind, OccurredAt: timestamppb.Now()}
+	m, err := events.Encode(ev)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if _, err := p.js.PublishMsg(context.Background(), m, jetstream.WithMsgID(strconv.FormatInt(ev.EventId, 10))); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *publisher) raw(subject string, data []byte) {
+	p.t.Helper()
+	if _, err := p.js.PublishMsg(context.Background(), &nats.Msg{Subject: subject, Data: data}); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// runConsumer runs Consume until the returned stop function is called.
+func runConsumer(t *testing.T, ix *Indexer, o ConsumerOptions) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := ix.Consume(ctx, o); err != nil {
+			t.Errorf("Consume: %v", err)
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+func consumerIdle(t *testing.T, js jetstream.JetStream, durable string) bool {
+	info, err := js.Consumer(context.Background(), events.StreamName, durable)
+	if err != nil {
+		return false
+	}
+	ci, err := info.Info(context.Background())
+	if err != nil {
+		return false
+	}
+	return ci.NumPending == 0 && ci.NumAckPending == 0
+}
+
+// TestConsumerKilledMidStream proves that stopping the consumer at an
+// arbitrary point and starting it again loses nothing and duplicates
+// nothing: every document ends in the engine exactly once, at its newest
+// revision, and no message stays unacknowledged.
+func TestConsumerKilledMidStream(t *testing.T) {
+	_, js, pub := newStream(t)
+	store := newDocStore()
+	const docs = 400
+	for id := int64(1); id <= docs; id++ {
+		// Several revisions per document, events in order and out of it.
+		final := id%3 + 1
+		store.put(id, textDoc(final, "text of document "+strconv.FormatInt(id, 10)))
+		for rev := int64(1); rev <= final; rev++ {
+			pub.event(id, rev, events.KindUpdated)
+		}
+		if id%5 == 0 {
+			pub.event(id, 1, events.KindLocked) // a stale, late event
+		}
+	}
+	eng := newMemEngine()
+	src := store.serve(t)
+	opts := ConsumerOptions{JetStream: js, Durable: "test-indexer", BatchSize: 16, AckWait: 2 * time.Second}
+
+	ix := newTestIndexer(t, eng, src, nil)
+	stop := runConsumer(t, ix, opts)
+	waitFor(t, 60*time.Second, "a third of the documents", func() bool {
+		n, _ := eng.Count(context.Background())
+		return n >= docs/3
+	})
+	stop() // mid-stream: batches in flight are cut off wherever they are
+	n, _ := eng.Count(context.Background())
+	if n >= docs {
+		t.Fatalf("the consumer finished everything before it was stopped (%d documents); the test proves nothing", n)
+	}
+	t.Logf("stopped after %d of %d documents", n, docs)
+
+	// More writes while the indexer is down.
+	for id := int64(1); id <= docs; id += 40 {
+		d := textDoc(10, "rewritten while the indexer was down")
+		store.put(id, d)
+		pub.event(id, 10, events.KindUpdated)
+	}
+
+	ix2 := newTestIndexer(t, eng, src, nil)
+	runConsumer(t, ix2, opts)
+	waitFor(t, 60*time.Second, "every event acknowledged", func() bool { return consumerIdle(t, js, opts.Durable) })
+
+	if n, _ := eng.Count(context.Background()); n != docs {
+		t.Fatalf("engine count = %d, want %d", n, docs)
+	}
+	for id := int64(1); id <= docs; id++ {
+		want := id%3 + 1
+		if (id-1)%40 == 0 {
+			want = 10
+		}
+		d, ok := eng.get(id)
+		if !ok || d.Rev != want {
+			t.Fatalf("document %d: present %v rev %d, want rev %d", id, ok, d.Rev, want)
+		}
+	}
+}
+
+// TestConsumerPoisonDoesNotBlock: garbage messages are dropped, documents
+// whose file cannot be read are indexed without content, and a document
+// whose load fails transiently is retried until it succeeds, while the
+// rest of the stream flows past.
+func TestConsumerPoisonDoesNotBlock(t *testing.T) {
+	_, js, pub := newStream(t)
+	store := newDocStore()
+	store.put(1, &storedDoc{rev: 1, desc: "broken pdf", groups: []int64{1}, file: []byte("%PDF-1.4 nonsense"), mime: "application/pdf", name: "b.pdf"})
+	store.put(2, textDoc(1, "healthy document"))
+	pub.raw("docrepo.document.updated", []byte{0xff, 0x00, 0x13}) // not a protobuf event
+	pub.event(0, 1, events.KindUpdated)                           // no document id
+	pub.event(1, 1, events.KindCreated)
+	pub.event(2, 1, events.KindCreated)
+	pub.event(3, 1, events.KindCreated) // fails transiently until it exists
+
+	eng := newMemEngine()
+	ix := newTestIndexer(t, eng, store.serve(t), nil)
+	// Document 3 is missing at first: the indexer sees deleted and the
+	// event is done. It is published again once it exists, with the
+	// document service down.
+	runConsumer(t, ix, ConsumerOptions{JetStream: js, Durable: "poison", BackoffMin: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond})
+	waitFor(t, 30*time.Second, "documents 1 and 2", func() bool {
+		_, ok1 := eng.get(1)
+		_, ok2 := eng.get(2)
+		return ok1 && ok2
+	})
+	if d, _ := eng.get(1); d.Content != "" {
+		t.Errorf("broken pdf content = %q, want none", d.Content)
+	}
+	if d, _ := eng.get(2); d.Content == "" {
+		t.Errorf("healthy document has no content")
+	}
+
+	store.failGets.Store(true)
+	store.put(3, textDoc(2, "arrives late"))
+	pub.event(3, 2, events.KindUpdated)
+	pub.event(2, 5, events.KindUpdated)
+	store.put(2, textDoc(5, "healthy document, edited"))
+	time.Sleep(300 * time.Millisecond) // let a few redeliveries fail
+	if _, ok := eng.get(3); ok {
+		t.Fatal("document 3 indexed while the document service was down")
+	}
+	store.failGets.Store(false)
+	waitFor(t, 30*time.Second, "documents 2 and 3 after the outage", func() bool {
+		d2, _ := eng.get(2)
+		d3, ok := eng.get(3)
+		return ok && d3.Rev == 2 && d2.Rev == 5
+	})
+	waitFor(t, 30*time.Second, "every event acknowledged", func() bool { return consumerIdle(t, js, "poison") })
+}
+
+func TestBackoff(t *testing.T) {
+	tests := []struct {
+		delivered uint64
+		want      time.Duration
+	}{
+		{delivered: 1, want: 100 * time.Millisecond},
+		{delivered: 2, want: 200 * time.Millisecond},
+		{delivered: 4, want: 800 * time.Millisecond},
+		{delivered: 5, want: time.Second},
+		{delivered: 500, want: time.Second},
+	}
+	for _, tc := range tests {
+		if got := backoff(tc.delivered, 100*time.Millisecond, time.Second); got != tc.want {
+			t.Errorf("backoff(%d) = %v, want %v", tc.delivered, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,64 @@
+// Package indexing is docrepo's indexer pipeline as a library: it keeps a
+// search engine (pkg/search/engine) in step with the documents of record.
+//
+// It is a library, not only the indexer process, because in embedded mode
+// the search process must run it itself: the embedded bleve index has a
+// single writer. With OpenSearch the indexer process (services/indexer) runs
+// it instead.
+//
+// # The per-document path
+//
+// Every document goes through the same steps, whether an event or a reindex
+// asked for it (Indexer.Index):
+//
+//  1. When the caller knows a revision (an event's rev) and the engine
+//     already holds that revision or a newer one, nothing is done.
+//  2. DocumentService.GetIndexDocument (as the service identity, scope
+//     internal) loads the current state: metadata, rev, groups, folders and
+//     the current file. deleted=true removes the document from the engine.
+//     If the engine holds the loaded rev or a newer one, nothing more is
+//     done.
+//  3. The current file is streamed through DocumentService.DownloadFile into
+//     a temporary file (never into memory) and its text extracted
+//     (pkg/extract) under a timeout. Files over Options.MaxFileBytes are
+//     indexed without content. A file that cannot be extracted (malformed,
+//     hostile, too slow) is a poison input: the document is indexed with
+//     its metadata and no content, and the failure is logged and counted,
+//     so it never blocks the stream.
+//  4. The content (its first Options.MaxEmbedBytes) and the canonical
+//     metadata text (engine.MetadataText) are embedded (pkg/embed), batched
+//     over all documents of the batch.
+//  5. engine.Upsert writes the batch; the engine keeps only newer revisions,
+//     so replays and reordering are harmless.
+//
+// # The event consumer
+//
+// Consume runs a durable JetStream pull consumer on the DOCREPO stream,
+// filtered to docrepo.document.* (folder events do not change what is
+// indexed: filesbelongto holds folder ids, and deleting a folder emits
+// folders_changed events for its documents through a database trigger). It
+// takes up to BatchSize messages at a time, collapses several events of one
+// document into one load, indexes them, and acknowledges each message only
+// after the engine write that covers it. Transient failures (the document
+// service or the engine unavailable) are negatively acknowledged with an
+// exponential backoff and retried without limit; a file that still cannot be
+// downloaded after ContentAttempts deliveries is indexed without content.
+// Messages that are not document events are terminated and logged.
+//
+// Since acknowledgements follow engine writes and writes are idempotent by
+// revision, a consumer killed at any point and restarted loses nothing and
+// duplicates nothing: unacknowledged messages are redelivered and either
+// written or found current.
+//
+// # Reindex
+//
+// Reindex pages through DocumentService.ListDocumentIds and sends every id
+// through the same path, optionally after engine.Reset (recreate), reporting
+// progress. Server wraps it as the IndexerService gRPC API (scope admin).
+//
+// # Metrics
+//
+// docrepo_indexer_lag_seconds (event occurred_at → indexed),
+// docrepo_indexer_pending (messages the consumer has not yet processed),
+// docrepo_indexer_indexed_total{result} and docrepo_indexer_failed_total{reason}.
+package indexing

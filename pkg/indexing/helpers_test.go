@@ -1,0 +1,263 @@
+package indexing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/docrepo/docrepo/pkg/embed"
+	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+	"github.com/docrepo/docrepo/pkg/search/engine"
+)
+
+// docStore is a document service for the indexer's tests: a real gRPC
+// server (so streaming, status codes and cancellation behave as over the
+// network) serving documents from memory. The real document service lives in
+// another module and needs Postgres and a blob store; the end-to-end tests
+// in gateway/e2e run the indexer against it.
+type docStore struct {
+	documentv1.UnimplementedDocumentServiceServer
+	mu    sync.Mutex
+	docs  map[int64]*storedDoc
+	gets  atomic.Int64
+	downs atomic.Int64
+	// failDownloads makes DownloadFile fail with Unavailable.
+	failDownloads atomic.Bool
+	// failGets makes GetIndexDocument fail with Unavailable.
+	failGets atomic.Bool
+}
+
+type storedDoc struct {
+	rev      int64
+	desc     string
+	docType  string
+	groups   []int64
+	folders  []int64
+	file     []byte
+	mime     string
+	name     string
+	declared int64 // image_size reported; len(file) when 0
+}
+
+func newDocStore() *docStore { return &docStore{docs: map[int64]*storedDoc{}} }
+
+func (s *docStore) put(id int64, d *storedDoc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.docs[id] = d
+}
+
+func (s *docStore) remove(id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.docs, id)
+}
+
+func (s *docStore) GetIndexDocument(_ context.Context, req *documentv1.GetIndexDocumentRequest) (*documentv1.GetIndexDocumentResponse, error) {
+	s.gets.Add(1)
+	if s.failGets.Load() {
+		return nil, status.Error(codes.Unavailable, "document service down")
+	}
+	if req.GetDocId() <= 0 {
+		return nil, status.Error(codes.InvalidArgument, "bad id")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.docs[req.GetDocId()]
+	if !ok {
+		return &documentv1.GetIndexDocumentResponse{Deleted: true}, nil
+	}
+	dt := d.docType
+	out := &documentv1.IndexDocument{
+		Document: &documentv1.Document{
+			Id: req.GetDocId(), Description: d.desc, DocType: &dt, EntryPerson: "alice",
+			EntryDate: timestamppb.New(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)),
+		},
+		Rev:       d.rev,
+		GroupIds:  d.groups,
+		FolderIds: d.folders,
+	}
+	if d.file != nil {
+		size := d.declared
+		if size == 0 {
+			size = int64(len(d.file))
+		}
+		out.File = &documentv1.IndexFile{Ownid: req.GetDocId()*10 + d.rev, Origname: d.name, ImageType: d.mime, ImageSize: size}
+	}
+	return &documentv1.GetIndexDocumentResponse{Document: out}, nil
+}
+
+func (s *docStore) ListDocumentIds(_ context.Context, req *documentv1.ListDocumentIdsRequest) (*documentv1.ListDocumentIdsResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []int64
+	for id := range s.docs {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	total := int64(len(ids))
+	var page []int64
+	for _, id := range ids {
+		if id > req.GetAfterId() && len(page) < int(req.GetLimit()) {
+			page = append(page, id)
+		}
+	}
+	return &documentv1.ListDocumentIdsResponse{Ids: page, Total: total}, nil
+}
+
+func (s *docStore) DownloadFile(req *documentv1.DownloadFileRequest, stream grpc.ServerStreamingServer[documentv1.DownloadFileResponse]) error {
+	s.downs.Add(1)
+	if s.failDownloads.Load() {
+		return status.Error(codes.Unavailable, "blob store down")
+	}
+	s.mu.Lock()
+	d, ok := s.docs[req.GetDocId()]
+	s.mu.Unlock()
+	if !ok || d.file == nil {
+		return status.Error(codes.NotFound, "Document not found")
+	}
+	if err := stream.Send(&documentv1.DownloadFileResponse{Part: &documentv1.DownloadFileResponse_Header{Header: &documentv1.DownloadHeader{
+		Filename: d.name, ContentType: d.mime, Size: int64(len(d.file)),
+	}}}); err != nil {
+		return err
+	}
+	for off := 0; off < len(d.file); off += 3000 {
+		chunk := d.file[off:min(off+3000, len(d.file))]
+		if err := stream.Send(&documentv1.DownloadFileResponse{Part: &documentv1.DownloadFileResponse_Chunk{Chunk: chunk}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serve runs s on a loopback port for the test and returns a client.
+func (s *docStore) serve(t *testing.T) documentv1.DocumentServiceClient {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	documentv1.RegisterDocumentServiceServer(srv, s)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return documentv1.NewDocumentServiceClient(conn)
+}
+
+// memEngine stores documents in memory with the engine contract's write
+// rules (newer revisions only). It cannot search.
+type memEngine struct {
+	mu     sync.Mutex
+	docs   map[int64]engine.Document
+	writes int
+}
+
+func newMemEngine() *memEngine { return &memEngine{docs: map[int64]engine.Document{}} }
+
+func (m *memEngine) Upsert(_ context.Context, docs []engine.Document) (engine.WriteResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var r engine.WriteResult
+	for _, d := range docs {
+		if old, ok := m.docs[d.ID]; ok && old.Rev >= d.Rev {
+			r.Stale++
+			continue
+		}
+		m.docs[d.ID] = d
+		m.writes++
+		r.Written++
+	}
+	return r, nil
+}
+
+func (m *memEngine) Delete(_ context.Context, id, rev int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.docs[id]; ok && old.Rev <= rev {
+		delete(m.docs, id)
+	}
+	return nil
+}
+
+func (m *memEngine) Revision(_ context.Context, id int64) (int64, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.docs[id]
+	return d.Rev, ok, nil
+}
+
+func (m *memEngine) Search(context.Context, engine.Request) (engine.Result, error) {
+	return engine.Result{}, errors.New("memEngine cannot search")
+}
+
+func (m *memEngine) Count(context.Context) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return int64(len(m.docs)), nil
+}
+
+func (m *memEngine) Reset(context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.docs = map[int64]engine.Document{}
+	return nil
+}
+
+func (m *memEngine) Close() error { return nil }
+
+func (m *memEngine) get(id int64) (engine.Document, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.docs[id]
+	return d, ok
+}
+
+func newTestIndexer(t *testing.T, eng engine.Engine, src Source, mod func(*Options)) *Indexer {
+	t.Helper()
+	emb, err := embed.NewHash(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Engine: eng, Source: src, Embedder: emb, TempDir: t.TempDir()}
+	if mod != nil {
+		mod(&o)
+	}
+	ix, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func textDoc(rev int64, text string) *storedDoc {
+	return &storedDoc{rev: rev, desc: fmt.Sprintf("doc rev %d", rev), docType: "memo", groups: []int64{1}, folders: []int64{7}, file: []byte(text), mime: "text/plain", name: "a.txt"}
+}

@@ -1,0 +1,364 @@
+package indexing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/docrepo/docrepo/pkg/embed"
+	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+	"github.com/docrepo/docrepo/pkg/search/engine"
+)
+
+// Source is what the indexer needs of the document service. A
+// documentv1.DocumentServiceClient dialled with the service token satisfies
+// it.
+type Source interface {
+	GetIndexDocument(ctx context.Context, in *documentv1.GetIndexDocumentRequest, opts ...grpc.CallOption) (*documentv1.GetIndexDocumentResponse, error)
+	ListDocumentIds(ctx context.Context, in *documentv1.ListDocumentIdsRequest, opts ...grpc.CallOption) (*documentv1.ListDocumentIdsResponse, error)
+	DownloadFile(ctx context.Context, in *documentv1.DownloadFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[documentv1.DownloadFileResponse], error)
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxFileBytes   = 256 << 20
+	DefaultExtractTimeout = time.Minute
+	DefaultMaxTextBytes   = 8 << 20
+	DefaultMaxEmbedBytes  = 32 << 10
+	DefaultWorkers        = 4
+	defaultCallTimeout    = 30 * time.Second
+)
+
+// Options configure an Indexer. Engine, Source and Embedder are required;
+// zero values elsewhere take the defaults above.
+type Options struct {
+	Engine   engine.Engine
+	Source   Source
+	Embedder embed.Embedder
+	Logger   *slog.Logger
+	// MaxFileBytes: larger files are indexed without content.
+	MaxFileBytes int64
+	// ExtractTimeout bounds the text extraction of one file.
+	ExtractTimeout time.Duration
+	// MaxTextBytes caps the extracted text stored for one document.
+	MaxTextBytes int
+	// MaxEmbedBytes caps the content text given to the embedder (embedding
+	// models have input limits; the start of a document is what they see).
+	MaxEmbedBytes int
+	// TempDir holds downloaded files while they are extracted (default the
+	// system's temporary directory).
+	TempDir string
+	// Workers is the number of documents of a batch loaded, downloaded and
+	// extracted at once.
+	Workers int
+}
+
+// Indexer writes documents of record into a search engine.
+type Indexer struct {
+	o   Options
+	log *slog.Logger
+}
+
+// New returns an Indexer.
+func New(o Options) (*Indexer, error) {
+	if o.Engine == nil || o.Source == nil || o.Embedder == nil {
+		return nil, errors.New("indexing: Engine, Source and Embedder are required")
+	}
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if o.ExtractTimeout <= 0 {
+		o.ExtractTimeout = DefaultExtractTimeout
+	}
+	if o.MaxTextBytes <= 0 {
+		o.MaxTextBytes = DefaultMaxTextBytes
+	}
+	if o.MaxEmbedBytes <= 0 {
+		o.MaxEmbedBytes = DefaultMaxEmbedBytes
+	}
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Indexer{o: o, log: log}, nil
+}
+
+// Engine returns the engine the indexer writes.
+func (ix *Indexer) Engine() engine.Engine { return ix.o.Engine }
+
+// Item asks for one document to be brought up to date.
+type Item struct {
+	ID int64
+	// Rev is a revision the document is known to have reached (an event's
+	// rev), or 0 when unknown (reindex). When the engine holds Rev or newer,
+	// the document is not loaded at all.
+	Rev int64
+	// DegradeContent: when the file cannot be downloaded, index the
+	// document without content instead of failing (last attempts).
+	DegradeContent bool
+}
+
+// Outcome says what happened to one Item.
+type Outcome int
+
+// Outcomes.
+const (
+	// Failed: a transient failure; retry later (Result.Err says why).
+	Failed Outcome = iota
+	// Written: the engine stored the document.
+	Written
+	// Current: the engine already held this revision or a newer one.
+	Current
+	// Deleted: the document no longer exists and was removed.
+	Deleted
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Written:
+		return "written"
+	case Current:
+		return "current"
+	case Deleted:
+		return "deleted"
+	}
+	return "failed"
+}
+
+// Result is the outcome of one Item.
+type Result struct {
+	Outcome Outcome
+	// Err is set when Outcome is Failed.
+	Err error
+	// ContentErr is set when the document was written without content
+	// because its file could not be fetched or extracted.
+	ContentErr error
+}
+
+// prepared is one item after loading.
+type prepared struct {
+	outcome    Outcome
+	err        error
+	contentErr error
+	doc        *engine.Document
+}
+
+// Index brings the items' documents up to date in the engine and reports
+// one Result per item, in order. Items of the same document should be
+// merged by the caller (keep the highest Rev); Index handles them anyway.
+func (ix *Indexer) Index(ctx context.Context, items []Item) []Result {
+	preps := make([]prepared, len(items))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, ix.o.Workers)
+	for i := range items {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			preps[i] = ix.prepare(ctx, items[i])
+		}()
+	}
+	wg.Wait()
+
+	// Embed everything to write in two batched calls.
+	var docs []*engine.Document
+	var idx []int
+	for i := range preps {
+		if preps[i].doc != nil && preps[i].err == nil {
+			docs = append(docs, preps[i].doc)
+			idx = append(idx, i)
+		}
+	}
+	results := make([]Result, len(items))
+	for i, p := range preps {
+		results[i] = Result{Outcome: p.outcome, Err: p.err, ContentErr: p.contentErr}
+	}
+	if len(docs) == 0 {
+		return results
+	}
+	fail := func(err error) []Result {
+		for _, i := range idx {
+			results[i] = Result{Outcome: Failed, Err: err}
+		}
+		return results
+	}
+	if err := ix.embed(ctx, docs); err != nil {
+		return fail(fmt.Errorf("embed: %w", err))
+	}
+	batch := make([]engine.Document, 0, len(docs))
+	seen := make(map[int64]int, len(docs))
+	for _, d := range docs {
+		// One document per id per write: keep the newest load.
+		if j, ok := seen[d.ID]; ok {
+			if d.Rev > batch[j].Rev {
+				batch[j] = *d
+			}
+			continue
+		}
+		seen[d.ID] = len(batch)
+		batch = append(batch, *d)
+	}
+	if _, err := ix.o.Engine.Upsert(ctx, batch); err != nil {
+		return fail(fmt.Errorf("engine upsert: %w", err))
+	}
+	for _, i := range idx {
+		results[i].Outcome = Written
+	}
+	return results
+}
+
+// prepare loads one item; a nil doc with a nil err means nothing to write.
+func (ix *Indexer) prepare(ctx context.Context, it Item) prepared {
+	stored, have, err := ix.o.Engine.Revision(ctx, it.ID)
+	if err != nil {
+		return prepared{err: fmt.Errorf("engine revision of %d: %w", it.ID, err)}
+	}
+	if it.Rev > 0 && have && stored >= it.Rev {
+		return prepared{outcome: Current}
+	}
+	cctx, cancel := context.WithTimeout(ctx, defaultCallTimeout)
+	resp, err := ix.o.Source.GetIndexDocument(cctx, &documentv1.GetIndexDocumentRequest{DocId: it.ID})
+	cancel()
+	if err != nil {
+		return prepared{err: fmt.Errorf("get document %d: %w", it.ID, err)}
+	}
+	if resp.GetDeleted() || resp.GetDocument() == nil {
+		// Ids are never reused: whatever the engine holds is gone.
+		rev := max(stored, it.Rev)
+		if err := ix.o.Engine.Delete(ctx, it.ID, rev); err != nil {
+			return prepared{err: fmt.Errorf("engine delete %d: %w", it.ID, err)}
+		}
+		return prepared{outcome: Deleted}
+	}
+	src := resp.GetDocument()
+	if have && stored >= src.GetRev() {
+		return prepared{outcome: Current}
+	}
+	doc := toEngineDocument(src)
+	var contentErr error
+	if f := src.GetFile(); f != nil && f.GetOwnid() != 0 {
+		doc.Content, contentErr = ix.content(ctx, it.ID, f)
+		if contentErr != nil {
+			var dl *downloadError
+			if errors.As(contentErr, &dl) && !it.DegradeContent {
+				return prepared{err: contentErr}
+			}
+			if ctx.Err() != nil {
+				return prepared{err: ctx.Err()}
+			}
+			ix.log.Warn("indexing document without content", "doc_id", it.ID, "rev", doc.Rev, "error", contentErr)
+			metricFailed.WithLabelValues(failureReason(contentErr)).Inc()
+		}
+	}
+	return prepared{doc: doc, contentErr: contentErr}
+}
+
+// embed fills the content and metadata vectors of docs.
+func (ix *Indexer) embed(ctx context.Context, docs []*engine.Document) error {
+	texts := make([]string, 0, 2*len(docs))
+	for _, d := range docs {
+		texts = append(texts, truncateUTF8(d.Content, ix.o.MaxEmbedBytes))
+	}
+	for _, d := range docs {
+		texts = append(texts, engine.MetadataText(d))
+	}
+	// Empty texts get no vector: such a document is never a nearest
+	// neighbour for that target.
+	var nonEmpty []string
+	var where []int
+	for i, t := range texts {
+		if t != "" {
+			nonEmpty = append(nonEmpty, t)
+			where = append(where, i)
+		}
+	}
+	if len(nonEmpty) == 0 {
+		return nil
+	}
+	vecs, err := ix.o.Embedder.Embed(ctx, nonEmpty)
+	if err != nil {
+		return err
+	}
+	if len(vecs) != len(nonEmpty) {
+		return fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(nonEmpty))
+	}
+	for k, i := range where {
+		if i < len(docs) {
+			docs[i].ContentVector = vecs[k]
+		} else {
+			docs[i-len(docs)].MetadataVector = vecs[k]
+		}
+	}
+	return nil
+}
+
+// toEngineDocument maps the document service's view to the engine's.
+func toEngineDocument(src *documentv1.IndexDocument) *engine.Document {
+	d := src.GetDocument()
+	doc := &engine.Document{
+		ID:              d.GetId(),
+		Rev:             src.GetRev(),
+		GroupIDs:        append([]int64(nil), src.GetGroupIds()...),
+		FolderIDs:       append([]int64(nil), src.GetFolderIds()...),
+		Description:     nonEmpty(d.GetDescription()),
+		DocNumber:       d.DocNumber,
+		DocType:         d.DocType,
+		DocStatus:       d.DocStatus,
+		ReferenceNumber: d.ReferenceNumber,
+		FromEntity:      d.FromEntity,
+		ToEntity:        d.ToEntity,
+		EntryPerson:     nonEmpty(d.GetEntryPerson()),
+		RevNumber:       d.RevNumber,
+		Subdoctype:      d.Subdoctype,
+		Privileged:      d.GetPrivileged(),
+		IsLocked:        d.GetIslocked(),
+	}
+	if d.GetDate() != nil {
+		t := d.GetDate().AsTime()
+		doc.Date = &t
+	}
+	if d.GetEntryDate() != nil {
+		t := d.GetEntryDate().AsTime()
+		doc.EntryDate = &t
+	}
+	return doc
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// truncateUTF8 cuts s to at most n bytes at a rune boundary.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// transient reports whether a gRPC failure is worth retrying. Everything is,
+// except requests the server will refuse the same way every time.
+func transient(err error) bool {
+	switch status.Code(err) {
+	case codes.InvalidArgument, codes.Unimplemented:
+		return false
+	}
+	return true
+}
