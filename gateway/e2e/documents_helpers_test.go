@@ -16,6 +16,9 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // document mirrors spec §2.1 (plus the locked_by and customfields
@@ -346,5 +349,14 @@ func eventually(t testing.TB, d time.Duration, check func() error) {
 			t.Fatal(err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// wantGRPC fails unless err is a gRPC status with code and message.
+func wantGRPC(t testing.TB, err error, code codes.Code, msg string) {
+	t.Helper()
+	st, _ := status.FromError(err)
+	if st.Code() != code || st.Message() != msg {
+		t.Fatalf("err = %v, want %v %q", err, code, msg)
 	}
 }

@@ -1,0 +1,258 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/docrepo/docrepo/pkg/auth"
+	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+	"github.com/docrepo/docrepo/pkg/grpcclient"
+)
+
+// TestCrossUserAccess: a document is visible only to users sharing one of
+// its groups. Everyone else gets the same 404 as for a document that does
+// not exist, on every route, and nothing changes.
+func TestCrossUserAccess(t *testing.T) {
+	t.Parallel()
+	owner := newDocUser(t)
+	stranger := newDocUser(t)
+	colleague := newUser(t, []string{owner.group, uniq("g")})
+	content := uniqText(t, 1000)
+	res := owner.uploadFile("private.txt", content)
+	id := strconv.FormatInt(res.DocID, 10)
+	rev := docRev(t, res.DocID)
+	refusedVersion := uniqText(t, 20_000)
+
+	routes := []struct {
+		method, path string
+		body         any
+	}{
+		{"GET", "/apiv2/pub/documents/" + id, nil},
+		{"GET", "/apiv2/pub/documents/" + id + "?include=versions,folders,customfields", nil},
+		{"GET", "/apiv3/pub/documents/" + id + "/versions", nil},
+		{"GET", "/apiv2/pub/documents/" + id + "/download", nil},
+		{"GET", "/apiv2/pub/documents/" + id + "/download?linked_file_id=" + strconv.FormatInt(res.LinkedFileID, 10), nil},
+		{"PATCH", "/apiv3/pub/documents/" + id, map[string]any{"description": "stolen"}},
+		{"POST", "/apiv3/pub/documents/" + id + "/lock", nil},
+		{"POST", "/apiv3/pub/documents/" + id + "/unlock", nil},
+		{"POST", "/apiv3/pub/documents/" + id + "/versions", multipartParts(t, filePart("evil.txt", refusedVersion))},
+		{"PUT", "/apiv3/pub/documents/" + id + "/customfields/1", map[string]any{"rows": []any{}}},
+	}
+	for _, rt := range routes {
+		t.Run(rt.method+" "+rt.path, func(t *testing.T) {
+			if p, ok := rt.body.(*multipartPayload); ok {
+				_, _ = p.Seek(0, 0)
+			}
+			expect(t, stranger.do(rt.method, rt.path, rt.body), 404, "Document not found")
+		})
+	}
+	if got := docRev(t, res.DocID); got != rev {
+		t.Fatalf("refused calls changed rev %d -> %d", rev, got)
+	}
+	if left := stackBlobsWithContent(t, refusedVersion); len(left) != 0 {
+		t.Fatalf("refused version upload left blobs: %v", left)
+	}
+	d := owner.getDoc(res.DocID, "")
+	if d.Description != "private.txt" || d.Islocked || len(d.LinkedFiles) != 1 {
+		t.Fatalf("document changed: %+v", d)
+	}
+	// A user sharing one group sees it and can download it.
+	if d := colleague.getDoc(res.DocID, ""); d.ID != res.DocID {
+		t.Fatalf("colleague sees %+v", d)
+	}
+	r := colleague.do("GET", downloadPath(res.DocID, ""), nil)
+	expect(t, r, 200)
+	if string(r.Body) != string(content) {
+		t.Fatal("colleague downloaded other bytes")
+	}
+	// Unknown include values are refused, before anything else.
+	expect(t, owner.do("GET", "/apiv2/pub/documents/"+id+"?include=history", nil), 400,
+		`Invalid value for include: unknown item "history" (allowed: versions, folders, customfields)`)
+	expect(t, owner.do("GET", "/apiv2/pub/documents/"+id+"?include=versions,,folders", nil), 200)
+	expect(t, owner.do("GET", "/apiv2/pub/documents/999999999", nil), 404, "Document not found")
+	expect(t, owner.do("GET", "/apiv2/pub/documents/abc", nil), 400)
+	expect(t, owner.do("GET", "/apiv2/pub/documents/999999999/download", nil), 404, "Document not found")
+}
+
+// documentClient calls the document service directly over gRPC as c.
+func documentClient(t *testing.T, c *client) (documentv1.DocumentServiceClient, context.Context) {
+	t.Helper()
+	conn, err := grpcclient.Dial(stk.addrs["document"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+c.token)
+	return documentv1.NewDocumentServiceClient(conn), ctx
+}
+
+// TestInternalCallers: the indexer's RPCs need the internal scope, see every
+// document regardless of groups, and report a missing document as deleted.
+func TestInternalCallers(t *testing.T) {
+	t.Parallel()
+	owner := newDocUser(t)
+	content := uniqText(t, 500)
+	res := owner.uploadFile("indexed.txt", content, field("doc_status", "new"))
+	expect(t, owner.do("PATCH", fmt.Sprintf("/apiv3/pub/documents/%d", res.DocID), map[string]any{"doc_status": "seen"}), 200)
+
+	indexer := newUser(t, nil, auth.ScopeInternal)
+	docs, ctx := documentClient(t, indexer)
+	got, err := docs.GetIndexDocument(ctx, &documentv1.GetIndexDocumentRequest{DocId: res.DocID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := got.GetDocument()
+	if got.GetDeleted() || idx.GetRev() != 2 || idx.GetDocument().GetDocStatus() != "seen" ||
+		!slices.Equal(idx.GetFolderIds(), []int64{owner.folder.FolderID}) || len(idx.GetGroupIds()) != 1 ||
+		idx.GetFile().GetFilehash() != sha256Hex(content) || idx.GetFile().GetOwnid() != res.LinkedFileID ||
+		idx.GetFile().GetImageType() != "text/plain; charset=utf-8" {
+		t.Fatalf("index document = %v", got)
+	}
+	missing, err := docs.GetIndexDocument(ctx, &documentv1.GetIndexDocumentRequest{DocId: 999_999_999})
+	if err != nil || !missing.GetDeleted() || missing.GetDocument() != nil {
+		t.Fatalf("missing document = %v, %v", missing, err)
+	}
+	// The internal caller downloads any document.
+	stream, err := docs.DownloadFile(ctx, &documentv1.DownloadFileRequest{DocId: res.DocID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body []byte
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			break
+		}
+		body = append(body, msg.GetChunk()...)
+	}
+	if string(body) != string(content) {
+		t.Fatalf("internal download = %q", body)
+	}
+	// Paging through ids reaches this document.
+	var after int64
+	found := false
+	for page := 0; page < 10_000 && !found; page++ {
+		ids, err := docs.ListDocumentIds(ctx, &documentv1.ListDocumentIdsRequest{AfterId: after, Limit: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids.GetTotal() < 1 || len(ids.GetIds()) == 0 {
+			break
+		}
+		if !slices.IsSorted(ids.GetIds()) || ids.GetIds()[0] <= after {
+			t.Fatalf("ids not ascending after %d: %v", after, ids.GetIds())
+		}
+		found = slices.Contains(ids.GetIds(), res.DocID)
+		after = ids.GetIds()[len(ids.GetIds())-1]
+	}
+	if !found {
+		t.Fatalf("ListDocumentIds never returned document %d", res.DocID)
+	}
+	_, err = docs.ListDocumentIds(ctx, &documentv1.ListDocumentIdsRequest{Limit: 10_001})
+	wantGRPC(t, err, codes.InvalidArgument, "Invalid value for limit: must be between 1 and 10000")
+
+	// A public key may not call the internal RPCs.
+	public, pctx := documentClient(t, owner.client)
+	_, err = public.GetIndexDocument(pctx, &documentv1.GetIndexDocumentRequest{DocId: res.DocID})
+	wantGRPC(t, err, codes.PermissionDenied, "Missing required scope: internal")
+	_, err = public.ListDocumentIds(pctx, &documentv1.ListDocumentIdsRequest{})
+	wantGRPC(t, err, codes.PermissionDenied, "Missing required scope: internal")
+}
+
+// TestDocNumbersUnderConcurrency uploads 200 documents with one prefix at
+// once: they get 200 distinct, consecutive numbers.
+func TestDocNumbersUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	u := newDocUser(t)
+	prefix := fmt.Sprintf("C%d", userSeq.Add(1)) + uniq("")[1:7]
+	const n = 200
+	numbers := make([]string, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 32)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			body := multipartParts(t, field("folder_id", strconv.FormatInt(u.folder.FolderID, 10)),
+				field("doc_number_prefix", prefix), filePart(fmt.Sprintf("n%d.txt", i), []byte(fmt.Sprint(i))))
+			r := doRequest(t, u.token, "POST", "/apiv2/pub/documents/upload", body)
+			if r.Status != 200 {
+				errs <- fmt.Errorf("upload %d: %d %s", i, r.Status, r.Body)
+				return
+			}
+			var res uploadResult
+			r.JSON(t, &res)
+			if res.DocNumber == nil {
+				errs <- fmt.Errorf("upload %d: no doc_number in %s", i, r.Body)
+				return
+			}
+			numbers[i] = *res.DocNumber
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	slices.Sort(numbers)
+	for i, got := range numbers {
+		if want := fmt.Sprintf("%s-%05d", prefix, i+1); got != want {
+			t.Fatalf("numbers[%d] = %q, want %q (all: %v)", i, got, want, numbers)
+		}
+	}
+	// Another prefix has its own sequence; no prefix means no number.
+	other := u.uploadFile("o.txt", []byte("o"), field("doc_number_prefix", prefix+"-B"))
+	if other.DocNumber == nil || *other.DocNumber != prefix+"-B-00001" {
+		t.Fatalf("other prefix number = %v", other.DocNumber)
+	}
+	if d := u.getDoc(other.DocID, ""); !eqp(d.DocNumber, prefix+"-B-00001") {
+		t.Fatalf("document doc_number = %v", d.DocNumber)
+	}
+	if none := u.uploadFile("none.txt", []byte("x")); none.DocNumber != nil {
+		t.Fatalf("doc_number without a prefix = %q", *none.DocNumber)
+	}
+}
+
+// TestFolderDeletionUnassignsDocuments: deleting a folder (folder service)
+// removes the document's assignment by cascade; the trigger bumps the
+// document's rev and writes a folders_changed event in the same
+// transaction. The document itself stays.
+func TestFolderDeletionUnassignsDocuments(t *testing.T) {
+	t.Parallel()
+	u := newDocUser(t)
+	sub := u.createFolder(uniq("Sub"), u.folder.FolderID)
+	res := u.upload(field("folder_id", strconv.FormatInt(sub.FolderID, 10)), filePart("in-sub.txt", uniqText(t, 100)))
+	expect(t, res, 200)
+	var up uploadResult
+	res.JSON(t, &up)
+	if d := u.getDoc(up.DocID, "folders"); len(d.Folders) != 1 || d.Folders[0].FolderID != sub.FolderID ||
+		d.Folders[0].FullPath != u.folder.Name+"->"+sub.Name || d.Folders[0].ParentID != u.folder.FolderID {
+		t.Fatalf("folders = %+v", d.Folders)
+	}
+	rev := docRev(t, up.DocID)
+	// Deleting the parent deletes the subtree, and with it the assignment.
+	expect(t, u.do("DELETE", fmt.Sprintf("/apiv2/pub/folders/%d", u.folder.FolderID), nil), 200)
+	d := u.getDoc(up.DocID, "folders")
+	if d.Folders == nil || len(d.Folders) != 0 {
+		t.Fatalf("folders after deletion = %+v", d.Folders)
+	}
+	if got := docRev(t, up.DocID); got != rev+1 {
+		t.Fatalf("rev = %d, want %d", got, rev+1)
+	}
+	ev := docEvents(t, up.DocID)
+	if len(ev) != 2 || ev[1] != (outboxEvent{"folders_changed", rev + 1}) {
+		t.Fatalf("events = %+v", ev)
+	}
+	// The document and its file are intact.
+	expect(t, u.do("GET", downloadPath(up.DocID, ""), nil), 200)
+}
