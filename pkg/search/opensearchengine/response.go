@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
 
 	"github.com/docrepo/docrepo/pkg/search/dsl"
 	"github.com/docrepo/docrepo/pkg/search/engine"
@@ -96,7 +94,7 @@ func (p *searchPlan) toHit(h *rawHit) (engine.Hit, error) {
 		frags := h.Highlight[fieldContent]
 		out.Highlights = make([]string, 0, len(frags))
 		for _, frag := range frags {
-			if s := limitSnippet(controlToSpace(frag), p.q.Options.HighlightLength); s != "" {
+			if s := snippet(frag, p.q.Options.HighlightLength); s != "" {
 				out.Highlights = append(out.Highlights, s)
 			}
 		}
@@ -253,13 +251,3 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// controlToSpace shows control characters (newlines, tabs) as spaces, as
-// the embedded engine's snippets do.
-func controlToSpace(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-}

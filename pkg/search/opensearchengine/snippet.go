@@ -1,18 +1,96 @@
 package opensearchengine
 
 import (
+	"html"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
 
-// limitSnippet cuts an HTML-escaped fragment with <b>…</b> tags to at most
-// max visible characters (a character entity such as &amp; is one visible
-// character, tags none), preferring to end at a space, and closes an open
-// <b>. The fragment is trimmed of surrounding whitespace.
-func limitSnippet(s string, max int) string {
-	s = strings.TrimSpace(s)
-	visible, cut, lastSpace, open, openAtSpace := 0, -1, -1, false, false
+// snippet turns one fragment of OpenSearch's highlighter (html encoder:
+// text escaped, matches in <b>…</b>) into a snippet as the embedded engine
+// writes them: the text re-escaped the same way (&lt; &gt; &amp; &#39;
+// &#34;, where OpenSearch also writes &#x2F; for '/'), control characters
+// as spaces, surrounding spaces trimmed, adjacent marks merged, and at most
+// max visible characters. It returns "" for an empty fragment.
+func snippet(frag string, max int) string {
+	var b strings.Builder
+	open := false
+	for len(frag) > 0 {
+		switch {
+		case strings.HasPrefix(frag, preTag):
+			if !open {
+				if strings.HasSuffix(b.String(), postTag) {
+					// <b>a</b><b>b</b> → <b>ab</b>
+					s := strings.TrimSuffix(b.String(), postTag)
+					b.Reset()
+					b.WriteString(s)
+				} else {
+					b.WriteString(preTag)
+				}
+				open = true
+			}
+			frag = frag[len(preTag):]
+			continue
+		case strings.HasPrefix(frag, postTag):
+			if open {
+				b.WriteString(postTag)
+				open = false
+			}
+			frag = frag[len(postTag):]
+			continue
+		}
+		end := len(frag)
+		if i := strings.IndexByte(frag, '<'); i > 0 {
+			end = i
+		} else if i == 0 {
+			end = 1 // a '<' that starts no tag (cannot happen with the html encoder)
+		}
+		writeEscaped(&b, html.UnescapeString(frag[:end]))
+		frag = frag[end:]
+	}
+	if open {
+		b.WriteString(postTag)
+	}
+	return clip(trimSnippet(b.String()), max)
+}
+
+// writeEscaped writes s HTML-escaped, control characters as spaces.
+func writeEscaped(b *strings.Builder, s string) {
+	for _, r := range s {
+		switch {
+		case unicode.IsControl(r):
+			b.WriteByte(' ')
+		case r == '<' || r == '>' || r == '&' || r == '\'' || r == '"':
+			b.WriteString(html.EscapeString(string(r)))
+		default:
+			b.WriteRune(r)
+		}
+	}
+}
+
+// trimSnippet trims spaces at both ends (outside the tags).
+func trimSnippet(s string) string {
+	for {
+		t := strings.TrimSpace(s)
+		if strings.HasPrefix(t, preTag+" ") {
+			t = preTag + strings.TrimLeft(t[len(preTag):], " ")
+		}
+		if strings.HasSuffix(t, " "+postTag) {
+			t = strings.TrimRight(t[:len(t)-len(postTag)], " ") + postTag
+		}
+		if t == s {
+			return s
+		}
+		s = t
+	}
+}
+
+// clip cuts a snippet to at most max visible characters (a character
+// entity counts one, tags none), never inside a tag or an entity, and
+// closes a <b> left open by the cut.
+func clip(s string, max int) string {
+	visible, open := 0, false
 	for i := 0; i < len(s); {
 		switch {
 		case strings.HasPrefix(s[i:], preTag):
@@ -25,33 +103,25 @@ func limitSnippet(s string, max int) string {
 			continue
 		}
 		if visible == max {
-			cut = i
-			break
+			out := s[:i]
+			if open {
+				if strings.HasSuffix(out, preTag) {
+					return strings.TrimSuffix(out, preTag)
+				}
+				out += postTag
+			}
+			return out
 		}
 		n := 1
 		if s[i] == '&' {
-			if end := strings.IndexByte(s[i:], ';'); end > 0 && end <= 10 {
+			if end := strings.IndexByte(s[i:], ';'); end > 1 && end <= 10 {
 				n = end + 1
 			}
 		} else {
-			r, w := utf8.DecodeRuneInString(s[i:])
-			n = w
-			if unicode.IsSpace(r) {
-				lastSpace, openAtSpace = i, open
-			}
+			_, n = utf8.DecodeRuneInString(s[i:])
 		}
 		visible++
 		i += n
 	}
-	if cut < 0 {
-		return s
-	}
-	if lastSpace > 0 {
-		cut, open = lastSpace, openAtSpace
-	}
-	out := strings.TrimRightFunc(s[:cut], unicode.IsSpace)
-	if open {
-		out += postTag
-	}
-	return out
+	return s
 }

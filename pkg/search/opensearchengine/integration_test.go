@@ -1,0 +1,335 @@
+package opensearchengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/docrepo/docrepo/pkg/search/engine"
+)
+
+// The integration tests run against a real OpenSearch (3.1 or later, with
+// the k-NN plugin) when OPENSEARCH_URL is set, with OPENSEARCH_USERNAME,
+// OPENSEARCH_PASSWORD and OPENSEARCH_INSECURE as in ConfigFromEnv. Each
+// test works in its own index (docrepo-test-…), deleted afterwards. They
+// are the only tests of what OpenSearch does with the requests; the golden
+// and wire tests cannot show it.
+
+var testIndexSeq atomic.Int64
+
+// integrationConfig returns the configuration of a fresh test index, or
+// skips the test when no OpenSearch is configured.
+func integrationConfig(t *testing.T) Config {
+	t.Helper()
+	if os.Getenv(EnvURL) == "" {
+		t.Skipf("%s is not set: the OpenSearch integration tests need a real OpenSearch 3.1+ with the k-NN plugin "+
+			"(e.g. OPENSEARCH_URL=https://localhost:9200 OPENSEARCH_USERNAME=admin OPENSEARCH_PASSWORD=… OPENSEARCH_INSECURE=true)", EnvURL)
+	}
+	cfg, err := ConfigFromEnv(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Index = fmt.Sprintf("docrepo-test-%d-%d", time.Now().UnixNano(), testIndexSeq.Add(1))
+	cfg.Dimensions, cfg.MetadataDimensions = 4, 3
+	cfg.Refresh = RefreshWaitFor
+	return cfg
+}
+
+// newIntegrationEngine opens an engine on a fresh index and deletes the
+// index when the test ends.
+func newIntegrationEngine(t *testing.T) *Engine {
+	t.Helper()
+	cfg := integrationConfig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if res, err := e.c.do(ctx, http.MethodDelete, e.indexPath(""), nil, nil, ""); err != nil || res.Status != http.StatusOK {
+			t.Logf("deleting test index %s: %v %v", cfg.Index, res, err)
+		}
+		e.Close()
+	})
+	return e
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// corpus is a small set of documents whose expected matches are worked
+// out by hand in TestIntegrationSemantics.
+func corpus() []engine.Document {
+	day := func(s string) *time.Time {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			panic(err)
+		}
+		return &t
+	}
+	return []engine.Document{
+		{ID: 1, Rev: 3, GroupIDs: []int64{1}, FolderIDs: []int64{10},
+			Content:     "The annual report shows a budget deficit of the Ministry.",
+			DocType:     ptr("Report"), Description: ptr("Annual REPORT 50% *off*"),
+			Date:        day("2024-01-31T10:00:00Z"),
+			ContentVector: []float32{1, 0, 0, 0}, MetadataVector: []float32{1, 0, 0}},
+		{ID: 2, Rev: 1, GroupIDs: []int64{2}, Privileged: true,
+			Content:       "Budgeting for next year: the deficit shrank. E-mail the board.",
+			DocType:       ptr("Invoice"), Date: day("2024-02-01T00:00:00Z"),
+			ContentVector: []float32{0, 1, 0, 0}, MetadataVector: []float32{0, 1, 0}},
+		{ID: 3, Rev: 1, GroupIDs: []int64{1, 2},
+			Content:       "alpha x x beta",
+			ContentVector: []float32{0, 0, 1, 0}},
+		{ID: 4, Rev: 1, GroupIDs: []int64{1},
+			Content:       "<script>alert(1)</script> budget & more budgets",
+			DocType:       ptr("report"),
+			ContentVector: []float32{0.5, 0.5, 0, 0}},
+		{ID: 5, Rev: 1, GroupIDs: []int64{1}, Content: "the"},
+	}
+}
+
+func ids(res engine.Result) []int64 {
+	out := make([]int64, len(res.Hits))
+	for i, h := range res.Hits {
+		out[i] = h.ID
+	}
+	return out
+}
+
+func sortedIDs(res engine.Result) []int64 {
+	out := ids(res)
+	slices.Sort(out)
+	return out
+}
+
+func TestIntegrationSemantics(t *testing.T) {
+	e := newIntegrationEngine(t)
+	ctx := context.Background()
+
+	wr, err := e.Upsert(ctx, corpus())
+	if err != nil || wr != (engine.WriteResult{Written: 5}) {
+		t.Fatalf("Upsert = %+v, %v", wr, err)
+	}
+	wr, err = e.Upsert(ctx, corpus())
+	if err != nil || wr != (engine.WriteResult{Stale: 5}) {
+		t.Fatalf("Upsert again = %+v, %v (want all stale: 409 from external versioning)", wr, err)
+	}
+	if rev, ok, err := e.Revision(ctx, 1); err != nil || !ok || rev != 3 {
+		t.Fatalf("Revision(1) = %d %v %v", rev, ok, err)
+	}
+
+	search := func(t *testing.T, body string, groups []int64, vec []float32) engine.Result {
+		t.Helper()
+		req := buildRequest(t, searchCase{name: t.Name(), body: body, groups: groups, unrestricted: groups == nil})
+		if vec != nil {
+			req.QueryVector = vec
+		}
+		res, err := e.Search(ctx, req)
+		if err != nil {
+			t.Fatalf("Search %s: %v", body, err)
+		}
+		return res
+	}
+	fts := func(q string) string {
+		return fmt.Sprintf(`{"where": {"fts": {"query": %q}}, "limit": 100}`, q)
+	}
+	expect := func(t *testing.T, res engine.Result, want ...int64) {
+		t.Helper()
+		if got := sortedIDs(res); !slices.Equal(got, want) || res.Total != int64(len(want)) {
+			t.Errorf("ids %v total %d, want %v", got, res.Total, want)
+		}
+	}
+
+	t.Run("visibility", func(t *testing.T) {
+		expect(t, search(t, fts("budget"), []int64{1}, nil), 1, 4)
+		expect(t, search(t, fts("budget"), []int64{2}, nil), 2)
+		expect(t, search(t, fts("budget"), []int64{}, nil))
+		expect(t, search(t, fts("budget"), nil, nil), 1, 2, 4)
+		expect(t, search(t, `{"limit": 100}`, []int64{2}, nil), 2, 3)
+	})
+	t.Run("stemming and case", func(t *testing.T) {
+		expect(t, search(t, fts("BUDGETS"), nil, nil), 1, 2, 4)
+		expect(t, search(t, fts("deficits ministry"), nil, nil), 1)
+	})
+	t.Run("stop words", func(t *testing.T) {
+		// Alone: matched exactly. In a conjunction: ignored.
+		expect(t, search(t, fts("the"), nil, nil), 1, 2, 5)
+		expect(t, search(t, fts("the deficit"), nil, nil), 1, 2)
+		expect(t, search(t, fts("the OR alpha"), nil, nil), 3)
+	})
+	t.Run("phrases", func(t *testing.T) {
+		expect(t, search(t, fts(`"annual report"`), nil, nil), 1)
+		expect(t, search(t, fts(`"report annual"`), nil, nil))
+		// Exact: not stemmed.
+		expect(t, search(t, fts(`"budget deficit"`), nil, nil), 1)
+		expect(t, search(t, fts(`"budgets deficit"`), nil, nil))
+		expect(t, search(t, fts(`e-mail`), nil, nil), 2)
+	})
+	t.Run("prefix", func(t *testing.T) {
+		expect(t, search(t, fts("BUDG*"), nil, nil), 1, 2, 4)
+		expect(t, search(t, fts("e-ma*"), nil, nil), 2)
+	})
+	t.Run("near", func(t *testing.T) {
+		// "alpha x x beta": two other tokens between.
+		expect(t, search(t, fts(`*N2"alpha beta"`), nil, nil), 3)
+		expect(t, search(t, fts(`*N2"beta alpha"`), nil, nil), 3)
+		expect(t, search(t, fts(`*N1"alpha beta"`), nil, nil))
+		expect(t, search(t, fts(`*N0"x x"`), nil, nil), 3)
+		expect(t, search(t, fts(`*NP1"annual report" "deficit"`), nil, nil))
+		expect(t, search(t, fts(`*NP3"annual report" "deficit"`), nil, nil), 1)
+		expect(t, search(t, fts(`*N"deficit annual"`), nil, nil), 1)
+	})
+	t.Run("exclusion and or", func(t *testing.T) {
+		expect(t, search(t, fts("budget -ministry"), nil, nil), 2, 4)
+		expect(t, search(t, fts(`budget -"annual report"`), nil, nil), 2, 4)
+		expect(t, search(t, fts("alpha OR ministry deficit"), nil, nil), 1)
+	})
+	t.Run("metadata", func(t *testing.T) {
+		w := func(clause string) string { return `{"where": ` + clause + `, "limit": 100}` }
+		expect(t, search(t, w(`{"eq": {"field": "doc_type", "value": "Report"}}`), nil, nil), 1)
+		expect(t, search(t, w(`{"ne": {"field": "doc_type", "value": "Report"}}`), nil, nil), 2, 3, 4, 5)
+		expect(t, search(t, w(`{"contains": {"field": "doc_type", "value": "EPO"}}`), nil, nil), 1, 4)
+		expect(t, search(t, w(`{"startswith": {"field": "doc_type", "value": "rep"}}`), nil, nil), 1, 4)
+		expect(t, search(t, w(`{"contains": {"field": "description", "value": "50% *OFF"}}`), nil, nil), 1)
+		expect(t, search(t, w(`{"contains": {"field": "description", "value": "50%?off"}}`), nil, nil))
+		expect(t, search(t, w(`{"eq": {"field": "date", "value": "2024-01-31"}}`), nil, nil), 1)
+		expect(t, search(t, w(`{"lte": {"field": "date", "value": "2024-01-31"}}`), nil, nil), 1)
+		expect(t, search(t, w(`{"gt": {"field": "date", "value": "2024-01-31"}}`), nil, nil), 2)
+		expect(t, search(t, w(`{"nin": {"field": "filesbelongto", "value": [10]}}`), nil, nil), 2, 3, 4, 5)
+		expect(t, search(t, w(`{"eq": {"field": "privileged", "value": true}}`), nil, nil), 2)
+		expect(t, search(t, w(`{"or": [{"fts": {"query": "alpha"}}, {"eq": {"field": "doc_type", "value": "Invoice"}}]}`), nil, nil), 2, 3)
+	})
+	t.Run("sort and paging", func(t *testing.T) {
+		res := search(t, `{"sort": [{"field": "date", "direction": "desc"}], "limit": 3, "offset": 1, "select": ["date"]}`, nil, nil)
+		// date desc: 2, 1, then missing (3, 4, 5 by id).
+		if got := ids(res); !slices.Equal(got, []int64{1, 3, 4}) || res.Total != 5 {
+			t.Errorf("ids %v total %d", got, res.Total)
+		}
+		if res.Hits[0].Score != nil {
+			t.Errorf("metadata-only score %v, want nil", *res.Hits[0].Score)
+		}
+		if d, ok := res.Hits[0].Fields["date"].(time.Time); !ok || !d.Equal(time.Date(2024, 1, 31, 10, 0, 0, 0, time.UTC)) {
+			t.Errorf("date %v", res.Hits[0].Fields["date"])
+		}
+		if v, ok := res.Hits[1].Fields["date"]; !ok || v != nil {
+			t.Errorf("missing date %v %v", v, ok)
+		}
+	})
+	t.Run("vector", func(t *testing.T) {
+		vec := `{"where": {"vector": {"target": "content", "query": "q"}}, "options": {"vector_k": 2}, "select": ["_score"]}`
+		res := search(t, vec, nil, []float32{1, 0, 0, 0})
+		if got := ids(res); !slices.Equal(got, []int64{1, 4}) || res.Total != 2 {
+			t.Fatalf("ids %v total %d, want [1 4] 2", got, res.Total)
+		}
+		// _score = 1/(1+d²): d² = 0 and 0.5.
+		for i, want := range []float64{1, 1 / 1.5} {
+			if s := res.Hits[i].Score; s == nil || math.Abs(*s-want) > 1e-6 {
+				t.Errorf("hit %d score %v, want %v", res.Hits[i].ID, s, want)
+			}
+		}
+		// The k nearest eligible (efficient filtering), not the eligible
+		// among the k nearest.
+		res = search(t, vec, []int64{2}, []float32{1, 0, 0, 0})
+		if got := ids(res); !slices.Equal(got, []int64{2, 3}) {
+			t.Errorf("group 2: ids %v, want [2 3]", got)
+		}
+		res = search(t, `{"where": {"and": [{"vector": {"target": "content", "query": "q"}}, {"eq": {"field": "doc_type", "value": "Invoice"}}]}}`, nil, []float32{1, 0, 0, 0})
+		if got := ids(res); !slices.Equal(got, []int64{2}) || res.Total != 1 {
+			t.Errorf("vector+metadata ids %v total %d", got, res.Total)
+		}
+		res = search(t, `{"where": {"vector": {"target": "metadata", "query": "q"}}}`, nil, []float32{0, 1, 0})
+		if got := ids(res); !slices.Equal(got, []int64{2, 1}) || res.Total != 2 {
+			t.Errorf("metadata vectors: ids %v total %d, want [2 1] (only two documents have one)", got, res.Total)
+		}
+	})
+	t.Run("fts+vector", func(t *testing.T) {
+		body := func(k int) string {
+			return fmt.Sprintf(`{"where": {"and": [{"vector": {"target": "content", "query": "q"}}, {"fts": {"query": "budget"}}]}, "options": {"vector_k": %d}}`, k)
+		}
+		res := search(t, body(2), nil, []float32{1, 0, 0, 0})
+		expect(t, res, 1, 4)
+		for _, h := range res.Hits {
+			if h.Score == nil || *h.Score <= 0 {
+				t.Errorf("hit %d score %v: want a BM25 score", h.ID, h.Score)
+			}
+		}
+		expect(t, search(t, body(1), nil, []float32{1, 0, 0, 0}), 1)
+	})
+	t.Run("highlights", func(t *testing.T) {
+		res := search(t, `{"where": {"fts": {"query": "budget \"more budgets\""}}, "options": {"include_highlights": true, "highlight_length": 100}}`, nil, nil)
+		for _, h := range res.Hits {
+			if h.ID != 4 {
+				continue
+			}
+			if len(h.Highlights) == 0 {
+				t.Fatalf("no highlights")
+			}
+			s := strings.Join(h.Highlights, " ")
+			if strings.Contains(s, "<script>") || !strings.Contains(s, "&lt;script&gt;") {
+				t.Errorf("not escaped: %q", s)
+			}
+			// budget (stemmed, on content) and the phrase "more budgets"
+			// (exact, on content.exact) both mark the same snippets.
+			if !strings.Contains(s, "<b>budget</b>") || !strings.Contains(s, "budgets</b>") || !strings.Contains(s, "<b>more") {
+				t.Errorf("stemmed and exact matches not both marked: %q", s)
+			}
+			return
+		}
+		t.Errorf("document 4 not found: %v", ids(res))
+	})
+	t.Run("delete", func(t *testing.T) {
+		if err := e.Delete(ctx, 5, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := e.Revision(ctx, 5); !ok {
+			t.Fatal("deleted by an older revision")
+		}
+		if err := e.Delete(ctx, 5, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := e.Revision(ctx, 5); ok {
+			t.Fatal("not deleted by its revision")
+		}
+		if wr, err := e.Upsert(ctx, []engine.Document{{ID: 5, Rev: 1, GroupIDs: []int64{1}}}); err != nil || wr.Stale != 1 {
+			t.Fatalf("upsert over the tombstone = %+v, %v", wr, err)
+		}
+		if err := e.Delete(ctx, 77, 1); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := e.Count(ctx); err != nil || n != 4 {
+			t.Fatalf("Count = %d, %v", n, err)
+		}
+	})
+	t.Run("reset", func(t *testing.T) {
+		if err := e.Reset(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := e.Count(ctx); err != nil || n != 0 {
+			t.Fatalf("Count = %d, %v", n, err)
+		}
+		if wr, err := e.Upsert(ctx, corpus()[:1]); err != nil || wr.Written != 1 {
+			t.Fatalf("upsert after reset = %+v, %v", wr, err)
+		}
+	})
+}
+
+func TestIntegrationTimeout(t *testing.T) {
+	e := newIntegrationEngine(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	time.Sleep(time.Millisecond)
+	_, err := e.Search(ctx, buildRequest(t, searchCase{name: "t", body: `{}`, unrestricted: true}))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want DeadlineExceeded", err)
+	}
+}
