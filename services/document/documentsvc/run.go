@@ -33,6 +33,9 @@ type Config struct {
 	// PageCountMaxBytes is the largest PDF whose pages are counted.
 	PageCountMaxBytes int64
 
+	// Store, when set, replaces the configured blob store (tests wrap
+	// stores to observe them).
+	Store blob.Store
 	// Listener, when set, replaces listening on GRPCAddr (tests).
 	Listener net.Listener
 	// Logger, when set, replaces the configured logger (tests).
@@ -99,13 +102,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	store, err := OpenStore(ctx, cfg)
-	if err != nil {
-		svc.Pool.Close()
-		return err
-	}
-	if c, ok := store.(interface{ Close() error }); ok {
-		defer c.Close()
+	store := cfg.Store
+	if store == nil {
+		if store, err = OpenStore(ctx, cfg); err != nil {
+			svc.Pool.Close()
+			return err
+		}
+		if c, ok := store.(interface{ Close() error }); ok {
+			defer c.Close()
+		}
 	}
 	folderConn, err := grpcclient.Dial(cfg.FolderAddr)
 	if err != nil {

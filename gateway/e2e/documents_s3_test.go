@@ -1,0 +1,327 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docrepo/docrepo/gateway/httpapi"
+	"github.com/docrepo/docrepo/pkg/blob"
+	"github.com/docrepo/docrepo/pkg/blob/s3store"
+	"github.com/docrepo/docrepo/pkg/config"
+	"github.com/docrepo/docrepo/pkg/testenv/miniotest"
+	"github.com/docrepo/docrepo/services/document/documentsvc"
+)
+
+// recordingStore remembers every key written through it, so a test can
+// check afterwards that each one is either referenced by a file row or gone
+// from the bucket.
+type recordingStore struct {
+	blob.Store
+	mu   sync.Mutex
+	puts []string
+}
+
+func (s *recordingStore) Put(ctx context.Context, key string, r io.Reader) (int64, error) {
+	s.mu.Lock()
+	s.puts = append(s.puts, key)
+	s.mu.Unlock()
+	return s.Store.Put(ctx, key, r)
+}
+
+func (s *recordingStore) keys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.puts...)
+}
+
+// s3Stack is a second document service on a real MinIO bucket behind its
+// own gateway; folders and doc types come from the shared stack. Both
+// enforce an upload limit of 1 MiB.
+type s3Stack struct {
+	baseURL string
+	store   *recordingStore
+}
+
+const s3MaxUpload = 1 << 20
+
+func startS3Stack(t *testing.T) *s3Stack {
+	t.Helper()
+	srv := miniotest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	s3, err := s3store.New(ctx, s3store.Config{Endpoint: srv.Endpoint, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey,
+		Bucket: srv.BucketName(t), Region: srv.Region})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	st := &s3Stack{store: &recordingStore{Store: s3}}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	docLis, err := listen()
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	gwLis, err := listen()
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	run := func(name string, f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil && ctx.Err() == nil {
+				t.Errorf("%s stopped: %v", name, err)
+			}
+		}()
+	}
+	run("document (S3)", func() error {
+		return documentsvc.Run(ctx, documentsvc.Config{
+			Common:         config.Common{DatabaseURL: stk.dbURL, LogLevel: "warn", LogFormat: "text"},
+			FolderAddr:     stk.addrs["folder"],
+			SchemaAddr:     stk.addrs["schema"],
+			Store:          st.store,
+			MaxUploadBytes: s3MaxUpload,
+			Listener:       docLis,
+			Logger:         logger.With("service", "document-s3"),
+		})
+	})
+	run("gateway (S3)", func() error {
+		return httpapi.Run(ctx, httpapi.Config{
+			Listener:       gwLis,
+			Logger:         logger.With("service", "gateway-s3"),
+			DocumentAddr:   docLis.Addr().String(),
+			FolderAddr:     stk.addrs["folder"],
+			SearchAddr:     stk.addrs["search"],
+			SchemaAddr:     stk.addrs["schema"],
+			MaxUploadBytes: s3MaxUpload,
+			RequestTimeout: 30 * time.Second,
+		})
+	})
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	st.baseURL = "http://" + gwLis.Addr().String()
+	// Wait until the gateway answers and reaches the new service.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(st.baseURL + "/apiv2/pub/documents/1")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusUnauthorized {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("S3 stack not ready: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return st
+}
+
+// do sends a request to the S3 stack's gateway as c.
+func (s *s3Stack) do(t *testing.T, c *client, method, path string, body io.Reader, contentType string, contentLength int64) *response {
+	t.Helper()
+	req, err := http.NewRequest(method, s.baseURL+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.ContentLength = contentLength
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &response{Status: resp.StatusCode, Header: resp.Header, Body: data}
+}
+
+func (s *s3Stack) upload(t *testing.T, c *client, parts ...formPart) *response {
+	t.Helper()
+	p := multipartParts(t, parts...)
+	return s.do(t, c, "POST", "/apiv2/pub/documents/upload", p, p.contentType, int64(p.Len()))
+}
+
+// TestDocumentsOnMinIO runs the document service on a real MinIO bucket
+// behind a real gateway: uploads (metadata before and after the file),
+// byte-exact downloads and ranges, versions, PDF page counts read back from
+// S3, the size limit at exactly its edge, and refusals after the bytes,
+// which must leave nothing in the bucket.
+func TestDocumentsOnMinIO(t *testing.T) {
+	t.Parallel()
+	s := startS3Stack(t)
+	u := newDocUser(t)
+	folderID := strconv.FormatInt(u.folder.FolderID, 10)
+	get := func(id int64) document {
+		t.Helper()
+		r := s.do(t, u.client, "GET", fmt.Sprintf("/apiv2/pub/documents/%d?include=versions,folders", id), nil, "", 0)
+		expect(t, r, 200)
+		var d document
+		r.JSON(t, &d)
+		return d
+	}
+
+	// Upload with metadata before and after the file, then download.
+	v1 := randomBytes(t, 700_000)
+	r := s.upload(t, u.client, field("folder_id", folderID), field("description", "On S3"), filePart("data.bin", v1))
+	expect(t, r, 200)
+	var res uploadResult
+	r.JSON(t, &res)
+	r = s.upload(t, u.client, filePart("after.txt", uniqText(t, 3000)), field("folder_id", folderID), field("doc_status", "late"))
+	expect(t, r, 200)
+	var after uploadResult
+	r.JSON(t, &after)
+	if d := get(after.DocID); !eqp(d.DocStatus, "late") || len(d.Folders) != 1 {
+		t.Fatalf("metadata after the file: %+v", d)
+	}
+	d := get(res.DocID)
+	if d.Description != "On S3" || d.LinkedFiles[0].Filehash != sha256Hex(v1) || len(d.Folders) != 1 {
+		t.Fatalf("document = %+v", d)
+	}
+	r = s.do(t, u.client, "GET", downloadPath(res.DocID, ""), nil, "", 0)
+	expect(t, r, 200)
+	if !bytes.Equal(r.Body, v1) {
+		t.Fatal("S3 download differs from the upload")
+	}
+	req, _ := http.NewRequest("GET", s.baseURL+downloadPath(res.DocID, ""), nil)
+	req.Header.Set("Authorization", "Bearer "+u.token)
+	req.Header.Set("Range", "bytes=500000-500099")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 206 || !bytes.Equal(part, v1[500000:500100]) {
+		t.Fatalf("range from S3: %d, %d bytes", resp.StatusCode, len(part))
+	}
+
+	// A new version archives the old file, which stays downloadable.
+	v2 := uniqText(t, 1000)
+	p := multipartParts(t, filePart("v2.txt", v2))
+	r = s.do(t, u.client, "POST", fmt.Sprintf("/apiv3/pub/documents/%d/versions", res.DocID), p, p.contentType, int64(p.Len()))
+	expect(t, r, 200)
+	var l versionListing
+	r.JSON(t, &l)
+	if len(l.History) != 1 || l.History[0].FileHash != sha256Hex(v1) || l.Current.FileHash != sha256Hex(v2) {
+		t.Fatalf("versions = %s", r.Body)
+	}
+	r = s.do(t, u.client, "GET", downloadPath(res.DocID, "archive_id="+strconv.FormatInt(l.History[0].OwnID, 10)), nil, "", 0)
+	if r.Status != 200 || !bytes.Equal(r.Body, v1) {
+		t.Fatalf("archived download: %d, %d bytes", r.Status, len(r.Body))
+	}
+
+	// PDF page counting reads the object back from S3.
+	if pdfDir := os.Getenv("DOCREPO_TEST_DOCUMENTS"); pdfDir != "" || realDocsPresent() {
+		dir := realDocumentsDir(t)
+		pdf, err := os.ReadFile(filepath.Join(dir, "TheGoProgrammingLanguageCh1.pdf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = s.upload(t, u.client, field("folder_id", folderID), filePart("gopl.pdf", pdf))
+		expect(t, r, 200)
+		var pr uploadResult
+		r.JSON(t, &pr)
+		if f := get(pr.DocID).LinkedFiles[0]; f.PageCount == nil || *f.PageCount != 59 {
+			t.Fatalf("page_count from S3 = %v, want 59", f.PageCount)
+		}
+	} else {
+		t.Log("real PDFs absent: page counting on S3 not checked")
+	}
+
+	// The size limit: exactly the maximum is accepted, one byte more is
+	// refused by the service while streaming (the body is within the
+	// gateway's Content-Length allowance), and a body far over the limit
+	// is refused by the gateway from its Content-Length alone.
+	exact := randomBytes(t, s3MaxUpload)
+	expect(t, s.upload(t, u.client, field("folder_id", folderID), filePart("exact.bin", exact)), 200)
+	over := randomBytes(t, s3MaxUpload+1)
+	expect(t, s.upload(t, u.client, field("folder_id", folderID), filePart("over.bin", over)), 413, "File too large")
+	expect(t, s.upload(t, u.client, filePart("over.bin", over), field("folder_id", folderID)), 413, "File too large")
+	huge := randomBytes(t, 3*s3MaxUpload)
+	expect(t, s.upload(t, u.client, field("folder_id", folderID), filePart("huge.bin", huge)), 413, "File too large")
+	// Without a Content-Length (chunked), the service's count decides.
+	chunked := multipartParts(t, field("folder_id", folderID), filePart("chunked.bin", over))
+	expect(t, s.do(t, u.client, "POST", "/apiv2/pub/documents/upload", io.MultiReader(chunked), chunked.contentType, -1), 413, "File too large")
+
+	// Refusals after the bytes.
+	refusals := []struct {
+		name   string
+		parts  []formPart
+		status int
+		detail string
+	}{
+		{name: "unknown folder after the file", parts: []formPart{filePart("x.bin", randomBytes(t, 200_000)), field("folder_id", "999999999")},
+			status: 404, detail: "Folder not found"},
+		{name: "missing folder_id", parts: []formPart{filePart("x.bin", randomBytes(t, 200_000)), field("description", "no folder")},
+			status: 400, detail: "Missing required field: folder_id"},
+		{name: "unknown doc_type after the file", parts: []formPart{field("folder_id", folderID), filePart("x.bin", randomBytes(t, 200_000)), field("doc_type", "Nope")},
+			status: 422, detail: "Unknown doc_type: Nope"},
+	}
+	for _, rf := range refusals {
+		t.Run(rf.name, func(t *testing.T) {
+			expect(t, s.upload(t, u.client, rf.parts...), rf.status, rf.detail)
+		})
+	}
+	p = multipartParts(t, filePart("v.bin", randomBytes(t, 100_000)))
+	expect(t, s.do(t, u.client, "POST", "/apiv3/pub/documents/999999999/versions", p, p.contentType, int64(p.Len())), 404, "Document not found")
+
+	// Every object ever written is either a file of a document or gone.
+	ctx := context.Background()
+	referenced := 0
+	for _, key := range s.store.keys() {
+		var n int
+		if err := stk.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM linked_files WHERE blob_key = $1) +
+			(SELECT count(*) FROM file_archive WHERE blob_key = $1)`, key).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.store.Stat(ctx, key)
+		switch {
+		case n > 0 && err != nil:
+			t.Errorf("referenced object %s: %v", key, err)
+		case n == 0 && !errors.Is(err, blob.ErrNotFound):
+			t.Errorf("unreferenced object %s left in the bucket (stat: %v)", key, err)
+		case n > 0:
+			referenced++
+		}
+	}
+	if want := 4; referenced < want {
+		t.Fatalf("only %d referenced objects; expected at least %d", referenced, want)
+	}
+	t.Logf("%d objects written, %d referenced, the rest removed", len(s.store.keys()), referenced)
+}
+
+// realDocsPresent reports whether the shared real documents are next to the
+// repository.
+func realDocsPresent() bool {
+	wd, _ := os.Getwd()
+	for dir := wd; filepath.Dir(dir) != dir; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			_, err := os.Stat(filepath.Join(dir, "..", "shared", "data", "documents", "MANIFEST.tsv"))
+			return err == nil
+		}
+	}
+	return false
+}
+
