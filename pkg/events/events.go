@@ -71,6 +71,10 @@ const (
 	// HeaderRequestID carries the id of the API request that caused the
 	// event; absent for events without one (e.g. written by a trigger).
 	HeaderRequestID = "X-Request-Id"
+	// HeaderTraceparent carries the W3C trace context of the write that
+	// caused the event; consumers continue that trace (tracing.Extract
+	// with a nats.Header carrier).
+	HeaderTraceparent = "traceparent"
 )
 
 // ErrNotEvent is returned (wrapped) for a message that is not a docrepo

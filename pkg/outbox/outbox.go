@@ -19,6 +19,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/auth"
 	"github.com/docrepo/docrepo/pkg/events"
 	"github.com/docrepo/docrepo/pkg/logging"
+	"github.com/docrepo/docrepo/pkg/tracing"
 )
 
 // Aggregates.
@@ -67,8 +68,9 @@ func Insert(ctx context.Context, tx pgx.Tx, e Event) error {
 	if e.FolderIDs == nil {
 		e.FolderIDs = []int64{}
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO outbox (aggregate, aggregate_id, kind, rev, actor_user_id, request_id, folder_ids)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.Aggregate, e.AggregateID, e.Kind, e.Rev, e.ActorUserID, e.RequestID, e.FolderIDs)
+	_, err := tx.Exec(ctx, `INSERT INTO outbox (aggregate, aggregate_id, kind, rev, actor_user_id, request_id, folder_ids, traceparent)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, e.Aggregate, e.AggregateID, e.Kind, e.Rev, e.ActorUserID, e.RequestID, e.FolderIDs,
+		tracing.Traceparent(ctx))
 	if err != nil {
 		return fmt.Errorf("outbox insert: %w", err)
 	}

@@ -253,6 +253,7 @@ type row struct {
 	requestID   string
 	folderIDs   []int64
 	createdAt   time.Time
+	traceparent string
 }
 
 type ackedRow struct {
@@ -321,7 +322,7 @@ func (r *Relay) relayBatch(ctx context.Context) (claimed, marked int, err error)
 }
 
 func claim(ctx context.Context, tx pgx.Tx, limit int) ([]row, error) {
-	rs, err := tx.Query(ctx, `SELECT id, aggregate, aggregate_id, kind, rev, actor_user_id, request_id, folder_ids, created_at
+	rs, err := tx.Query(ctx, `SELECT id, aggregate, aggregate_id, kind, rev, actor_user_id, request_id, folder_ids, created_at, traceparent
 		FROM outbox
 		WHERE published_at IS NULL
 		ORDER BY id
@@ -332,7 +333,7 @@ func claim(ctx context.Context, tx pgx.Tx, limit int) ([]row, error) {
 	}
 	var rows []row
 	var x row
-	_, err = pgx.ForEachRow(rs, []any{&x.id, &x.aggregate, &x.aggregateID, &x.kind, &x.rev, &x.actorUserID, &x.requestID, &x.folderIDs, &x.createdAt}, func() error {
+	_, err = pgx.ForEachRow(rs, []any{&x.id, &x.aggregate, &x.aggregateID, &x.kind, &x.rev, &x.actorUserID, &x.requestID, &x.folderIDs, &x.createdAt, &x.traceparent}, func() error {
 		rows = append(rows, x)
 		x.folderIDs = nil
 		return nil
@@ -472,11 +473,11 @@ func (r *Relay) message(rw *row) (*nats.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Trace context goes here. The span to continue is the writer's, not
-	// the relay's: Insert must capture it from its ctx into an outbox column
-	// (e.g. trace_context text, a W3C traceparent), and this is where the
-	// relay copies it into the message headers (traceparent, tracestate)
-	// for consumers to extract.
+	// The span to continue is the writer's, not the relay's: Insert stored
+	// its W3C traceparent with the row, and consumers extract it from here.
+	if rw.traceparent != "" {
+		msg.Header.Set(events.HeaderTraceparent, rw.traceparent)
+	}
 	return msg, nil
 }
 
