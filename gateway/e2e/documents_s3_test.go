@@ -324,4 +324,3 @@ func realDocsPresent() bool {
 	}
 	return false
 }
-
