@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/docrepo/docrepo/gateway/httpapi"
 	"github.com/docrepo/docrepo/pkg/auth"
@@ -99,7 +100,27 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer drop()
-	s, stop, err := startStack(ctx, dbURL, "")
+	natsDir, err := os.MkdirTemp("", "docrepo-e2e-nats-")
+	if err != nil {
+		fmt.Println("e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(natsDir)
+	ns, err := natsserver.NewServer(&natsserver.Options{
+		Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true,
+		JetStream: true, StoreDir: natsDir, JetStreamMaxMemory: 256 << 20, JetStreamMaxStore: 2 << 30,
+	})
+	if err != nil {
+		fmt.Println("e2e: nats:", err)
+		return 1
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		fmt.Println("e2e: nats not ready")
+		return 1
+	}
+	defer ns.Shutdown()
+	s, stop, err := startStack(ctx, dbURL, ns.ClientURL())
 	if err != nil {
 		fmt.Println("e2e: start stack:", err)
 		return 1

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"regexp"
 	"testing"
 	"time"
@@ -12,7 +14,11 @@ import (
 func TestTraceIDFollowsARequest(t *testing.T) {
 	t.Parallel()
 	u := newUser(t, []string{uniq("g")})
-	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	// A fresh trace id per run: the captured logs outlive one test run
+	// (go test -count=N), and must not match an earlier run's records.
+	var raw [16]byte
+	_, _ = rand.Read(raw[:])
+	traceID := hex.EncodeToString(raw[:])
 	r := u.do("POST", "/apiv2/pub/folders/987654321/move", map[string]any{"new_parent_id": 0},
 		"traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
 	expect(t, r, 404)

@@ -2,12 +2,17 @@ package foldersvc
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/docrepo/docrepo/pkg/bootstrap"
 	"github.com/docrepo/docrepo/pkg/config"
 	folderv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/folder/v1"
+	"github.com/docrepo/docrepo/pkg/outbox"
 )
 
 // Config is the folder service's configuration.
@@ -32,5 +37,24 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	svc.Listener = cfg.Listener
 	folderv1.RegisterFolderServiceServer(svc.Server.GRPC(), NewService(svc.Pool))
+	if cfg.NATSURL != "" {
+		// Folder events (and any other pending outbox rows) reach JetStream
+		// through this relay; the document service runs one too, and they
+		// share the work safely.
+		nc, err := nats.Connect(cfg.NATSURL, nats.Name("docrepo-folder"), nats.MaxReconnects(-1))
+		if err != nil {
+			return fmt.Errorf("folder: nats: %w", err)
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return err
+		}
+		if _, err := outbox.EnsureStream(ctx, js); err != nil {
+			return fmt.Errorf("folder: %w", err)
+		}
+		relay := outbox.NewRelay(svc.Pool, js, svc.Logger, outbox.Options{})
+		svc.Go(relay.Run)
+	}
 	return svc.Run(ctx)
 }
