@@ -1,0 +1,98 @@
+package indexersvc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+
+	"github.com/docrepo/docrepo/pkg/bootstrap"
+	"github.com/docrepo/docrepo/pkg/config"
+	indexerv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/indexer/v1"
+	"github.com/docrepo/docrepo/pkg/indexing"
+	"github.com/docrepo/docrepo/pkg/search/opensearchengine"
+)
+
+// ErrEmbeddedMode is returned when OPENSEARCH_URL is empty.
+var ErrEmbeddedMode = errors.New("OPENSEARCH_URL is not set: the indexer process only runs with OpenSearch; " +
+	"with the embedded engine the search service indexes in its own process (its index has a single writer), " +
+	"so do not start the indexer")
+
+// Config is the indexer's configuration.
+type Config struct {
+	config.Common
+	Indexing           indexing.Settings
+	OpenSearchURL      string
+	OpenSearchUsername string
+	OpenSearchPassword string
+	OpenSearchIndex    string
+
+	// Listener, when set, replaces listening on GRPCAddr (tests).
+	Listener net.Listener
+	// Logger, when set, replaces the configured logger (tests).
+	Logger *slog.Logger
+}
+
+// Register adds the indexer's settings to l.
+func (c *Config) Register(l *config.Loader) {
+	l.RegisterCommon(&c.Common, "127.0.0.1:9105", "127.0.0.1:9115")
+	c.Indexing.Register(l)
+	l.String(&c.OpenSearchURL, "opensearch-url", opensearchengine.EnvURL, "", "OpenSearch node URLs, comma-separated (required)")
+	l.String(&c.OpenSearchUsername, "opensearch-username", opensearchengine.EnvUsername, "", "OpenSearch basic-auth user")
+	l.String(&c.OpenSearchPassword, "opensearch-password", opensearchengine.EnvPassword, "", "OpenSearch basic-auth password")
+	l.String(&c.OpenSearchIndex, "opensearch-index", opensearchengine.EnvIndex, opensearchengine.DefaultIndex, "OpenSearch index or alias")
+}
+
+// Run runs the indexer until ctx is done.
+func Run(ctx context.Context, cfg Config) error {
+	if strings.TrimSpace(cfg.OpenSearchURL) == "" {
+		return ErrEmbeddedMode
+	}
+	if cfg.NATSURL == "" {
+		return errors.New("NATS_URL is not set: the indexer consumes document events from NATS JetStream")
+	}
+	svc, err := bootstrap.Start(ctx, "indexer", cfg.Common, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	svc.Listener = cfg.Listener
+	emb, err := cfg.Indexing.NewEmbedder(ctx)
+	if err != nil {
+		svc.Pool.Close()
+		return err
+	}
+	var addrs []string
+	for _, a := range strings.Split(cfg.OpenSearchURL, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	eng, err := opensearchengine.New(ctx, opensearchengine.Config{
+		Addresses:  addrs,
+		Username:   cfg.OpenSearchUsername,
+		Password:   cfg.OpenSearchPassword,
+		Index:      cfg.OpenSearchIndex,
+		Dimensions: emb.Dimensions(),
+	})
+	if err != nil {
+		svc.Pool.Close()
+		return fmt.Errorf("open OpenSearch at %s: %w", cfg.OpenSearchURL, err)
+	}
+	defer eng.Close()
+	pipe, err := cfg.Indexing.NewPipeline(eng, emb, svc.Logger)
+	if err != nil {
+		svc.Pool.Close()
+		return err
+	}
+	defer pipe.Close()
+	indexerv1.RegisterIndexerServiceServer(svc.Server.GRPC(), pipe.Server)
+	svc.Ready = func(ctx context.Context) error {
+		_, err := eng.Count(ctx)
+		return err
+	}
+	svc.Go(func(ctx context.Context) error { return pipe.Consume(ctx, cfg.NATSURL) })
+	svc.Logger.Info("indexer started", "opensearch", cfg.OpenSearchURL, "embedder", emb.Name())
+	return svc.Run(ctx)
+}
