@@ -84,11 +84,11 @@ func DownloadName(description, origname string) string {
 	if ext == "." || strings.ContainsFunc(ext, unicode.IsSpace) {
 		ext = ""
 	}
+	if strings.Trim(name, ". ") == "" {
+		return "download" + ext
+	}
 	if ext != "" && !strings.EqualFold(path.Ext(name), ext) {
 		name += ext
-	}
-	if strings.Trim(name, ". ") == "" {
-		name = "download" + ext
 	}
 	return name
 }

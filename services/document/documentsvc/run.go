@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/docrepo/docrepo/pkg/blob"
 	"github.com/docrepo/docrepo/pkg/blob/diskstore"
@@ -16,6 +20,7 @@ import (
 	folderv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/folder/v1"
 	schemav1 "github.com/docrepo/docrepo/pkg/gen/docrepo/schema/v1"
 	"github.com/docrepo/docrepo/pkg/grpcclient"
+	"github.com/docrepo/docrepo/pkg/outbox"
 )
 
 // Config is the document service's configuration.
@@ -134,6 +139,23 @@ func Run(ctx context.Context, cfg Config) error {
 		PageCountMaxBytes: cfg.PageCountMaxBytes,
 		Logger:            svc.Logger,
 	}))
+	if cfg.NATSURL != "" {
+		nc, err := nats.Connect(cfg.NATSURL, nats.Name("docrepo-document"),
+			nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second))
+		if err != nil {
+			svc.Pool.Close()
+			return fmt.Errorf("document: nats: %w", err)
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			svc.Pool.Close()
+			return fmt.Errorf("document: jetstream: %w", err)
+		}
+		svc.Go(func(ctx context.Context) error { return runRelay(ctx, svc, js) })
+	} else {
+		svc.Logger.Warn("NATS_URL is empty: outbox events are stored but not published")
+	}
 	svc.Ready = func(ctx context.Context) error {
 		_, err := store.Stat(ctx, "readyz-probe")
 		if err != nil && !blob.IsNotFound(err) {
@@ -142,4 +164,25 @@ func Run(ctx context.Context, cfg Config) error {
 		return nil
 	}
 	return svc.Run(ctx)
+}
+
+// runRelay publishes the outbox to JetStream until ctx ends. It waits for
+// the stream to exist (NATS may start after this service), then runs the
+// relay, which retries publishing on its own.
+func runRelay(ctx context.Context, svc *bootstrap.Service, js jetstream.JetStream) error {
+	wait := 100 * time.Millisecond
+	for {
+		_, err := outbox.EnsureStream(ctx, js)
+		if err == nil {
+			break
+		}
+		svc.Logger.Warn("JetStream not ready; retrying", "error", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 10*time.Second)
+	}
+	return outbox.NewRelay(svc.Pool, js, svc.Logger, outbox.Options{Name: "document"}).Run(ctx)
 }
