@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# run.sh: a complete benchmark run on fresh, real processes.
+#
+# Builds every service, the gateway and devstack into a temporary bin
+# directory, creates a fresh Postgres database (PGHOST/PGPORT/PGUSER, default
+# 127.0.0.1:5432 postgres), starts the split stack with devstack (each
+# service its own process, NATS JetStream in devstack's process, the
+# embedded search engine, so the search process runs the indexer), runs the
+# benchmark against the gateway and stops everything. Arguments are passed
+# to the benchmark (e.g. -docs 10000 -run scifact). The report goes to
+# stdout and, with BENCH_OUT=FILE, to FILE too.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+work=$(mktemp -d /tmp/docrepo-bench.XXXXXX)
+db="docrepo_bench_$(date +%s)"
+export PGHOST=${PGHOST:-127.0.0.1} PGPORT=${PGPORT:-5432} PGUSER=${PGUSER:-postgres}
+base_port=${BENCH_BASE_PORT:-19100}
+http_addr=127.0.0.1:${BENCH_HTTP_PORT:-18080}
+devstack_pid=
+cleanup() {
+	if [ -n "$devstack_pid" ]; then kill -INT "$devstack_pid" 2>/dev/null || true; wait "$devstack_pid" 2>/dev/null || true; fi
+	psql -q -c "DROP DATABASE IF EXISTS $db" postgres >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "bench: building into $work/bin" >&2
+mkdir -p "$work/bin"
+for d in services/document services/folder services/schema services/search gateway; do
+	(cd "$root/$d" && go build -o "$work/bin/$(basename "$d")" .)
+done
+(cd "$root/pkg" && go build -o "$work/bin/devstack" ./cmd/devstack)
+(cd "$root/services/search" && go build -o "$work/bin/bench" ./bench)
+
+psql -q -c "CREATE DATABASE $db" postgres
+export DATABASE_URL="postgres://$PGUSER@$PGHOST:$PGPORT/$db?sslmode=disable"
+(cd "$root" && exec "$work/bin/devstack" -database-url "$DATABASE_URL" -data-dir "$work/data" -bin-dir "$work/bin" \
+	-http-addr "$http_addr" -base-port "$base_port" -nats-port $((base_port + 50))) >"$work/devstack.log" 2>&1 &
+devstack_pid=$!
+for _ in $(seq 1 600); do
+	[ -f "$work/data/devstack.env" ] && curl -fsS "http://$http_addr/readyz" >/dev/null 2>&1 && break
+	if ! kill -0 "$devstack_pid" 2>/dev/null; then cat "$work/devstack.log" >&2; exit 1; fi
+	sleep 0.5
+done
+set -a; . "$work/data/devstack.env"; set +a
+echo "bench: stack up at $DOCREPO_URL (log $work/devstack.log)" >&2
+if [ -n "${BENCH_OUT:-}" ]; then
+	"$work/bin/bench" "$@" | tee "$BENCH_OUT"
+else
+	"$work/bin/bench" "$@"
+fi

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// corpus generates a deterministic synthetic corpus: words drawn from a
+// Zipf distribution over a vocabulary of pronounceable pseudo-words, and
+// metadata spread over a few types, statuses, senders and five years.
+type corpus struct {
+	vocab    []string
+	types    []string
+	statuses []string
+	senders  []string
+}
+
+func newCorpus(types []string) *corpus {
+	r := rand.New(rand.NewPCG(1, 2))
+	cons := "bcdfghjklmnprstvz"
+	vows := "aeiou"
+	seen := map[string]bool{}
+	c := &corpus{types: types, statuses: []string{"open", "closed", "pending"}}
+	for len(c.vocab) < 20000 {
+		var b strings.Builder
+		for s := 0; s < 2+r.IntN(3); s++ {
+			b.WriteByte(cons[r.IntN(len(cons))])
+			b.WriteByte(vows[r.IntN(len(vows))])
+		}
+		if w := b.String(); !seen[w] {
+			seen[w] = true
+			c.vocab = append(c.vocab, w)
+		}
+	}
+	for i := 0; i < 50; i++ {
+		c.senders = append(c.senders, fmt.Sprintf("%s %s Ltd", strings.ToUpper(c.vocab[i*7][:1])+c.vocab[i*7][1:], c.vocab[i*11+3]))
+	}
+	return c
+}
+
+// words returns document i's words.
+func (c *corpus) words(i int) []string {
+	r := rand.New(rand.NewPCG(uint64(i), 99))
+	z := rand.NewZipf(r, 1.1, 2, uint64(len(c.vocab)-1))
+	n := 60 + r.IntN(60)
+	out := make([]string, n)
+	for j := range out {
+		out[j] = c.vocab[z.Uint64()]
+	}
+	return out
+}
+
+func (c *corpus) doc(i int) (string, string, map[string]string) {
+	r := rand.New(rand.NewPCG(uint64(i), 7))
+	date := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, r.IntN(5*365))
+	w := c.words(i)
+	return fmt.Sprintf("doc-%d.txt", i), strings.Join(w, " "), map[string]string{
+		"description": strings.Join(w[:4], " "),
+		"doc_type":    c.types[r.IntN(len(c.types))],
+		"doc_status":  c.statuses[r.IntN(len(c.statuses))],
+		"from_entity": c.senders[r.IntN(len(c.senders))],
+		"date":        date.Format("2006-01-02"),
+	}
+}
+
+// synthetic loads s.docs documents, then measures index lag and the
+// latency of each search mode.
+func (b *bench) synthetic(ctx context.Context) error {
+	if err := b.newTenant(ctx, "synthetic"); err != nil {
+		return err
+	}
+	var types []string
+	for _, t := range []string{"invoice", "contract", "memo", "report", "letter"} {
+		name, err := b.docType(ctx, "bench-"+t)
+		if err != nil {
+			return err
+		}
+		types = append(types, name)
+	}
+	c := newCorpus(types)
+	n := b.s.docs
+	fmt.Fprintf(os.Stderr, "bench: uploading %d synthetic documents\n", n)
+	_, took, err := b.uploadAll(ctx, n, c.doc)
+	if err != nil {
+		return err
+	}
+	start := time.Now().Add(-took)
+	doneAt, err := b.waitAll(ctx, n)
+	if err != nil {
+		return err
+	}
+	b.printf("\n## %d synthetic documents\n", n)
+	b.printf("upload: %d documents (60-120 words each) through the gateway with %d parallel clients in %v: %.0f docs/s accepted\n",
+		n, b.s.concurrency, took.Round(time.Millisecond), float64(n)/took.Seconds())
+	b.printf("indexing throughput: all %d searchable %v after the first upload: %.0f docs/s end to end (upload, outbox, NATS, indexer, engine)\n",
+		n, doneAt.Sub(start).Round(time.Millisecond), float64(n)/doneAt.Sub(start).Seconds())
+
+	// Index lag: one document at a time, from the upload's 200 to the
+	// first search that finds it.
+	var lags []time.Duration
+	for i := 0; i < b.s.lagSamples; i++ {
+		token := fmt.Sprintf("lagprobe%dq%d", i, time.Now().UnixNano()%1e6)
+		name, text, fields := c.doc(n + i)
+		if _, err := b.upload(ctx, name, text+" "+token, fields); err != nil {
+			return err
+		}
+		accepted := time.Now()
+		for {
+			r, err := b.search(ctx, map[string]any{"where": map[string]any{"fts": map[string]any{"query": token}}, "select": []any{"id"}})
+			if err != nil {
+				return err
+			}
+			if r.Total == 1 {
+				lags = append(lags, time.Since(accepted))
+				break
+			}
+			if time.Since(accepted) > time.Minute {
+				return fmt.Errorf("lag probe %d not searchable after a minute", i)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	sortDurations(lags)
+	b.printf("index lag (upload accepted -> searchable, %d sequential samples): p50 %s  p99 %s  max %s  (target p99 <= 1 s)\n",
+		len(lags), ms(percentile(lags, 50)), ms(percentile(lags, 99)), ms(lags[len(lags)-1]))
+
+	// Latency per mode.
+	r := rand.New(rand.NewPCG(42, 42))
+	word := func() string { return c.vocab[50+r.IntN(1500)] } // mid-frequency words
+	fts := func(q string) map[string]any { return map[string]any{"fts": map[string]any{"query": q}} }
+	vec := func(q string) map[string]any {
+		return map[string]any{"vector": map[string]any{"target": "content", "query": q}}
+	}
+	and := func(cs ...any) map[string]any { return map[string]any{"and": cs} }
+	meta := func() map[string]any {
+		d := time.Date(2020+r.IntN(4), time.Month(1+r.IntN(12)), 1, 0, 0, 0, 0, time.UTC)
+		return and(map[string]any{"eq": map[string]any{"field": "doc_type", "value": types[r.IntN(len(types))]}},
+			map[string]any{"gte": map[string]any{"field": "date", "value": d.Format("2006-01-02")}},
+			map[string]any{"lt": map[string]any{"field": "date", "value": d.AddDate(0, 3, 0).Format("2006-01-02")}})
+	}
+	phraseNear := func() map[string]any {
+		w := c.words(r.IntN(n))
+		p := r.IntN(len(w) - 10)
+		return fts(fmt.Sprintf(`"%s %s" *N5"%s %s"`, w[p], w[p+1], w[p+3], w[p+8]))
+	}
+	modes := []struct {
+		name string
+		body func() map[string]any
+	}{
+		{"FTS (two words)", func() map[string]any { return map[string]any{"where": fts(word() + " " + word())} }},
+		{"FTS phrase + NEAR", func() map[string]any { return map[string]any{"where": phraseNear()} }},
+		{"vector (content)", func() map[string]any {
+			return map[string]any{"where": vec(word() + " " + word() + " " + word())}
+		}},
+		{"FTS + vector", func() map[string]any {
+			return map[string]any{"where": and(fts(word()), vec(word()+" "+word()))}
+		}},
+		{"metadata only (type + 3-month range, sort date)", func() map[string]any {
+			return map[string]any{"where": meta(), "sort": []any{map[string]any{"field": "date", "direction": "desc"}}}
+		}},
+		{"FTS + metadata", func() map[string]any {
+			return map[string]any{"where": and(fts(word()), map[string]any{"eq": map[string]any{"field": "doc_status", "value": "open"}})}
+		}},
+	}
+	b.printf("search latency through the gateway (one client, sequential, %d queries per mode after 20 warm-up; limit 20, default select):\n", b.s.queries)
+	for _, m := range modes {
+		for i := 0; i < 20; i++ {
+			if _, err := b.search(ctx, m.body()); err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+		}
+		var lat []time.Duration
+		var totals int64
+		for i := 0; i < b.s.queries; i++ {
+			body := m.body()
+			t0 := time.Now()
+			res, err := b.search(ctx, body)
+			if err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+			lat = append(lat, time.Since(t0))
+			totals += res.Total
+		}
+		sortDurations(lat)
+		b.printf("  %-48s p50 %8s  p99 %8s  (mean total %d)\n", m.name, ms(percentile(lat, 50)), ms(percentile(lat, 99)), totals/int64(b.s.queries))
+	}
+	b.printf("targets: p99 <= 50 ms for the FTS and metadata modes\n")
+	return nil
+}
+
+func sortDurations(d []time.Duration) { sort.Slice(d, func(i, j int) bool { return d[i] < d[j] }) }
