@@ -1,0 +1,460 @@
+package bleveengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/document"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	index "github.com/blevesearch/bleve_index_api"
+
+	"github.com/docrepo/docrepo/pkg/search/engine"
+)
+
+// Options configure an Engine. The zero value is usable.
+type Options struct {
+	// InMemory keeps the index in memory only (for tests); the directory
+	// passed to Open is ignored and nothing survives Close.
+	InMemory bool
+	// BatchSize is the number of documents per index batch in Upsert
+	// (default 256).
+	BatchSize int
+	// MaxPrefixTerms bounds the number of index terms one prefix (pre*) may
+	// expand to (default DefaultMaxPrefixTerms). A prefix matching more
+	// fails the search with a *dsl.Error asking for a longer prefix.
+	MaxPrefixTerms int
+}
+
+// DefaultMaxPrefixTerms is the default of Options.MaxPrefixTerms.
+const DefaultMaxPrefixTerms = 10000
+
+const defaultBatchSize = 256
+
+// formatKey holds the on-disk format of the index (the document layout and
+// the analysis); an index of another format is refused rather than
+// misread.
+var formatKey = []byte("docrepo.bleveengine.format")
+
+const format = "1"
+
+// Engine is the embedded search engine: bleve (scorch) for the content, an
+// in-memory table of metadata, revisions and vectors for everything else.
+// It implements engine.Engine and is safe for concurrent use; it must be
+// the only writer of its directory.
+type Engine struct {
+	dir  string
+	opts Options
+	an   *analyzers
+
+	writeMu sync.Mutex // serialises Upsert, Delete and Reset
+
+	mu     sync.RWMutex // guards the fields below; Search holds it shared
+	idx    bleve.Index
+	tab    *table
+	closed bool
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// table is the in-memory state of every document the index holds,
+// tombstones included, by slot. Slots are never reused while the engine is
+// open.
+type table struct {
+	slots map[int64]int32
+	recs  []record
+	live  int
+}
+
+func newTable() *table {
+	return &table{slots: make(map[int64]int32)}
+}
+
+func (t *table) get(id int64) (*record, bool) {
+	s, ok := t.slots[id]
+	if !ok {
+		return nil, false
+	}
+	return &t.recs[s], true
+}
+
+func (t *table) put(r record) {
+	if s, ok := t.slots[r.id]; ok {
+		old := &t.recs[s]
+		if !old.deleted {
+			t.live--
+		}
+		*old = r
+	} else {
+		t.slots[r.id] = int32(len(t.recs))
+		t.recs = append(t.recs, r)
+	}
+	if !r.deleted {
+		t.live++
+	}
+}
+
+// Open opens the engine stored in dir, creating it when dir does not exist
+// or is empty. With opts.InMemory, dir is ignored.
+func Open(dir string, opts Options) (*Engine, error) {
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = defaultBatchSize
+	}
+	if opts.MaxPrefixTerms <= 0 {
+		opts.MaxPrefixTerms = DefaultMaxPrefixTerms
+	}
+	e := &Engine{dir: dir, opts: opts, an: newAnalyzers()}
+	idx, err := e.openIndex()
+	if err != nil {
+		return nil, err
+	}
+	tab, err := loadTable(idx)
+	if err != nil {
+		_ = idx.Close()
+		return nil, err
+	}
+	e.idx, e.tab = idx, tab
+	return e, nil
+}
+
+func (e *Engine) openIndex() (bleve.Index, error) {
+	if e.opts.InMemory {
+		return e.newIndex("")
+	}
+	if e.dir == "" {
+		return nil, errors.New("bleveengine: no directory")
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "index_meta.json")); err == nil {
+		idx, err := bleve.Open(e.dir)
+		if err != nil {
+			return nil, fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
+		}
+		got, err := idx.GetInternal(formatKey)
+		if err != nil || string(got) != format {
+			_ = idx.Close()
+			if err == nil {
+				err = fmt.Errorf("format %q, want %q: rebuild the index", got, format)
+			}
+			return nil, fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
+		}
+		return idx, nil
+	}
+	entries, err := os.ReadDir(e.dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("bleveengine: %w", err)
+	case len(entries) > 0:
+		return nil, fmt.Errorf("bleveengine: %s is not empty and holds no index", e.dir)
+	default:
+		if err := os.Remove(e.dir); err != nil {
+			return nil, fmt.Errorf("bleveengine: %w", err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(e.dir), 0o755); err != nil {
+		return nil, fmt.Errorf("bleveengine: %w", err)
+	}
+	return e.newIndex(e.dir)
+}
+
+func (e *Engine) newIndex(dir string) (bleve.Index, error) {
+	m := bleve.NewIndexMapping()
+	// Documents are built field by field (Batch.IndexAdvanced), so the
+	// mapping only records the scoring model; searches set it themselves.
+	m.ScoringModel = index.BM25Scoring
+	var (
+		idx bleve.Index
+		err error
+	)
+	if dir == "" {
+		// Scorch without a path keeps its segments in memory (bleve's
+		// NewMemOnly would use the slower upsidedown index instead).
+		idx, err = bleve.NewUsing("", m, scorch.Name, scorch.Name, nil)
+	} else {
+		idx, err = bleve.New(dir, m)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bleveengine: create index: %w", err)
+	}
+	if err := idx.SetInternal(formatKey, []byte(format)); err != nil {
+		_ = idx.Close()
+		return nil, fmt.Errorf("bleveengine: create index: %w", err)
+	}
+	return idx, nil
+}
+
+// loadTable reads every document's record and vectors from the index.
+func loadTable(idx bleve.Index) (*table, error) {
+	adv, err := idx.Advanced()
+	if err != nil {
+		return nil, err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	ids, err := r.DocIDReaderAll()
+	if err != nil {
+		return nil, err
+	}
+	defer ids.Close()
+	tab := newTable()
+	for {
+		iid, err := ids.Next()
+		if err != nil {
+			return nil, err
+		}
+		if iid == nil {
+			break
+		}
+		ext, err := r.ExternalID(iid)
+		if err != nil {
+			return nil, err
+		}
+		id, err := parseDocID(ext)
+		if err != nil {
+			return nil, err
+		}
+		doc, err := r.Document(ext)
+		if err != nil {
+			return nil, err
+		}
+		if doc == nil {
+			continue
+		}
+		var rec record
+		var recErr error
+		found := false
+		var cvec, mvec []float32
+		doc.VisitFields(func(f index.Field) {
+			switch f.Name() {
+			case fieldRecord:
+				rec, recErr = decodeRecord(id, f.Value())
+				found = true
+			case fieldVectors:
+				var err error
+				cvec, mvec, err = decodeVectors(f.Value())
+				if err != nil && recErr == nil {
+					recErr = err
+				}
+			}
+		})
+		if recErr != nil {
+			return nil, fmt.Errorf("bleveengine: document %d: %w", id, recErr)
+		}
+		if !found {
+			return nil, fmt.Errorf("bleveengine: document %d: %w: no record", id, errCorrupt)
+		}
+		rec.cvec, rec.mvec = cvec, mvec
+		tab.put(rec)
+	}
+	return tab, nil
+}
+
+func docID(id int64) string { return strconv.FormatInt(id, 10) }
+
+func parseDocID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bleveengine: bad document id %q", s)
+	}
+	return id, nil
+}
+
+// Upsert writes every document whose Rev is newer than the revision the
+// engine holds (of a live document or of a tombstone). Within one call, the
+// newest revision of an id wins and the others count as stale. Documents
+// are written in batches; when ctx ends between batches the result so far
+// is returned with ctx's error.
+func (e *Engine) Upsert(ctx context.Context, docs []engine.Document) (engine.WriteResult, error) {
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	var res engine.WriteResult
+	idx, err := e.writer()
+	if err != nil {
+		return res, err
+	}
+
+	// Pick, per id, the newest revision that beats the stored one.
+	chosen := make(map[int64]int, len(docs))
+	order := make([]int64, 0, len(docs))
+	e.mu.RLock()
+	for i := range docs {
+		d := &docs[i]
+		if r, ok := e.tab.get(d.ID); ok && r.rev >= d.Rev {
+			res.Stale++
+			continue
+		}
+		if j, ok := chosen[d.ID]; ok {
+			res.Stale++
+			if docs[j].Rev >= d.Rev {
+				continue
+			}
+		} else {
+			order = append(order, d.ID)
+		}
+		chosen[d.ID] = i
+	}
+	e.mu.RUnlock()
+
+	for start := 0; start < len(order); start += e.opts.BatchSize {
+		if err := ctx.Err(); err != nil {
+			return res, fmt.Errorf("bleveengine: upsert: %w", err)
+		}
+		end := min(start+e.opts.BatchSize, len(order))
+		b := idx.NewBatch()
+		recs := make([]record, 0, end-start)
+		for _, id := range order[start:end] {
+			d := &docs[chosen[id]]
+			rec := recordFromDocument(d)
+			if err := b.IndexAdvanced(e.document(d, &rec)); err != nil {
+				return res, fmt.Errorf("bleveengine: upsert: %w", err)
+			}
+			recs = append(recs, rec)
+		}
+		if err := idx.Batch(b); err != nil {
+			return res, fmt.Errorf("bleveengine: upsert: %w", err)
+		}
+		e.mu.Lock()
+		for _, r := range recs {
+			e.tab.put(r)
+		}
+		e.mu.Unlock()
+		res.Written += len(recs)
+	}
+	return res, nil
+}
+
+// document builds the index document of d.
+func (e *Engine) document(d *engine.Document, r *record) *document.Document {
+	doc := document.NewDocument(docID(d.ID))
+	if d.Content != "" {
+		// Separate copies: analysis may lowercase a field's bytes in place.
+		doc.AddField(document.NewTextFieldCustom(fieldStem, nil, []byte(d.Content),
+			index.IndexField|index.IncludeTermVectors, e.an.stem))
+		doc.AddField(document.NewTextFieldCustom(fieldExact, nil, []byte(d.Content),
+			index.IndexField|index.IncludeTermVectors|index.StoreField, e.an.exact))
+	}
+	doc.AddField(document.NewTextFieldWithIndexingOptions(fieldRecord, nil, encodeRecord(r), index.StoreField))
+	if r.cvec != nil || r.mvec != nil {
+		doc.AddField(document.NewTextFieldWithIndexingOptions(fieldVectors, nil,
+			encodeVectors(r.cvec, r.mvec), index.StoreField))
+	}
+	return doc
+}
+
+// Delete removes document id unless the engine holds a newer revision than
+// rev, and keeps a tombstone at rev so that an older Upsert arriving later
+// does not bring the document back. Deleting an absent document records
+// the tombstone too.
+func (e *Engine) Delete(ctx context.Context, id, rev int64) error {
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	idx, err := e.writer()
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("bleveengine: delete: %w", err)
+	}
+	e.mu.RLock()
+	cur, ok := e.tab.get(id)
+	skip := ok && (cur.rev > rev || cur.deleted && cur.rev >= rev)
+	e.mu.RUnlock()
+	if skip {
+		return nil
+	}
+	tomb := record{id: id, rev: rev, deleted: true}
+	b := idx.NewBatch()
+	doc := document.NewDocument(docID(id))
+	doc.AddField(document.NewTextFieldWithIndexingOptions(fieldRecord, nil, encodeRecord(&tomb), index.StoreField))
+	if err := b.IndexAdvanced(doc); err != nil {
+		return fmt.Errorf("bleveengine: delete: %w", err)
+	}
+	if err := idx.Batch(b); err != nil {
+		return fmt.Errorf("bleveengine: delete: %w", err)
+	}
+	e.mu.Lock()
+	e.tab.put(tomb)
+	e.mu.Unlock()
+	return nil
+}
+
+// writer returns the index for a writer holding writeMu (which keeps Reset
+// from swapping it).
+func (e *Engine) writer() (bleve.Index, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return nil, engine.ErrClosed
+	}
+	return e.idx, nil
+}
+
+// Revision returns the stored revision of a live document.
+func (e *Engine) Revision(ctx context.Context, id int64) (int64, bool, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return 0, false, engine.ErrClosed
+	}
+	r, ok := e.tab.get(id)
+	if !ok || r.deleted {
+		return 0, false, nil
+	}
+	return r.rev, true, nil
+}
+
+// Count returns the number of live documents.
+func (e *Engine) Count(ctx context.Context) (int64, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return 0, engine.ErrClosed
+	}
+	return int64(e.tab.live), nil
+}
+
+// Reset removes every document and tombstone.
+func (e *Engine) Reset(ctx context.Context) error {
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return engine.ErrClosed
+	}
+	if err := e.idx.Close(); err != nil {
+		return fmt.Errorf("bleveengine: reset: %w", err)
+	}
+	if !e.opts.InMemory {
+		if err := os.RemoveAll(e.dir); err != nil {
+			e.closed = true
+			return fmt.Errorf("bleveengine: reset: %w", err)
+		}
+	}
+	idx, err := e.openIndex()
+	if err != nil {
+		e.closed = true
+		return fmt.Errorf("bleveengine: reset: %w", err)
+	}
+	e.idx, e.tab = idx, newTable()
+	return nil
+}
+
+// Close releases the engine. Later calls return engine.ErrClosed.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	return e.idx.Close()
+}

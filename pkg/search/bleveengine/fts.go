@@ -1,0 +1,387 @@
+package bleveengine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/searcher"
+	index "github.com/blevesearch/bleve_index_api"
+
+	"github.com/docrepo/docrepo/pkg/search/dsl"
+)
+
+// qkind is the kind of a translated full-text node.
+type qkind int
+
+const (
+	qTerm   qkind = iota // one term of field
+	qPhrase              // terms of field at consecutive positions ("" = any token)
+	qPrefix              // exact tokens: terms as a phrase, then a token starting with prefix
+	qNear                // exact phrases (clauses) within slop
+	qAll                 // every kid, none of not
+	qAny                 // at least one kid
+)
+
+// qnode is a full-text node after analysis: the terms it looks up in the
+// index. The same tree drives the searchers and the highlighter.
+type qnode struct {
+	kind    qkind
+	field   string
+	terms   []string
+	prefix  string
+	clauses [][]string
+	slop    int
+	kids    []*qnode
+	not     []*qnode
+}
+
+// translate analyses an fts query. It returns nil when nothing can match:
+// every term analysed to nothing (punctuation only).
+//
+// Bare words are stemmed. A word the stemming analyzer drops (a stop word)
+// is left out of its conjunction; when that leaves the whole query without
+// a term, the query is analysed again with every bare word matched exactly
+// (lowercased, not stemmed, stop words kept), so "the" finds documents
+// containing "the" and never everything or nothing.
+func (an *analyzers) translate(root dsl.FTSNode) *qnode {
+	if q := an.node(root, false); q != nil {
+		return q
+	}
+	return an.node(root, true)
+}
+
+func (an *analyzers) node(n dsl.FTSNode, exactWords bool) *qnode {
+	switch n := n.(type) {
+	case *dsl.Word:
+		if exactWords {
+			return phraseOrTerm(fieldExact, analyze(an.exact, n.Text))
+		}
+		return phraseOrTerm(fieldStem, analyze(an.stem, n.Text))
+	case *dsl.Phrase:
+		return phraseOrTerm(fieldExact, analyze(an.exact, n.Text()))
+	case *dsl.Prefix:
+		toks := analyze(an.exact, n.Prefix)
+		if len(toks) == 0 {
+			return nil
+		}
+		q := &qnode{kind: qPrefix, field: fieldExact, prefix: toks[len(toks)-1].term}
+		if len(toks) > 1 {
+			q.terms = withGaps(toks[:len(toks)-1])
+		}
+		return q
+	case *dsl.Near:
+		var clauses [][]string
+		for i := range n.Clauses {
+			if toks := analyze(an.exact, n.Clauses[i].Text()); len(toks) > 0 {
+				clauses = append(clauses, withGaps(toks))
+			}
+		}
+		switch len(clauses) {
+		case 0:
+			return nil
+		case 1:
+			return phraseOrTermTerms(fieldExact, clauses[0])
+		}
+		return &qnode{kind: qNear, field: fieldExact, clauses: clauses, slop: n.Distance}
+	case *dsl.AnyOf:
+		var kids []*qnode
+		for _, k := range n.Nodes {
+			if q := an.node(k, exactWords); q != nil {
+				kids = append(kids, q)
+			}
+		}
+		switch len(kids) {
+		case 0:
+			return nil
+		case 1:
+			return kids[0]
+		}
+		return &qnode{kind: qAny, kids: kids}
+	case *dsl.AllOf:
+		var kids, not []*qnode
+		for _, k := range n.Nodes {
+			if ex, ok := k.(*dsl.Exclude); ok {
+				if q := an.node(ex.Node, exactWords); q != nil {
+					not = append(not, q)
+				}
+				continue
+			}
+			if q := an.node(k, exactWords); q != nil {
+				kids = append(kids, q)
+			}
+		}
+		if len(kids) == 0 {
+			return nil
+		}
+		if len(kids) == 1 && len(not) == 0 {
+			return kids[0]
+		}
+		return &qnode{kind: qAll, kids: kids, not: not}
+	}
+	// *dsl.Exclude only occurs inside *dsl.AllOf.
+	return nil
+}
+
+// withGaps returns the terms of toks by position, "" standing for a
+// position the analyzer removed (a stop word inside "state-of-the-art").
+func withGaps(toks []token) []string {
+	terms := make([]string, 0, len(toks))
+	for i, t := range toks {
+		if i > 0 {
+			for gap := t.pos - toks[i-1].pos - 1; gap > 0; gap-- {
+				terms = append(terms, "")
+			}
+		}
+		terms = append(terms, t.term)
+	}
+	return terms
+}
+
+func phraseOrTerm(field string, toks []token) *qnode {
+	if len(toks) == 0 {
+		return nil
+	}
+	return phraseOrTermTerms(field, withGaps(toks))
+}
+
+func phraseOrTermTerms(field string, terms []string) *qnode {
+	if len(terms) == 1 {
+		return &qnode{kind: qTerm, field: field, terms: terms}
+	}
+	return &qnode{kind: qPhrase, field: field, terms: terms}
+}
+
+// String renders the node for tests and debugging.
+func (q *qnode) String() string {
+	if q == nil {
+		return "<none>"
+	}
+	switch q.kind {
+	case qTerm:
+		return q.field + ":" + q.terms[0]
+	case qPhrase:
+		return q.field + `:"` + strings.Join(q.terms, " ") + `"`
+	case qPrefix:
+		if len(q.terms) > 0 {
+			return q.field + `:"` + strings.Join(q.terms, " ") + " " + q.prefix + `*"`
+		}
+		return q.field + ":" + q.prefix + "*"
+	case qNear:
+		parts := make([]string, len(q.clauses))
+		for i, c := range q.clauses {
+			parts[i] = `"` + strings.Join(c, " ") + `"`
+		}
+		return fmt.Sprintf("near%d(%s)", q.slop, strings.Join(parts, " "))
+	case qAll, qAny:
+		parts := make([]string, 0, len(q.kids)+len(q.not))
+		for _, k := range q.kids {
+			parts = append(parts, k.String())
+		}
+		for _, k := range q.not {
+			parts = append(parts, "-"+k.String())
+		}
+		op := "and"
+		if q.kind == qAny {
+			op = "or"
+		}
+		return op + "(" + strings.Join(parts, " ") + ")"
+	}
+	return "?"
+}
+
+// bm25Context makes bleve's term searchers score with BM25 (normally set by
+// bleve's top-level search, which the engine does not use).
+func bm25Context(ctx context.Context) context.Context {
+	return context.WithValue(ctx, search.GetScoringModelCallbackKey,
+		search.GetScoringModelCallbackFn(func() string { return index.BM25Scoring }))
+}
+
+var (
+	scoring   = search.SearcherOptions{}
+	noScoring = search.SearcherOptions{Score: "none"}
+)
+
+// searcherBuilder builds bleve searchers for translated nodes.
+type searcherBuilder struct {
+	ctx            context.Context
+	r              index.IndexReader
+	maxPrefixTerms int
+}
+
+func closeAll(ss []search.Searcher) {
+	for _, s := range ss {
+		if s != nil {
+			_ = s.Close()
+		}
+	}
+}
+
+// build returns a searcher matching q. Scores are BM25 (bleve's
+// implementation: idf·tf-saturation per term, summed, with bleve's query
+// normalisation and disjunction coordination); prefixes score a constant
+// 1 per match, like Lucene's constant-score prefix rewrite.
+func (b *searcherBuilder) build(q *qnode, opts search.SearcherOptions) (search.Searcher, error) {
+	switch q.kind {
+	case qTerm:
+		return searcher.NewTermSearcher(b.ctx, b.r, q.terms[0], q.field, 1, opts)
+	case qPhrase:
+		return searcher.NewPhraseSearcher(b.ctx, b.r, q.terms, 0, false, q.field, 1, opts)
+	case qPrefix:
+		return b.prefix(q, opts)
+	case qNear:
+		return newNearSearcher(b.ctx, b.r, q, opts)
+	case qAny:
+		kids, err := b.buildAll(q.kids, opts)
+		if err != nil {
+			return nil, err
+		}
+		s, err := searcher.NewDisjunctionSearcher(b.ctx, b.r, kids, 1, opts)
+		if err != nil {
+			closeAll(kids)
+			return nil, err
+		}
+		return s, nil
+	case qAll:
+		kids, err := b.buildAll(q.kids, opts)
+		if err != nil {
+			return nil, err
+		}
+		var must search.Searcher
+		if len(kids) == 1 {
+			must = kids[0]
+		} else if must, err = searcher.NewConjunctionSearcher(b.ctx, b.r, kids, opts); err != nil {
+			closeAll(kids)
+			return nil, err
+		}
+		if len(q.not) == 0 {
+			return must, nil
+		}
+		nots, err := b.buildAll(q.not, noScoring)
+		if err != nil {
+			_ = must.Close()
+			return nil, err
+		}
+		var mustNot search.Searcher
+		if len(nots) == 1 {
+			mustNot = nots[0]
+		} else if mustNot, err = searcher.NewDisjunctionSearcher(b.ctx, b.r, nots, 1, noScoring); err != nil {
+			_ = must.Close()
+			closeAll(nots)
+			return nil, err
+		}
+		s, err := searcher.NewBooleanSearcher(b.ctx, b.r, must, nil, mustNot, opts)
+		if err != nil {
+			_ = must.Close()
+			_ = mustNot.Close()
+			return nil, err
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("bleveengine: unknown node kind %d", q.kind)
+}
+
+func (b *searcherBuilder) buildAll(qs []*qnode, opts search.SearcherOptions) ([]search.Searcher, error) {
+	out := make([]search.Searcher, 0, len(qs))
+	for _, q := range qs {
+		s, err := b.build(q, opts)
+		if err != nil {
+			closeAll(out)
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// expand returns the exact terms starting with prefix, failing with a
+// *dsl.Error when there are more than maxPrefixTerms.
+func (b *searcherBuilder) expand(field, prefix string) ([]string, error) {
+	dict, err := b.r.FieldDictPrefix(field, []byte(prefix))
+	if err != nil {
+		return nil, err
+	}
+	defer dict.Close()
+	var terms []string
+	for {
+		if len(terms)%1024 == 0 {
+			if err := b.ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		de, err := dict.Next()
+		if err != nil {
+			return nil, err
+		}
+		if de == nil {
+			return terms, nil
+		}
+		if len(terms) == b.maxPrefixTerms {
+			return nil, &dsl.Error{Detail: fmt.Sprintf(
+				"Invalid fts query: the prefix %s* matches more than %d words; use a longer prefix",
+				displayPrefix(prefix), b.maxPrefixTerms)}
+		}
+		terms = append(terms, de.Term)
+	}
+}
+
+func displayPrefix(p string) string {
+	if r := []rune(p); len(r) > 64 {
+		return string(r[:64]) + "..."
+	}
+	return p
+}
+
+func (b *searcherBuilder) prefix(q *qnode, opts search.SearcherOptions) (search.Searcher, error) {
+	terms, err := b.expand(q.field, q.prefix)
+	if err != nil {
+		return nil, err
+	}
+	if len(terms) == 0 {
+		return searcher.NewMatchNoneSearcher(b.r)
+	}
+	if len(q.terms) > 0 {
+		// Phrase prefix: the leading tokens, then any expansion.
+		mterms := make([][]string, 0, len(q.terms)+1)
+		for _, t := range q.terms {
+			mterms = append(mterms, []string{t})
+		}
+		mterms = append(mterms, terms)
+		return searcher.NewMultiPhraseSearcher(b.ctx, b.r, mterms, 0, false, q.field, 1, opts)
+	}
+	// Without scores or term vectors bleve ORs the postings directly.
+	s, err := searcher.NewMultiTermSearcher(b.ctx, b.r, terms, q.field, 1, noScoring, false)
+	if err != nil {
+		return nil, err
+	}
+	return &constScoreSearcher{Searcher: s, score: 1}, nil
+}
+
+// constScoreSearcher gives every match of its searcher the same score and
+// takes no part in query normalisation.
+type constScoreSearcher struct {
+	search.Searcher
+	score float64
+}
+
+func (s *constScoreSearcher) fix(dm *search.DocumentMatch) *search.DocumentMatch {
+	if dm != nil {
+		dm.Score = s.score
+		dm.FieldTermLocations = dm.FieldTermLocations[:0]
+	}
+	return dm
+}
+
+func (s *constScoreSearcher) Next(ctx *search.SearchContext) (*search.DocumentMatch, error) {
+	dm, err := s.Searcher.Next(ctx)
+	return s.fix(dm), err
+}
+
+func (s *constScoreSearcher) Advance(ctx *search.SearchContext, id index.IndexInternalID) (*search.DocumentMatch, error) {
+	dm, err := s.Searcher.Advance(ctx, id)
+	return s.fix(dm), err
+}
+
+func (s *constScoreSearcher) Weight() float64      { return 0 }
+func (s *constScoreSearcher) SetQueryNorm(float64) {}

@@ -1,0 +1,541 @@
+package bleveengine
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/searcher"
+	index "github.com/blevesearch/bleve_index_api"
+
+	"github.com/docrepo/docrepo/pkg/search/dsl"
+	"github.com/docrepo/docrepo/pkg/search/engine"
+)
+
+// checkEvery is how many documents a loop handles between checks of the
+// context.
+const checkEvery = 4096
+
+// match is a document matching a search, with its score.
+type match struct {
+	slot  int32
+	score float64
+}
+
+// searchRun is the state of one Search.
+type searchRun struct {
+	e    *Engine
+	ctx  context.Context
+	r    index.IndexReader
+	tab  *table
+	q    *dsl.Query
+	plan dsl.Plan
+	req  *engine.Request
+	// translated fts clauses
+	nodes map[*dsl.FTS]*qnode
+}
+
+// Search executes req (see the package documentation for the semantics).
+func (e *Engine) Search(ctx context.Context, req engine.Request) (engine.Result, error) {
+	if req.Query == nil {
+		return engine.Result{}, errors.New("bleveengine: search without a query")
+	}
+	plan := req.Plan
+	if req.Query.Where != nil {
+		// The plan is a pure function of the query; computing it here keeps
+		// a caller from passing one that does not match.
+		p, err := req.Query.Plan()
+		if err != nil {
+			return engine.Result{}, err
+		}
+		plan = p
+	} else {
+		plan = dsl.Plan{}
+	}
+	if err := ctx.Err(); err != nil {
+		return engine.Result{}, searchErr(err)
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return engine.Result{}, engine.ErrClosed
+	}
+	adv, err := e.idx.Advanced()
+	if err != nil {
+		return engine.Result{}, fmt.Errorf("bleveengine: search: %w", err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return engine.Result{}, fmt.Errorf("bleveengine: search: %w", err)
+	}
+	defer r.Close()
+	run := &searchRun{e: e, ctx: ctx, r: r, tab: e.tab, q: req.Query, plan: plan, req: &req, nodes: map[*dsl.FTS]*qnode{}}
+	res, err := run.execute()
+	if err != nil {
+		return engine.Result{}, searchErr(err)
+	}
+	return res, nil
+}
+
+// searchErr wraps err for the caller; context errors stay recognisable
+// with errors.Is, *dsl.Error with errors.As.
+func searchErr(err error) error {
+	var de *dsl.Error
+	if errors.As(err, &de) {
+		return err
+	}
+	return fmt.Errorf("bleveengine: search: %w", err)
+}
+
+func (run *searchRun) checkCtx() error {
+	return run.ctx.Err()
+}
+
+func (run *searchRun) execute() (engine.Result, error) {
+	q, plan := run.q, run.plan
+	visible := visibility(run.req)
+	comp := &compiler{leaves: map[*dsl.FTS]*ftsLeaf{}}
+	filters, err := comp.compileAll(plan.Filters)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	eligible := func(slot int32, r *record) bool {
+		if r.deleted || !visible(r) {
+			return false
+		}
+		ok, _ := filters(slot, r)
+		return ok
+	}
+	recs := run.tab.recs
+
+	// The vector clause: the k nearest eligible documents.
+	var nearest []neighbour
+	if plan.Vector != nil {
+		if len(run.req.QueryVector) == 0 {
+			return engine.Result{}, errors.New("request has a vector clause but no query vector")
+		}
+		k := q.Options.VectorK
+		if k <= 0 {
+			k = dsl.DefaultVectorK
+		}
+		kn := newKNN(run.req.QueryVector, k)
+		metadata := plan.Vector.Target == dsl.TargetMetadata
+		for i := range recs {
+			if i%checkEvery == 0 {
+				if err := run.checkCtx(); err != nil {
+					return engine.Result{}, err
+				}
+			}
+			r := &recs[i]
+			v := r.cvec
+			if metadata {
+				v = r.mvec
+			}
+			if v == nil || !eligible(int32(i), r) {
+				continue
+			}
+			kn.offer(int32(i), r.id, v)
+		}
+		nearest = kn.result()
+	}
+
+	// The fts clauses, each run over the whole index (or only over the
+	// nearest documents when there is a vector clause).
+	var restrict []string
+	if plan.Vector != nil {
+		restrict = make([]string, len(nearest))
+		for i, n := range nearest {
+			restrict[i] = docID(n.id)
+		}
+	}
+	for _, c := range plan.FullText {
+		var werr error
+		dsl.Walk(c, func(sub dsl.Clause) bool {
+			f, ok := sub.(*dsl.FTS)
+			if !ok || werr != nil || comp.leaves[f] != nil {
+				return werr == nil
+			}
+			leaf, err := run.fts(f, restrict)
+			if err != nil {
+				werr = err
+				return false
+			}
+			comp.leaves[f] = leaf
+			return true
+		})
+		if werr != nil {
+			return engine.Result{}, werr
+		}
+	}
+	fullText, err := comp.compileAll(plan.FullText)
+	if err != nil {
+		return engine.Result{}, err
+	}
+
+	var matches []match
+	switch {
+	case plan.Vector != nil:
+		for _, n := range nearest {
+			if len(plan.FullText) == 0 {
+				matches = append(matches, match{slot: n.slot, score: 1 / (1 + float64(n.d2))})
+				continue
+			}
+			if ok, s := fullText(n.slot, &recs[n.slot]); ok {
+				matches = append(matches, match{slot: n.slot, score: s})
+			}
+		}
+	case driver(plan.FullText, comp.leaves) != nil:
+		// Every match matches the conjunct that is an fts clause with the
+		// fewest matches: only its matches need evaluating.
+		driver := driver(plan.FullText, comp.leaves)
+		for i, slot := range driver.slots {
+			if i%checkEvery == 0 {
+				if err := run.checkCtx(); err != nil {
+					return engine.Result{}, err
+				}
+			}
+			r := &recs[slot]
+			if !eligible(slot, r) {
+				continue
+			}
+			if ok, s := fullText(slot, r); ok {
+				matches = append(matches, match{slot: slot, score: s})
+			}
+		}
+	default:
+		for i := range recs {
+			if i%checkEvery == 0 {
+				if err := run.checkCtx(); err != nil {
+					return engine.Result{}, err
+				}
+			}
+			slot := int32(i)
+			r := &recs[i]
+			if !eligible(slot, r) {
+				continue
+			}
+			if ok, s := fullText(slot, r); ok {
+				matches = append(matches, match{slot: slot, score: s})
+			}
+		}
+	}
+	if err := run.checkCtx(); err != nil {
+		return engine.Result{}, err
+	}
+
+	scored := plan.Vector != nil || len(plan.FullText) > 0
+	limit, offset := q.Limit, q.Offset
+	if limit <= 0 {
+		limit = dsl.DefaultLimit
+	}
+	res := engine.Result{Total: int64(len(matches))}
+	page := topN(matches, offset+limit, comparator(q.EffectiveSort(), recs, scored))
+	if offset >= len(page) {
+		return res, nil
+	}
+	page = page[offset:]
+	res.Hits = make([]engine.Hit, len(page))
+	for i, m := range page {
+		r := &recs[m.slot]
+		h := engine.Hit{ID: r.id, Fields: selectFields(r, q.Select)}
+		if scored {
+			s := m.score
+			h.Score = &s
+		}
+		res.Hits[i] = h
+	}
+	if q.WantsHighlights() && len(plan.FullText) > 0 {
+		if err := run.highlight(res.Hits); err != nil {
+			return engine.Result{}, err
+		}
+	}
+	return res, nil
+}
+
+// driver returns the result of the full-text conjunct that is an fts
+// clause with the fewest matches, or nil when no conjunct is an fts clause.
+func driver(conjuncts []dsl.Clause, leaves map[*dsl.FTS]*ftsLeaf) *ftsLeaf {
+	var d *ftsLeaf
+	for _, c := range conjuncts {
+		if f, ok := c.(*dsl.FTS); ok {
+			if l := leaves[f]; d == nil || len(l.slots) < len(d.slots) {
+				d = l
+			}
+		}
+	}
+	return d
+}
+
+// fts runs one fts clause, restricted to the documents whose ids are
+// listed when restrict is not nil.
+func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
+	recs := run.tab.recs
+	leaf := &ftsLeaf{scores: make([]float64, len(recs))}
+	for i := range leaf.scores {
+		leaf.scores[i] = math.NaN()
+	}
+	qn := run.e.an.translate(f.Root)
+	run.nodes[f] = qn
+	if qn == nil || restrict != nil && len(restrict) == 0 {
+		return leaf, nil
+	}
+	ctx := bm25Context(run.ctx)
+	b := &searcherBuilder{ctx: ctx, r: run.r, maxPrefixTerms: run.e.opts.MaxPrefixTerms}
+	s, err := b.build(qn, scoring)
+	if err != nil {
+		return nil, err
+	}
+	if restrict != nil {
+		ids, err := searcher.NewDocIDSearcher(ctx, run.r, restrict, 1, noScoring)
+		if err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+		conj, err := searcher.NewConjunctionSearcher(ctx, run.r,
+			[]search.Searcher{s, &constScoreSearcher{Searcher: ids}}, scoring)
+		if err != nil {
+			_ = s.Close()
+			_ = ids.Close()
+			return nil, err
+		}
+		s = conj
+	}
+	defer s.Close()
+	sctx := &search.SearchContext{
+		DocumentMatchPool: search.NewDocumentMatchPool(s.DocumentMatchPoolSize(), 0),
+		IndexReader:       run.r,
+	}
+	for n := 0; ; n++ {
+		if n%checkEvery == 0 {
+			if err := run.checkCtx(); err != nil {
+				return nil, err
+			}
+		}
+		dm, err := s.Next(sctx)
+		if err != nil {
+			return nil, err
+		}
+		if dm == nil {
+			break
+		}
+		ext, err := run.r.ExternalID(dm.IndexInternalID)
+		if err != nil {
+			return nil, err
+		}
+		id, err := parseDocID(ext)
+		if err != nil {
+			return nil, err
+		}
+		// A document written after this search's table snapshot has no
+		// slot yet; it is skipped.
+		if slot, ok := run.tab.slots[id]; ok && !recs[slot].deleted && math.IsNaN(leaf.scores[slot]) {
+			leaf.scores[slot] = dm.Score
+			leaf.slots = append(leaf.slots, slot)
+		}
+		sctx.DocumentMatchPool.Put(dm)
+	}
+	return leaf, nil
+}
+
+// visibility returns the caller's visibility pre-filter: unrestricted
+// callers see every document, others the documents sharing a group.
+func visibility(req *engine.Request) func(r *record) bool {
+	if req.Unrestricted {
+		return func(*record) bool { return true }
+	}
+	groups := sortedUnique(req.GroupIDs)
+	if len(groups) == 0 {
+		return func(*record) bool { return false }
+	}
+	return func(r *record) bool {
+		// Both sorted: merge.
+		i, j := 0, 0
+		for i < len(r.groups) && j < len(groups) {
+			switch {
+			case r.groups[i] == groups[j]:
+				return true
+			case r.groups[i] < groups[j]:
+				i++
+			default:
+				j++
+			}
+		}
+		return false
+	}
+}
+
+// comparator orders matches by the sort keys; documents lacking a field
+// sort after those having it in both directions. Without a ranking (scored
+// false) _score keys are ignored: every score is null.
+func comparator(keys []dsl.Sort, recs []record, scored bool) func(a, b *match) int {
+	var cmps []func(a, b *match) int
+	for _, k := range keys {
+		desc := k.Desc
+		dir := func(c int) int {
+			if desc {
+				return -c
+			}
+			return c
+		}
+		switch k.Field {
+		case dsl.FieldScore:
+			if scored {
+				cmps = append(cmps, func(a, b *match) int { return dir(cmp.Compare(a.score, b.score)) })
+			}
+		case dsl.FieldID:
+			cmps = append(cmps, func(a, b *match) int { return dir(cmp.Compare(recs[a.slot].id, recs[b.slot].id)) })
+		default:
+			if i, ok := stringFields[k.Field]; ok {
+				cmps = append(cmps, func(a, b *match) int {
+					ra, rb := &recs[a.slot], &recs[b.slot]
+					ha, hb := ra.has(i), rb.has(i)
+					if ha != hb {
+						return missingLast(ha)
+					}
+					if !ha {
+						return 0
+					}
+					return dir(strings.Compare(ra.str[i], rb.str[i]))
+				})
+			} else if get, ok := timeGetter(k.Field); ok {
+				cmps = append(cmps, func(a, b *match) int {
+					ta, ha := get(&recs[a.slot])
+					tb, hb := get(&recs[b.slot])
+					if ha != hb {
+						return missingLast(ha)
+					}
+					if !ha {
+						return 0
+					}
+					return dir(ta.Compare(tb))
+				})
+			} else if get, ok := boolGetter(k.Field); ok {
+				cmps = append(cmps, func(a, b *match) int {
+					return dir(cmpBool(get(&recs[a.slot]), get(&recs[b.slot])))
+				})
+			}
+			// filesbelongto cannot be a sort key (dsl rejects it).
+		}
+	}
+	return func(a, b *match) int {
+		for _, c := range cmps {
+			if r := c(a, b); r != 0 {
+				return r
+			}
+		}
+		return 0
+	}
+}
+
+func missingLast(aHas bool) int {
+	if aHas {
+		return -1
+	}
+	return 1
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
+}
+
+// topN returns the first n matches in cmp order, sorted. It keeps a heap of
+// the n best so far, the worst on top, so most matches cost one comparison.
+func topN(ms []match, n int, cmp func(a, b *match) int) []match {
+	sortFn := func(a, b match) int { return cmp(&a, &b) }
+	if n >= len(ms) {
+		slices.SortFunc(ms, sortFn)
+		return ms
+	}
+	h := make([]match, 0, n)
+	down := func(i int) {
+		for {
+			l := 2*i + 1
+			if l >= len(h) {
+				return
+			}
+			w := l
+			if r := l + 1; r < len(h) && cmp(&h[r], &h[l]) > 0 {
+				w = r
+			}
+			if cmp(&h[w], &h[i]) <= 0 {
+				return
+			}
+			h[i], h[w] = h[w], h[i]
+			i = w
+		}
+	}
+	for i := range ms {
+		m := &ms[i]
+		if len(h) < n {
+			h = append(h, *m)
+			for j := len(h) - 1; j > 0; {
+				p := (j - 1) / 2
+				if cmp(&h[j], &h[p]) <= 0 {
+					break
+				}
+				h[j], h[p] = h[p], h[j]
+				j = p
+			}
+			continue
+		}
+		if cmp(m, &h[0]) < 0 {
+			h[0] = *m
+			down(0)
+		}
+	}
+	slices.SortFunc(h, sortFn)
+	return h
+}
+
+// selectFields returns the selected metadata fields of r (nil when none is
+// selected).
+func selectFields(r *record, sel []string) map[string]any {
+	var out map[string]any
+	for _, name := range sel {
+		var v any
+		switch name {
+		case dsl.FieldID, dsl.FieldScore, dsl.FieldHighlights:
+			continue
+		case "date":
+			if r.hasDate {
+				v = r.date
+			}
+		case "entry_date":
+			if r.hasEntryDate {
+				v = r.entryDate
+			}
+		case "privileged":
+			v = r.privileged
+		case "islocked":
+			v = r.locked
+		case "filesbelongto":
+			if len(r.folders) > 0 {
+				v = slices.Clone(r.folders)
+			}
+		default:
+			i, ok := stringFields[name]
+			if !ok {
+				continue
+			}
+			if r.has(i) {
+				v = r.str[i]
+			}
+		}
+		if out == nil {
+			out = make(map[string]any, len(sel))
+		}
+		out[name] = v
+	}
+	return out
+}
