@@ -17,6 +17,8 @@ require (
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/docrepo/docrepo/services/indexer v0.0.0
+	github.com/docrepo/docrepo/services/search v0.0.0
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
@@ -44,3 +46,7 @@ replace (
 	github.com/docrepo/docrepo/services/folder => ../services/folder
 	github.com/docrepo/docrepo/services/schema => ../services/schema
 )
+
+replace github.com/docrepo/docrepo/services/search => ../services/search
+
+replace github.com/docrepo/docrepo/services/indexer => ../services/indexer

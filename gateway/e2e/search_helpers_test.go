@@ -1,0 +1,150 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// indexWait bounds how long a test waits for the indexer to catch up.
+const indexWait = 60 * time.Second
+
+// searchResult is the body of a 200 search response.
+type searchResult struct {
+	Total   int64            `json:"total"`
+	Offset  int              `json:"offset"`
+	Limit   int              `json:"limit"`
+	Results []map[string]any `json:"results"`
+}
+
+// ids returns the result ids in order.
+func (r searchResult) ids() []int64 {
+	out := make([]int64, len(r.Results))
+	for i, res := range r.Results {
+		f, _ := res["id"].(float64)
+		out[i] = int64(f)
+	}
+	return out
+}
+
+// search posts a search request.
+func (c *client) search(body any) *response {
+	c.t.Helper()
+	return c.do("POST", "/apiv2/pub/search", body)
+}
+
+// searchOK posts a search request that must succeed.
+func (c *client) searchOK(body any) searchResult {
+	c.t.Helper()
+	r := c.search(body)
+	expect(c.t, r, 200)
+	var res searchResult
+	r.JSON(c.t, &res)
+	return res
+}
+
+// fts is a where clause with one fts query.
+func fts(q string) map[string]any {
+	return map[string]any{"fts": map[string]any{"field": "content", "query": q}}
+}
+
+// sortedIDs returns ids sorted ascending (a copy).
+func sortedIDs(ids []int64) []int64 {
+	out := slices.Clone(ids)
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// waitSearch polls a search until check accepts its result: the way tests
+// wait for the indexer, never by sleeping blindly.
+func (c *client) waitSearch(what string, body any, check func(searchResult) error) searchResult {
+	c.t.Helper()
+	deadline := time.Now().Add(indexWait)
+	for {
+		res := c.searchOK(body)
+		err := check(res)
+		if err == nil {
+			return res
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("waiting for %s: %v", what, err)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// waitIndexed waits until every id is searchable by the user (a search for
+// exactly those ids returns them all).
+func (c *client) waitIndexed(ids ...int64) {
+	c.t.Helper()
+	vals := make([]any, len(ids))
+	for i, id := range ids {
+		vals[i] = id
+	}
+	body := map[string]any{"where": map[string]any{"in": map[string]any{"field": "id", "value": vals}}, "limit": 500}
+	c.waitSearch(fmt.Sprintf("documents %v to be indexed", ids), body, func(r searchResult) error {
+		if r.Total != int64(len(ids)) {
+			return fmt.Errorf("%d of %d documents searchable", r.Total, len(ids))
+		}
+		return nil
+	})
+}
+
+// uploadText uploads text as a text/plain file and returns the document id.
+func (u *docUser) uploadText(name, text string, fields ...formPart) int64 {
+	u.t.Helper()
+	parts := append([]formPart{field("folder_id", strconv.FormatInt(u.folder.FolderID, 10))}, fields...)
+	parts = append(parts, formPart{name: "file", filename: name, contentType: "text/plain", content: []byte(text)})
+	r := u.upload(parts...)
+	expect(u.t, r, 200)
+	var res uploadResult
+	r.JSON(u.t, &res)
+	return res.DocID
+}
+
+// wantIDs fails unless got holds exactly want, in any order.
+func wantIDs(t testing.TB, what string, got, want []int64) {
+	t.Helper()
+	if !slices.Equal(sortedIDs(got), sortedIDs(want)) {
+		t.Errorf("%s: ids = %v, want %v", what, sortedIDs(got), sortedIDs(want))
+	}
+}
+
+// testLogger is a quiet logger for extra service instances of a test.
+func testLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// doRequestTo sends a JSON request to a gateway other than the stack's.
+func doRequestTo(t testing.TB, base, token, method, path string, body any) *response {
+	t.Helper()
+	data, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(method, base+path, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}

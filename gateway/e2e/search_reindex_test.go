@@ -1,0 +1,138 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/docrepo/docrepo/pkg/auth"
+	"github.com/docrepo/docrepo/pkg/config"
+	indexerv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/indexer/v1"
+	searchv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/search/v1"
+	"github.com/docrepo/docrepo/pkg/grpcclient"
+	"github.com/docrepo/docrepo/services/search/searchsvc"
+)
+
+// TestSearchReindex runs a second search service that consumes no events:
+// its index is empty until IndexerService.Reindex (served on the search
+// service's own port in embedded mode) rebuilds it from the document
+// service. The progress stream ends finished with every document done.
+func TestSearchReindex(t *testing.T) {
+	t.Parallel()
+	u := newDocUser(t)
+	a := u.uploadText("r1.txt", "reindexed quokka text")
+	b := u.uploadText("r2.txt", "another quokka document")
+	u.waitIndexed(a, b) // committed and visible to the main stack
+
+	lis, err := listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	env := serviceEnv{common: config.Common{DatabaseURL: stk.dbURL, LogLevel: "warn"}, listener: lis, logger: testLogger(), addrs: stk.addrs, stack: stk}
+	cfg, err := searchConfig(ctx, env, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.OpenSearchURL = ""
+	cfg.NATSURL = "" // no events: only reindex writes this index
+	done := make(chan error, 1)
+	go func() { done <- searchsvc.Run(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("second search service: %v", err)
+		}
+	})
+	conn, err := grpcclient.Dial(lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	search := func() *searchv1.SearchResponse {
+		t.Helper()
+		where, _ := structpb.NewStruct(map[string]any{"fts": map[string]any{"query": "quokka"}})
+		c := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+u.token)
+		resp, err := searchv1.NewSearchServiceClient(conn).Search(c, &searchv1.SearchRequest{Where: where})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+
+	admin := u.withKey(auth.ScopeAdmin)
+	actx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+admin.token)
+	var stream interface {
+		Recv() (*indexerv1.ReindexResponse, error)
+	}
+	eventually(t, 30*time.Second, func() error {
+		s, err := indexerv1.NewIndexerServiceClient(conn).Reindex(actx, &indexerv1.ReindexRequest{Recreate: true})
+		if err == nil {
+			var first *indexerv1.ReindexResponse
+			if first, err = s.Recv(); err == nil {
+				stream = &prepended{first: first, rest: s}
+				return nil
+			}
+		}
+		if status.Code(err) == codes.Unavailable {
+			return err // still starting
+		}
+		t.Fatalf("reindex: %v", err)
+		return nil
+	})
+	var last *indexerv1.ReindexResponse
+	for {
+		p, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last != nil && p.GetDone() < last.GetDone() {
+			t.Fatalf("progress went backwards: %v then %v", last, p)
+		}
+		last = p
+	}
+	if last == nil || !last.GetFinished() || last.GetFailed() != 0 || last.GetDone() != last.GetTotal() || last.GetDone() < 2 {
+		t.Fatalf("last progress = %v, want finished, every document done, none failed", last)
+	}
+	resp := search()
+	if resp.GetTotal() != 2 {
+		t.Fatalf("after reindex the second index finds %d quokka documents, want 2", resp.GetTotal())
+	}
+
+	// The reindex scope is admin: a search key cannot start one.
+	sctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+u.token)
+	s, err := indexerv1.NewIndexerServiceClient(conn).Reindex(sctx, &indexerv1.ReindexRequest{})
+	if err == nil {
+		_, err = s.Recv()
+	}
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("reindex with a search key: %v, want PermissionDenied", err)
+	}
+}
+
+// prepended is a stream whose first message was already read.
+type prepended struct {
+	first *indexerv1.ReindexResponse
+	rest  interface {
+		Recv() (*indexerv1.ReindexResponse, error)
+	}
+}
+
+func (p *prepended) Recv() (*indexerv1.ReindexResponse, error) {
+	if p.first != nil {
+		f := p.first
+		p.first = nil
+		return f, nil
+	}
+	return p.rest.Recv()
+}
