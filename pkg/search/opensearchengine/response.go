@@ -250,4 +250,3 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
-

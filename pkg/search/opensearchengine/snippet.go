@@ -4,7 +4,8 @@ import (
 	"html"
 	"strings"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/docrepo/docrepo/pkg/search/highlight"
 )
 
 // snippet turns one fragment of OpenSearch's highlighter (html encoder:
@@ -12,7 +13,8 @@ import (
 // writes them: the text re-escaped the same way (&lt; &gt; &amp; &#39;
 // &#34;, where OpenSearch also writes &#x2F; for '/'), control characters
 // as spaces, surrounding spaces trimmed, adjacent marks merged, and at most
-// max visible characters. It returns "" for an empty fragment.
+// max visible characters (highlight.Clip, the shared rule). It returns ""
+// for an empty fragment.
 func snippet(frag string, max int) string {
 	var b strings.Builder
 	open := false
@@ -52,7 +54,7 @@ func snippet(frag string, max int) string {
 	if open {
 		b.WriteString(postTag)
 	}
-	return clip(trimSnippet(b.String()), max)
+	return highlight.Clip(trimSnippet(b.String()), max)
 }
 
 // writeEscaped writes s HTML-escaped, control characters as spaces.
@@ -84,44 +86,4 @@ func trimSnippet(s string) string {
 		}
 		s = t
 	}
-}
-
-// clip cuts a snippet to at most max visible characters (a character
-// entity counts one, tags none), never inside a tag or an entity, and
-// closes a <b> left open by the cut.
-func clip(s string, max int) string {
-	visible, open := 0, false
-	for i := 0; i < len(s); {
-		switch {
-		case strings.HasPrefix(s[i:], preTag):
-			open = true
-			i += len(preTag)
-			continue
-		case strings.HasPrefix(s[i:], postTag):
-			open = false
-			i += len(postTag)
-			continue
-		}
-		if visible == max {
-			out := s[:i]
-			if open {
-				if strings.HasSuffix(out, preTag) {
-					return strings.TrimSuffix(out, preTag)
-				}
-				out += postTag
-			}
-			return out
-		}
-		n := 1
-		if s[i] == '&' {
-			if end := strings.IndexByte(s[i:], ';'); end > 1 && end <= 10 {
-				n = end + 1
-			}
-		} else {
-			_, n = utf8.DecodeRuneInString(s[i:])
-		}
-		visible++
-		i += n
-	}
-	return s
 }

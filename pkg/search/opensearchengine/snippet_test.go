@@ -1,6 +1,10 @@
 package opensearchengine
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/docrepo/docrepo/pkg/search/highlight"
+)
 
 func TestSnippet(t *testing.T) {
 	for _, c := range []struct {
@@ -23,6 +27,9 @@ func TestSnippet(t *testing.T) {
 		got := snippet(c.frag, c.max)
 		if got != c.want {
 			t.Errorf("snippet(%q, %d) = %q, want %q", c.frag, c.max, got, c.want)
+		}
+		if n := highlight.VisibleLen(got); n > c.max {
+			t.Errorf("snippet(%q, %d) has %d visible characters", c.frag, c.max, n)
 		}
 	}
 }
