@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/docrepo/docrepo/pkg/search/engine"
+	"github.com/docrepo/docrepo/pkg/search/enginetest"
 )
 
 // The integration tests run against a real OpenSearch (3.1 or later, with
@@ -25,9 +26,20 @@ import (
 
 var testIndexSeq atomic.Int64
 
+// TestConformance runs the shared behaviour suite (enginetest), which the
+// embedded engine passes too, against a real OpenSearch: each engine on a
+// fresh index with 4-dimensional vectors, writes refreshed (wait_for) so
+// that the suite reads its writes.
+func TestConformance(t *testing.T) {
+	integrationConfig(t, 4, 4) // skips without OPENSEARCH_URL
+	enginetest.Run(t, func(t *testing.T) engine.Engine {
+		return newIntegrationEngine(t, 4, 4)
+	})
+}
+
 // integrationConfig returns the configuration of a fresh test index, or
 // skips the test when no OpenSearch is configured.
-func integrationConfig(t *testing.T) Config {
+func integrationConfig(t *testing.T, dims, metaDims int) Config {
 	t.Helper()
 	if os.Getenv(EnvURL) == "" {
 		t.Skipf("%s is not set: the OpenSearch integration tests need a real OpenSearch 3.1+ with the k-NN plugin "+
@@ -38,16 +50,16 @@ func integrationConfig(t *testing.T) Config {
 		t.Fatal(err)
 	}
 	cfg.Index = fmt.Sprintf("docrepo-test-%d-%d", time.Now().UnixNano(), testIndexSeq.Add(1))
-	cfg.Dimensions, cfg.MetadataDimensions = 4, 3
+	cfg.Dimensions, cfg.MetadataDimensions = dims, metaDims
 	cfg.Refresh = RefreshWaitFor
 	return cfg
 }
 
-// newIntegrationEngine opens an engine on a fresh index and deletes the
-// index when the test ends.
-func newIntegrationEngine(t *testing.T) *Engine {
+// newIntegrationEngine opens an engine on a fresh index (vector lengths
+// dims and metaDims) and deletes the index when the test ends.
+func newIntegrationEngine(t *testing.T, dims, metaDims int) *Engine {
 	t.Helper()
-	cfg := integrationConfig(t)
+	cfg := integrationConfig(t, dims, metaDims)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	e, err := New(ctx, cfg)
@@ -79,13 +91,13 @@ func corpus() []engine.Document {
 	}
 	return []engine.Document{
 		{ID: 1, Rev: 3, GroupIDs: []int64{1}, FolderIDs: []int64{10},
-			Content:     "The annual report shows a budget deficit of the Ministry.",
-			DocType:     ptr("Report"), Description: ptr("Annual REPORT 50% *off*"),
-			Date:        day("2024-01-31T10:00:00Z"),
+			Content: "The annual report shows a budget deficit of the Ministry.",
+			DocType: ptr("Report"), Description: ptr("Annual REPORT 50% *off*"),
+			Date:          day("2024-01-31T10:00:00Z"),
 			ContentVector: []float32{1, 0, 0, 0}, MetadataVector: []float32{1, 0, 0}},
 		{ID: 2, Rev: 1, GroupIDs: []int64{2}, Privileged: true,
-			Content:       "Budgeting for next year: the deficit shrank. E-mail the board.",
-			DocType:       ptr("Invoice"), Date: day("2024-02-01T00:00:00Z"),
+			Content: "Budgeting for next year: the deficit shrank. E-mail the board.",
+			DocType: ptr("Invoice"), Date: day("2024-02-01T00:00:00Z"),
 			ContentVector: []float32{0, 1, 0, 0}, MetadataVector: []float32{0, 1, 0}},
 		{ID: 3, Rev: 1, GroupIDs: []int64{1, 2},
 			Content:       "alpha x x beta",
@@ -113,7 +125,7 @@ func sortedIDs(res engine.Result) []int64 {
 }
 
 func TestIntegrationSemantics(t *testing.T) {
-	e := newIntegrationEngine(t)
+	e := newIntegrationEngine(t, 4, 3)
 	ctx := context.Background()
 
 	wr, err := e.Upsert(ctx, corpus())
@@ -324,7 +336,7 @@ func TestIntegrationSemantics(t *testing.T) {
 }
 
 func TestIntegrationTimeout(t *testing.T) {
-	e := newIntegrationEngine(t)
+	e := newIntegrationEngine(t, 4, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel()
 	time.Sleep(time.Millisecond)

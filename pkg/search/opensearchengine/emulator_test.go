@@ -1,0 +1,1015 @@
+package opensearchengine
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
+	"github.com/blevesearch/bleve/v2/analysis/token/porter"
+	"github.com/blevesearch/bleve/v2/analysis/token/stop"
+	"github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
+
+	"github.com/docrepo/docrepo/pkg/search/engine"
+	"github.com/docrepo/docrepo/pkg/search/enginetest"
+)
+
+// TestConformanceEmulated runs the shared behaviour suite against an
+// emulator: an in-process HTTP server that evaluates the request bodies
+// this package sends the way the OpenSearch documentation says OpenSearch
+// does (bool, term, terms, range, wildcard, prefix, match, match_phrase,
+// span_near, knn with filter, constant_score, sort with missing _last,
+// from/size, _source includes, external versioning, a sentence-based
+// highlighter with the html encoder), with the english and exact analyzers
+// approximated by bleve's equivalents and BM25 computed directly.
+//
+// It is NOT OpenSearch. It checks the translation's logic (which clause
+// lands where, nesting, escaping, date bounds, the two-step fts+vector,
+// client-side vector sorting and paging, snippet clean-up) against the
+// suite's expected answers; where the emulator's reading of OpenSearch is
+// wrong, both can be wrong together. Only TestConformance against a real
+// OpenSearch settles that.
+func TestConformanceEmulated(t *testing.T) {
+	emu := newEmulator()
+	srv := httptest.NewServer(emu)
+	t.Cleanup(srv.Close)
+	var n int
+	var mu sync.Mutex
+	enginetest.Run(t, func(t *testing.T) engine.Engine {
+		mu.Lock()
+		n++
+		index := fmt.Sprintf("emu-%d", n)
+		mu.Unlock()
+		e, err := New(t.Context(), Config{
+			Addresses: []string{srv.URL}, Index: index, Dimensions: 4, Refresh: RefreshWaitFor,
+			RetryBackoff: time.Millisecond,
+		})
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e
+	})
+}
+
+// emuAnalyzers mirror the index analyzers: english (UAX #29 tokens,
+// possessive, lowercase, Lucene's English stop set, Porter) and exact
+// (tokens, lowercase).
+type emuAnalyzers struct{ stem, exact analysis.Analyzer }
+
+func newEmuAnalyzers() emuAnalyzers {
+	stops := analysis.NewTokenMap()
+	for w := range englishStopWords {
+		stops.AddToken(w)
+	}
+	tok := unicode.NewUnicodeTokenizer()
+	return emuAnalyzers{
+		stem: &analysis.DefaultAnalyzer{Tokenizer: tok, TokenFilters: []analysis.TokenFilter{
+			en.NewPossessiveFilter(), lowercase.NewLowerCaseFilter(), stop.NewStopTokensFilter(stops), porter.NewPorterStemmer(),
+		}},
+		exact: &analysis.DefaultAnalyzer{Tokenizer: tok, TokenFilters: []analysis.TokenFilter{lowercase.NewLowerCaseFilter()}},
+	}
+}
+
+type emuTok struct {
+	term       string
+	pos        int
+	start, end int
+}
+
+func emuAnalyze(a analysis.Analyzer, text string) []emuTok {
+	var out []emuTok
+	for _, t := range a.Analyze([]byte(text)) {
+		out = append(out, emuTok{term: string(t.Term), pos: t.Position, start: t.Start, end: t.End})
+	}
+	return out
+}
+
+type emuDoc struct {
+	id      string
+	version int64
+	deleted bool
+	src     map[string]any
+	fields  map[string][]emuTok // "content", "content.exact"
+}
+
+type emuIndex struct {
+	docs map[string]*emuDoc
+}
+
+type emulator struct {
+	mu      sync.Mutex
+	an      emuAnalyzers
+	indexes map[string]*emuIndex
+}
+
+func newEmulator() *emulator {
+	return &emulator{an: newEmuAnalyzers(), indexes: map[string]*emuIndex{}}
+}
+
+func (em *emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if r.URL.Path == "/" {
+		writeJSON(w, 200, `{"version":{"distribution":"opensearch","number":"3.1.0"}}`)
+		return
+	}
+	if parts[0] == "_alias" {
+		writeJSON(w, 404, `{"error":"alias missing","status":404}`)
+		return
+	}
+	name := parts[0]
+	ix := em.indexes[name]
+	op := ""
+	if len(parts) > 1 {
+		op = parts[1]
+	}
+	if ix == nil && !(r.Method == http.MethodPut && op == "") {
+		writeJSON(w, 404, `{"error":{"type":"index_not_found_exception","reason":"no such index"},"status":404}`)
+		return
+	}
+	switch {
+	case r.Method == http.MethodPut && op == "":
+		if ix != nil {
+			writeJSON(w, 400, `{"error":{"type":"resource_already_exists_exception","reason":"exists"},"status":400}`)
+			return
+		}
+		em.indexes[name] = &emuIndex{docs: map[string]*emuDoc{}}
+		writeJSON(w, 200, `{"acknowledged":true}`)
+	case r.Method == http.MethodDelete && op == "":
+		delete(em.indexes, name)
+		writeJSON(w, 200, `{"acknowledged":true}`)
+	case op == "_mapping":
+		writeJSON(w, 200, `{"`+name+`":{"mappings":{"properties":{"content_vector":{"type":"knn_vector","dimension":4},"metadata_vector":{"type":"knn_vector","dimension":4}}}}}`)
+	case op == "_bulk":
+		em.bulk(w, ix, body)
+	case op == "_doc" && len(parts) == 3:
+		em.doc(w, r, ix, parts[2])
+	case op == "_count":
+		n := 0
+		for _, d := range ix.docs {
+			if !d.deleted {
+				n++
+			}
+		}
+		writeJSON(w, 200, fmt.Sprintf(`{"count":%d}`, n))
+	case op == "_search":
+		var req map[string]any
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		if err := dec.Decode(&req); err != nil {
+			writeJSON(w, 400, `{"error":{"type":"parse_exception","reason":"bad json"},"status":400}`)
+			return
+		}
+		out, err := em.search(ix, req)
+		if err != nil {
+			b, _ := json.Marshal(err.Error())
+			writeJSON(w, 400, `{"error":{"type":"emulator","reason":`+string(b)+`},"status":400}`)
+			return
+		}
+		b, _ := json.Marshal(out)
+		writeJSON(w, 200, string(b))
+	default:
+		writeJSON(w, 400, `{"error":{"type":"emulator","reason":"unsupported"},"status":400}`)
+	}
+}
+
+func (em *emulator) bulk(w http.ResponseWriter, ix *emuIndex, body []byte) {
+	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+	var items []string
+	for i := 0; i+1 < len(lines); i += 2 {
+		var action map[string]map[string]any
+		json.Unmarshal([]byte(lines[i]), &action)
+		meta := action["index"]
+		id := meta["_id"].(string)
+		ver := int64(meta["version"].(float64))
+		var src map[string]any
+		dec := json.NewDecoder(strings.NewReader(lines[i+1]))
+		dec.UseNumber()
+		dec.Decode(&src)
+		if cur := ix.docs[id]; cur != nil && ver <= cur.version {
+			items = append(items, fmt.Sprintf(`{"index":{"_id":%q,"status":409,"error":{"type":"version_conflict_engine_exception","reason":"conflict"}}}`, id))
+			continue
+		}
+		content, _ := src["content"].(string)
+		ix.docs[id] = &emuDoc{id: id, version: ver, src: src, fields: map[string][]emuTok{
+			"content":       emuAnalyze(em.an.stem, content),
+			"content.exact": emuAnalyze(em.an.exact, content),
+		}}
+		items = append(items, fmt.Sprintf(`{"index":{"_id":%q,"status":201}}`, id))
+	}
+	writeJSON(w, 200, `{"errors":true,"items":[`+strings.Join(items, ",")+`]}`)
+}
+
+func (em *emulator) doc(w http.ResponseWriter, r *http.Request, ix *emuIndex, id string) {
+	cur := ix.docs[id]
+	switch r.Method {
+	case http.MethodGet:
+		if cur == nil || cur.deleted {
+			writeJSON(w, 404, `{"found":false}`)
+			return
+		}
+		writeJSON(w, 200, fmt.Sprintf(`{"found":true,"_version":%d}`, cur.version))
+	case http.MethodDelete:
+		ver, _ := strconv.ParseInt(r.URL.Query().Get("version"), 10, 64)
+		if cur != nil && ver < cur.version {
+			writeJSON(w, 409, `{"error":{"type":"version_conflict_engine_exception","reason":"conflict"},"status":409}`)
+			return
+		}
+		ix.docs[id] = &emuDoc{id: id, version: ver, deleted: true}
+		if cur == nil || cur.deleted {
+			writeJSON(w, 404, `{"result":"not_found"}`)
+			return
+		}
+		writeJSON(w, 200, `{"result":"deleted"}`)
+	}
+}
+
+// emuStats are the BM25 statistics of the live documents.
+type emuStats struct {
+	n     int
+	df    map[string]map[string]int // field → term → documents
+	avgdl map[string]float64
+}
+
+func statsOf(docs []*emuDoc) *emuStats {
+	s := &emuStats{n: len(docs), df: map[string]map[string]int{}, avgdl: map[string]float64{}}
+	for _, f := range []string{"content", "content.exact"} {
+		s.df[f] = map[string]int{}
+		total := 0
+		for _, d := range docs {
+			seen := map[string]bool{}
+			for _, t := range d.fields[f] {
+				if !seen[t.term] {
+					seen[t.term] = true
+					s.df[f][t.term]++
+				}
+			}
+			total += len(d.fields[f])
+		}
+		if len(docs) > 0 {
+			s.avgdl[f] = float64(total) / float64(len(docs))
+		}
+	}
+	return s
+}
+
+// bm25 is Lucene's BM25 (k1 1.2, b 0.75) of a term with frequency tf.
+func (s *emuStats) bm25(field, term string, tf float64, dl int) float64 {
+	if tf == 0 {
+		return 0
+	}
+	df := float64(s.df[field][term])
+	idf := math.Log(1 + (float64(s.n)-df+0.5)/(df+0.5))
+	norm := 1.2 * (1 - 0.75 + 0.75*float64(dl)/s.avgdl[field])
+	return idf * tf * 2.2 / (tf + norm)
+}
+
+type emuCtx struct {
+	em    *emulator
+	stats *emuStats
+	all   []*emuDoc
+}
+
+func (em *emulator) search(ix *emuIndex, req map[string]any) (map[string]any, error) {
+	var live []*emuDoc
+	for _, d := range ix.docs {
+		if !d.deleted {
+			live = append(live, d)
+		}
+	}
+	slices.SortFunc(live, func(a, b *emuDoc) int { return cmp.Compare(num(a.src["id"]), num(b.src["id"])) })
+	c := &emuCtx{em: em, stats: statsOf(live), all: live}
+	type hit struct {
+		d     *emuDoc
+		score float64
+	}
+	var hits []hit
+	q, _ := req["query"].(map[string]any)
+	if knn, ok := q["knn"]; ok {
+		res, err := c.knn(knn.(map[string]any))
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range res {
+			hits = append(hits, hit{h.d, h.score})
+		}
+	} else {
+		for _, d := range live {
+			ok, s, err := c.eval(q, d)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				hits = append(hits, hit{d, s})
+			}
+		}
+	}
+	// Sort.
+	sortKeys, _ := req["sort"].([]any)
+	slices.SortStableFunc(hits, func(a, b hit) int {
+		for _, k := range sortKeys {
+			for field, spec := range k.(map[string]any) {
+				desc := spec.(map[string]any)["order"] == "desc"
+				var r int
+				if field == "_score" {
+					r = cmp.Compare(a.score, b.score)
+				} else {
+					av, aok := sortValue(a.d, field)
+					bv, bok := sortValue(b.d, field)
+					switch {
+					case !aok && !bok:
+						continue
+					case !aok:
+						return 1
+					case !bok:
+						return -1
+					}
+					r = compareValues(av, bv)
+				}
+				if desc {
+					r = -r
+				}
+				if r != 0 {
+					return r
+				}
+			}
+		}
+		return 0
+	})
+	total := len(hits)
+	from, size := int(num(req["from"])), 10
+	if v, ok := req["size"]; ok {
+		size = int(num(v))
+	}
+	page := hits[min(from, len(hits)):min(from+size, len(hits))]
+	var out []any
+	for _, h := range page {
+		rh := map[string]any{"_id": h.d.id, "_score": h.score}
+		if inc, ok := req["_source"].(map[string]any); ok {
+			src := map[string]any{}
+			for _, f := range inc["includes"].([]any) {
+				if v, ok := h.d.src[f.(string)]; ok {
+					src[f.(string)] = v
+				}
+			}
+			rh["_source"] = src
+		}
+		if hl, ok := req["highlight"].(map[string]any); ok {
+			frags := c.highlight(q, h.d, hl)
+			if len(frags) > 0 {
+				rh["highlight"] = map[string]any{"content": frags}
+			}
+		}
+		out = append(out, rh)
+	}
+	resp := map[string]any{
+		"timed_out": false,
+		"_shards":   map[string]any{"total": 1, "successful": 1, "failed": 0},
+		"hits":      map[string]any{"hits": out},
+	}
+	if req["track_total_hits"] == true {
+		resp["hits"].(map[string]any)["total"] = map[string]any{"value": total, "relation": "eq"}
+	}
+	return resp, nil
+}
+
+func num(v any) float64 {
+	switch v := v.(type) {
+	case json.Number:
+		f, _ := v.Float64()
+		return f
+	case float64:
+		return v
+	case int:
+		return float64(v)
+	case int64:
+		return float64(v)
+	}
+	return 0
+}
+
+// sortValue is a document's sort value: keyword string, long, boolean or
+// date (milliseconds).
+func sortValue(d *emuDoc, field string) (any, bool) {
+	v, ok := d.src[field]
+	if !ok || v == nil {
+		return nil, false
+	}
+	switch field {
+	case "date", "entry_date":
+		ms, err := parseDateMS(v.(string))
+		if err != nil {
+			return nil, false
+		}
+		return ms, true
+	}
+	switch v := v.(type) {
+	case json.Number:
+		n, _ := v.Int64()
+		return n, true
+	case string, bool:
+		return v, true
+	}
+	return nil, false
+}
+
+// parseDateMS parses a date as the date field does, truncated to
+// milliseconds.
+func parseDateMS(s string) (int64, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, err
+	}
+	return t.UnixMilli(), nil
+}
+
+type emuHit struct {
+	d     *emuDoc
+	score float64
+}
+
+func (c *emuCtx) knn(spec map[string]any) ([]emuHit, error) {
+	for field, raw := range spec {
+		body := raw.(map[string]any)
+		var vec []float64
+		for _, x := range body["vector"].([]any) {
+			vec = append(vec, num(x))
+		}
+		k := int(num(body["k"]))
+		var filter map[string]any
+		if f, ok := body["filter"]; ok {
+			filter = f.(map[string]any)
+		}
+		var res []emuHit
+		for _, d := range c.all {
+			dv, ok := d.src[field].([]any)
+			if !ok {
+				continue
+			}
+			if filter != nil {
+				ok, _, err := c.eval(filter, d)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					continue
+				}
+			}
+			var d2 float64
+			for i := range vec {
+				x := float64(float32(num(dv[i])) - float32(vec[i]))
+				d2 += x * x
+			}
+			res = append(res, emuHit{d, float64(float32(1 / (1 + d2)))})
+		}
+		slices.SortStableFunc(res, func(a, b emuHit) int { return -cmp.Compare(a.score, b.score) })
+		return res[:min(k, len(res))], nil
+	}
+	return nil, fmt.Errorf("empty knn")
+}
+
+// eval evaluates a query on a document: whether it matches and its score.
+func (c *emuCtx) eval(q map[string]any, d *emuDoc) (bool, float64, error) {
+	if len(q) != 1 {
+		return false, 0, fmt.Errorf("query object with %d keys: %v", len(q), q)
+	}
+	for kind, raw := range q {
+		switch kind {
+		case "match_all":
+			return true, 1, nil
+		case "match_none":
+			return false, 0, nil
+		case "constant_score":
+			ok, _, err := c.eval(raw.(map[string]any)["filter"].(map[string]any), d)
+			return ok, 1, err
+		case "bool":
+			return c.evalBool(raw.(map[string]any), d)
+		case "term", "terms", "range", "wildcard", "prefix", "match", "match_phrase", "span_near", "span_term":
+			return c.leaf(kind, raw.(map[string]any), d)
+		}
+		return false, 0, fmt.Errorf("unsupported query %q", kind)
+	}
+	return false, 0, nil
+}
+
+func (c *emuCtx) evalBool(b map[string]any, d *emuDoc) (bool, float64, error) {
+	score := 0.0
+	for _, occur := range []string{"must", "filter", "must_not", "should"} {
+		if _, ok := b[occur]; !ok {
+			continue
+		}
+		qs, ok := b[occur].([]any)
+		if !ok {
+			return false, 0, fmt.Errorf("bool %s is not an array", occur)
+		}
+		matched := 0
+		for _, sub := range qs {
+			ok, s, err := c.eval(sub.(map[string]any), d)
+			if err != nil {
+				return false, 0, err
+			}
+			switch occur {
+			case "must":
+				if !ok {
+					return false, 0, nil
+				}
+				score += s
+			case "filter":
+				if !ok {
+					return false, 0, nil
+				}
+			case "must_not":
+				if ok {
+					return false, 0, nil
+				}
+			case "should":
+				if ok {
+					matched++
+					score += s
+				}
+			}
+		}
+		if occur == "should" && matched < int(num(b["minimum_should_match"])) {
+			return false, 0, nil
+		}
+	}
+	for k := range b {
+		if !slices.Contains([]string{"must", "filter", "must_not", "should", "minimum_should_match"}, k) {
+			return false, 0, fmt.Errorf("unsupported bool member %q", k)
+		}
+	}
+	return true, score, nil
+}
+
+// fieldValues returns a document's indexed values of a metadata field.
+func fieldValues(d *emuDoc, field string) []any {
+	lower := strings.HasSuffix(field, lowerSuffix)
+	v, ok := d.src[strings.TrimSuffix(field, lowerSuffix)]
+	if !ok || v == nil {
+		return nil
+	}
+	vals, isArr := v.([]any)
+	if !isArr {
+		vals = []any{v}
+	}
+	if lower {
+		for i := range vals {
+			vals[i] = strings.ToLower(vals[i].(string))
+		}
+	}
+	return vals
+}
+
+func (c *emuCtx) leaf(kind string, body map[string]any, d *emuDoc) (bool, float64, error) {
+	if kind == "span_near" || kind == "span_term" {
+		spans, err := c.spans(map[string]any{kind: body}, d)
+		if err != nil {
+			return false, 0, err
+		}
+		return len(spans) > 0, float64(len(spans)), nil
+	}
+	for field, spec := range body {
+		if strings.HasPrefix(field, "content") {
+			return c.text(kind, field, spec, d)
+		}
+		vals := fieldValues(d, field)
+		switch kind {
+		case "term":
+			for _, v := range vals {
+				if equalValue(field, v, spec) {
+					return true, 0, nil
+				}
+			}
+		case "terms":
+			for _, v := range vals {
+				for _, want := range spec.([]any) {
+					if equalValue(field, v, want) {
+						return true, 0, nil
+					}
+				}
+			}
+		case "range":
+			for _, v := range vals {
+				if inRange(field, v, spec.(map[string]any)) {
+					return true, 0, nil
+				}
+			}
+		case "wildcard":
+			re := wildcardRE(spec.(map[string]any)["value"].(string))
+			for _, v := range vals {
+				if re.MatchString(v.(string)) {
+					return true, 0, nil
+				}
+			}
+		case "prefix":
+			p := spec.(map[string]any)["value"].(string)
+			for _, v := range vals {
+				if strings.HasPrefix(v.(string), p) {
+					return true, 0, nil
+				}
+			}
+		default:
+			return false, 0, fmt.Errorf("%s on %s", kind, field)
+		}
+		return false, 0, nil
+	}
+	return false, 0, fmt.Errorf("empty %s", kind)
+}
+
+func isDateField(f string) bool { return f == "date" || f == "entry_date" }
+
+func equalValue(field string, v, want any) bool {
+	if isDateField(field) {
+		a, err1 := parseDateMS(v.(string))
+		b, err2 := parseDateMS(want.(string))
+		return err1 == nil && err2 == nil && a == b
+	}
+	return fmt.Sprint(v) == fmt.Sprint(want)
+}
+
+// inRange compares like the field type: dates in milliseconds (bounds
+// truncated, gt adding one), longs numerically, keywords by bytes.
+func inRange(field string, v any, r map[string]any) bool {
+	for op, bound := range r {
+		var c int
+		switch {
+		case isDateField(field):
+			a, _ := parseDateMS(v.(string))
+			b, err := parseDateMS(bound.(string))
+			if err != nil {
+				return false
+			}
+			c = cmp.Compare(a, b)
+		case field == "id" || field == "filesbelongto":
+			c = cmp.Compare(num(v), num(bound))
+		default:
+			c = strings.Compare(v.(string), bound.(string))
+		}
+		ok := map[string]bool{"gt": c > 0, "gte": c >= 0, "lt": c < 0, "lte": c <= 0}[op]
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// wildcardRE turns a wildcard pattern (*, ?, \ escapes) into a regexp.
+func wildcardRE(p string) *regexp.Regexp {
+	var b strings.Builder
+	b.WriteString("^")
+	for i := 0; i < len(p); {
+		r, w := utf8.DecodeRuneInString(p[i:])
+		switch r {
+		case '\\':
+			if i+w < len(p) {
+				r2, w2 := utf8.DecodeRuneInString(p[i+w:])
+				b.WriteString(regexp.QuoteMeta(string(r2)))
+				i += w + w2
+				continue
+			}
+		case '*':
+			b.WriteString("(?s:.*)")
+		case '?':
+			b.WriteString("(?s:.)")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+		i += w
+	}
+	b.WriteString("$")
+	return regexp.MustCompile(b.String())
+}
+
+func (c *emuCtx) analyzer(field string) analysis.Analyzer {
+	if field == fieldContent {
+		return c.em.an.stem
+	}
+	return c.em.an.exact
+}
+
+// text evaluates a full-text leaf on content or content.exact.
+func (c *emuCtx) text(kind, field string, spec any, d *emuDoc) (bool, float64, error) {
+	toks := d.fields[field]
+	dl := len(toks)
+	switch kind {
+	case "term":
+		tf := countTerm(toks, spec.(string))
+		return tf > 0, c.stats.bm25(field, spec.(string), float64(tf), dl), nil
+	case "match":
+		qt := emuAnalyze(c.analyzer(field), spec.(map[string]any)["query"].(string))
+		if len(qt) == 0 {
+			return false, 0, nil // zero_terms_query none
+		}
+		score, any := 0.0, false
+		for _, t := range qt {
+			tf := countTerm(toks, t.term)
+			if tf > 0 {
+				any = true
+				score += c.stats.bm25(field, t.term, float64(tf), dl)
+			}
+		}
+		return any, score, nil
+	case "match_phrase":
+		qt := emuAnalyze(c.analyzer(field), spec.(map[string]any)["query"].(string))
+		if len(qt) == 0 {
+			return false, 0, nil
+		}
+		starts := phraseMatches(toks, qt)
+		score := 0.0
+		for _, t := range qt {
+			score += c.stats.bm25(field, t.term, float64(len(starts)), dl)
+		}
+		return len(starts) > 0, score, nil
+	case "prefix":
+		p := spec.(map[string]any)["value"].(string)
+		for _, t := range toks {
+			if strings.HasPrefix(t.term, p) {
+				return true, 1, nil
+			}
+		}
+		return false, 0, nil
+	}
+	return false, 0, fmt.Errorf("%s on %s", kind, field)
+}
+
+func countTerm(toks []emuTok, term string) int {
+	n := 0
+	for _, t := range toks {
+		if t.term == term {
+			n++
+		}
+	}
+	return n
+}
+
+// phraseMatches returns the token indexes where the query tokens occur at
+// the same relative positions (position gaps of removed stop words kept).
+func phraseMatches(toks, qt []emuTok) [][2]int {
+	byPos := map[int]emuTok{}
+	for _, t := range toks {
+		byPos[t.pos] = t
+	}
+	var out [][2]int
+	for _, t := range toks {
+		if t.term != qt[0].term {
+			continue
+		}
+		ok := true
+		for _, q := range qt[1:] {
+			if u, found := byPos[t.pos+q.pos-qt[0].pos]; !found || u.term != q.term {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, [2]int{t.pos, t.pos + qt[len(qt)-1].pos - qt[0].pos})
+		}
+	}
+	return out
+}
+
+// span is a match of a span query: token positions [start, end).
+type span struct{ start, end int }
+
+func (c *emuCtx) spans(q map[string]any, d *emuDoc) ([]span, error) {
+	toks := d.fields[fieldContentExact]
+	for kind, raw := range q {
+		body := raw.(map[string]any)
+		switch kind {
+		case "span_term":
+			var out []span
+			for _, t := range toks {
+				if t.term == body[fieldContentExact] {
+					out = append(out, span{t.pos, t.pos + 1})
+				}
+			}
+			return out, nil
+		case "span_multi":
+			p := body["match"].(map[string]any)["prefix"].(map[string]any)[fieldContentExact].(map[string]any)["value"].(string)
+			var out []span
+			for _, t := range toks {
+				if strings.HasPrefix(t.term, p) {
+					out = append(out, span{t.pos, t.pos + 1})
+				}
+			}
+			return out, nil
+		case "span_near":
+			var subs [][]span
+			for _, cl := range body["clauses"].([]any) {
+				s, err := c.spans(cl.(map[string]any), d)
+				if err != nil {
+					return nil, err
+				}
+				if len(s) == 0 {
+					return nil, nil
+				}
+				subs = append(subs, s)
+			}
+			slop := int(num(body["slop"]))
+			inOrder := body["in_order"] == true
+			var out []span
+			combos(subs, func(choice []span) {
+				if inOrder {
+					gaps := 0
+					for i := 1; i < len(choice); i++ {
+						if choice[i].start < choice[i-1].end {
+							return
+						}
+						gaps += choice[i].start - choice[i-1].end
+					}
+					if gaps <= slop {
+						out = append(out, span{choice[0].start, choice[len(choice)-1].end})
+					}
+					return
+				}
+				lo, hi, total := choice[0].start, choice[0].end, 0
+				for _, s := range choice {
+					lo, hi, total = min(lo, s.start), max(hi, s.end), total+s.end-s.start
+				}
+				if hi-lo-total <= slop {
+					out = append(out, span{lo, hi})
+				}
+			})
+			return out, nil
+		}
+		return nil, fmt.Errorf("unsupported span query %q", kind)
+	}
+	return nil, nil
+}
+
+// combos calls fn with every choice of one span per clause.
+func combos(subs [][]span, fn func([]span)) {
+	choice := make([]span, len(subs))
+	var rec func(i int)
+	rec = func(i int) {
+		if i == len(subs) {
+			fn(choice)
+			return
+		}
+		for _, s := range subs[i] {
+			choice[i] = s
+			rec(i + 1)
+		}
+	}
+	rec(0)
+}
+
+// highlight emulates the unified highlighter on content with
+// matched_fields [content, content.exact]: the byte ranges of the terms of
+// the positive full-text leaves (not under must_not or filter), fragments
+// of whole sentences holding a match (cut after fragment_size), at most
+// number_of_fragments in document order, html-encoded (& < > " ' /).
+func (c *emuCtx) highlight(q map[string]any, d *emuDoc, hl map[string]any) []string {
+	content, _ := d.src["content"].(string)
+	var ranges [][2]int
+	var walk func(q map[string]any)
+	walk = func(q map[string]any) {
+		for kind, raw := range q {
+			body, _ := raw.(map[string]any)
+			switch kind {
+			case "bool":
+				for _, occur := range []string{"must", "should"} {
+					if qs, ok := body[occur].([]any); ok {
+						for _, sub := range qs {
+							walk(sub.(map[string]any))
+						}
+					}
+				}
+			case "match", "match_phrase", "term", "prefix":
+				for field, spec := range body {
+					if !strings.HasPrefix(field, "content") {
+						continue
+					}
+					toks := d.fields[field]
+					switch kind {
+					case "term":
+						for _, t := range toks {
+							if t.term == spec {
+								ranges = append(ranges, [2]int{t.start, t.end})
+							}
+						}
+					case "prefix":
+						p := spec.(map[string]any)["value"].(string)
+						for _, t := range toks {
+							if strings.HasPrefix(t.term, p) {
+								ranges = append(ranges, [2]int{t.start, t.end})
+							}
+						}
+					case "match":
+						for _, qt := range emuAnalyze(c.analyzer(field), spec.(map[string]any)["query"].(string)) {
+							for _, t := range toks {
+								if t.term == qt.term {
+									ranges = append(ranges, [2]int{t.start, t.end})
+								}
+							}
+						}
+					case "match_phrase":
+						qt := emuAnalyze(c.analyzer(field), spec.(map[string]any)["query"].(string))
+						if len(qt) == 0 {
+							continue
+						}
+						byPos := map[int]emuTok{}
+						for _, t := range toks {
+							byPos[t.pos] = t
+						}
+						for _, m := range phraseMatches(toks, qt) {
+							for _, q := range qt {
+								u := byPos[m[0]+q.pos-qt[0].pos]
+								ranges = append(ranges, [2]int{u.start, u.end})
+							}
+						}
+					}
+				}
+			case "span_near", "span_term":
+				spans, _ := c.spans(q, d)
+				byPos := map[int]emuTok{}
+				for _, t := range d.fields[fieldContentExact] {
+					byPos[t.pos] = t
+				}
+				for _, s := range spans {
+					for p := s.start; p < s.end; p++ {
+						ranges = append(ranges, [2]int{byPos[p].start, byPos[p].end})
+					}
+				}
+			}
+		}
+	}
+	walk(q)
+	if len(ranges) == 0 {
+		return nil
+	}
+	field := hl["fields"].(map[string]any)["content"].(map[string]any)
+	size := int(num(field["fragment_size"]))
+	maxFrags := int(num(field["number_of_fragments"]))
+	// Sentences: up to and including ". " (or the end).
+	var sentences [][2]int
+	start := 0
+	for i := 0; i < len(content); i++ {
+		if content[i] == '.' && (i+1 == len(content) || content[i+1] == ' ') {
+			sentences = append(sentences, [2]int{start, i + 1})
+			start = i + 1
+		}
+	}
+	if start < len(content) {
+		sentences = append(sentences, [2]int{start, len(content)})
+	}
+	var frags []string
+	for _, s := range sentences {
+		if len(frags) == maxFrags {
+			break
+		}
+		end := s[1]
+		if end-s[0] > size {
+			// Cut at the first space after fragment_size.
+			if i := strings.IndexByte(content[s[0]+size:s[1]], ' '); i >= 0 {
+				end = s[0] + size + i
+			}
+		}
+		var in [][2]int
+		for _, r := range ranges {
+			if r[0] >= s[0] && r[1] <= end {
+				in = append(in, r)
+			}
+		}
+		if len(in) == 0 {
+			continue
+		}
+		slices.SortFunc(in, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
+		var b strings.Builder
+		pos := s[0]
+		for _, r := range in {
+			if r[0] < pos {
+				continue
+			}
+			b.WriteString(htmlEncode(content[pos:r[0]]))
+			b.WriteString("<b>" + htmlEncode(content[r[0]:r[1]]) + "</b>")
+			pos = r[1]
+		}
+		b.WriteString(htmlEncode(content[pos:end]))
+		frags = append(frags, b.String())
+	}
+	return frags
+}
+
+// htmlEncode escapes like OpenSearch's html highlight encoder.
+func htmlEncode(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#x27;", "/", "&#x2F;").Replace(s)
+}
