@@ -115,8 +115,11 @@
 // highlighter on content with matched_fields [content, content.exact] (so
 // stemmed and exact matches mark the same snippets), pre/post tags <b>
 // </b>, encoder html (all other text escaped), 3 fragments, fragment_size
-// = highlight_length; fragments are then clipped to highlight_length
-// visible characters, control characters shown as spaces.
+// = highlight_length. Each fragment is then rewritten the way the shared
+// snippets are (the text unescaped and escaped again, since OpenSearch also
+// escapes '/' and writes &#x27; for "'"; control characters as spaces;
+// adjacent marks merged) and clipped to highlight_length visible characters
+// (highlight.Clip).
 //
 // Time limits: the request's timeout is what is left of ctx's deadline (or
 // Config.SearchTimeout if sooner); a timed_out answer, like ctx ending,
@@ -142,15 +145,28 @@
 //
 // # Tests and limits
 //
-// No OpenSearch runs where this package is developed. The golden files
-// (testdata/golden, go test -update to rewrite) pin every request body:
-// they show what is sent, not that OpenSearch answers it as intended. The
-// wire tests run the engine against a fake server (httptest) to check
-// paths, parameters, NDJSON, version conflicts, retries, errors and
-// timeouts; they do not replace the integration suite
-// (TestIntegration), which runs the shared behaviour suite against a real
-// OpenSearch when OPENSEARCH_URL is set and is the only test of the
-// translation's meaning.
+// No OpenSearch runs where this package is developed, so the evidence is
+// layered, and only the last layer is OpenSearch itself:
+//
+//   - golden files (testdata/golden; go test -run Golden -update rewrites
+//     them) pin the index body, the bulk body and every search body, for
+//     every construct and mode: they show what is sent, for review.
+//   - wire tests (wire_test.go) run the engine against a fake server
+//     (httptest) to check paths, parameters, NDJSON, version conflicts,
+//     retries of 429/503, error surfacing and timeouts. They say nothing
+//     about query semantics.
+//   - TestConformanceEmulated runs the shared behaviour suite (enginetest)
+//     against an in-process emulator that evaluates the bodies the way the
+//     OpenSearch documentation describes, with bleve's equivalents of the
+//     analyzers. It checks the translation's logic against the suite's
+//     answers; where the emulator misreads OpenSearch, both can be wrong
+//     together.
+//   - TestConformance and TestIntegrationSemantics run the suite and
+//     hand-checked expectations (NEAR boundaries, exact l2 scores,
+//     efficient filtering, highlights combining stemmed and exact matches)
+//     against a real OpenSearch when OPENSEARCH_URL is set, each test in its
+//     own docrepo-test-… index, and skip otherwise. Nothing else replaces
+//     them.
 //
 // Known differences from the embedded engine: HNSW search is approximate
 // (the embedded engine scans exactly), so on large corpora the k nearest
