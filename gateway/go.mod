@@ -14,6 +14,21 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
+// Offline checks of the deployment files and the OpenAPI document.
+require (
+	github.com/compose-spec/compose-go/v2 v2.16.2
+	github.com/getkin/kin-openapi v0.152.0
+	k8s.io/api v0.37.2
+	sigs.k8s.io/kustomize/api v0.21.2
+	sigs.k8s.io/kustomize/kyaml v0.21.2
+	sigs.k8s.io/yaml v1.6.0
+)
+
+require (
+	github.com/blang/semver/v4 v4.0.0 // indirect
+	go.yaml.in/yaml/v2 v2.4.4 // indirect
+)
+
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
@@ -36,8 +51,8 @@ require (
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
-	google.golang.org/genproto/googleapis/api v0.0.0-20260817212433-ac3dfec99bb1 // indirect
-	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	google.golang.org/genproto/googleapis/api v0.0.0-20260928230214-8a89bd6388cc // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 )
 
 replace (

@@ -154,10 +154,11 @@ func bootstrapCmd(ctx context.Context, e deployEnv) error {
 	fmt.Fprintf(e.stderr, "bootstrap: applied %d migration(s)\n", len(applied))
 	ids := identity.NewStore(pool)
 
+	serviceToken, adminToken := e.getenv(envServiceToken), e.getenv(envAdminToken)
 	serviceScopes := []string{auth.ScopeInternal}
 	adminScopes := []string{auth.ScopeDocumentsRead, auth.ScopeDocumentsWrite, auth.ScopeSearch, auth.ScopeAdmin}
 	if check {
-		tok := e.getenv(envServiceToken)
+		tok := serviceToken
 		if tok == "" {
 			return fmt.Errorf("bootstrap: %s is not set: create it with `docrepoctl bootstrap` and give it to the services", envServiceToken)
 		}
@@ -168,12 +169,12 @@ func bootstrapCmd(ctx context.Context, e deployEnv) error {
 		return nil
 	}
 	ensure := []struct {
-		env, user string
-		groups    []string
-		scopes    []string
+		env, token, user string
+		groups           []string
+		scopes           []string
 	}{
-		{env: envServiceToken, user: serviceUser, scopes: serviceScopes},
-		{env: envAdminToken, user: adminUser, groups: splitList(adminGroups), scopes: adminScopes},
+		{env: envServiceToken, token: serviceToken, user: serviceUser, scopes: serviceScopes},
+		{env: envAdminToken, token: adminToken, user: adminUser, groups: splitList(adminGroups), scopes: adminScopes},
 	}
 	for _, u := range ensure {
 		if _, err := ids.CreateUser(ctx, u.user, u.groups); err == nil {
@@ -185,8 +186,8 @@ func bootstrapCmd(ctx context.Context, e deployEnv) error {
 				return fmt.Errorf("bootstrap: groups of %s: %w", u.user, err)
 			}
 		}
-		if tok := e.getenv(u.env); tok != "" {
-			err := validKey(ctx, ids, tok, u.user, u.scopes)
+		if u.token != "" {
+			err := validKey(ctx, ids, u.token, u.user, u.scopes)
 			if err == nil {
 				fmt.Fprintf(e.stderr, "bootstrap: %s is a valid key of %s; kept\n", u.env, u.user)
 				continue

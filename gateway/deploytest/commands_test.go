@@ -1,0 +1,309 @@
+package deploytest
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/docrepo/docrepo/gateway/httpapi"
+	"github.com/docrepo/docrepo/pkg/config"
+	"github.com/docrepo/docrepo/services/document/documentsvc"
+	"github.com/docrepo/docrepo/services/folder/foldersvc"
+	"github.com/docrepo/docrepo/services/indexer/indexersvc"
+	"github.com/docrepo/docrepo/services/schema/schemasvc"
+	"github.com/docrepo/docrepo/services/search/searchsvc"
+)
+
+// root is the repository root (this package is gateway/deploytest).
+var root = func() string {
+	abs, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		panic(err)
+	}
+	return abs
+}()
+
+// registrations maps each deployable command to the Config.Register its
+// main.go calls. A command directory with a main.go that is neither here nor
+// a tool (pkg/cmd/...) fails TestEveryCommandIsKnown.
+var registrations = map[string]func(l *config.Loader){
+	"gateway":  func(l *config.Loader) { new(httpapi.Config).Register(l) },
+	"document": func(l *config.Loader) { new(documentsvc.Config).Register(l) },
+	"folder":   func(l *config.Loader) { new(foldersvc.Config).Register(l) },
+	"schema":   func(l *config.Loader) { new(schemasvc.Config).Register(l) },
+	"search":   func(l *config.Loader) { new(searchsvc.Config).Register(l) },
+	"indexer":  func(l *config.Loader) { new(indexersvc.Config).Register(l) },
+}
+
+// services are the long-running commands every deployment runs.
+var services = []string{"gateway", "document", "folder", "search", "schema", "indexer"}
+
+// command is one main package of the repository.
+type command struct {
+	name string
+	dir  string // relative to root
+	// vars are the environment variables it reads.
+	vars map[string]bool
+	// tracing is true for processes that set up tracing (every service and
+	// the gateway): they also read the tracing variables.
+	tracing bool
+}
+
+// commandDirs finds every main package: gateway/, services/*/, pkg/cmd/*/.
+func commandDirs(t testing.TB) map[string]string {
+	t.Helper()
+	dirs := map[string]string{}
+	if _, err := os.Stat(filepath.Join(root, "gateway", "main.go")); err == nil {
+		dirs["gateway"] = "gateway"
+	}
+	for _, pattern := range []string{"services/*/main.go", "pkg/cmd/*/main.go"} {
+		matches, err := filepath.Glob(filepath.Join(root, pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range matches {
+			rel, _ := filepath.Rel(root, filepath.Dir(m))
+			dirs[filepath.Base(rel)] = filepath.ToSlash(rel)
+		}
+	}
+	return dirs
+}
+
+var (
+	commandsOnce sync.Once
+	commandsMemo map[string]*command
+	commandsErr  error
+)
+
+// commands returns every command with the variables it reads: those its
+// Config.Register registers, plus those its main package registers or reads
+// itself (found in its source).
+func commands(t testing.TB) map[string]*command {
+	t.Helper()
+	commandsOnce.Do(func() {
+		commandsMemo = map[string]*command{}
+		for name, dir := range commandDirs(t) {
+			c := &command{name: name, dir: dir, vars: map[string]bool{}}
+			if reg, ok := registrations[name]; ok {
+				l := config.New(name, func(string) string { return "" })
+				reg(l)
+				for _, v := range l.Vars() {
+					c.vars[v.Env] = true
+				}
+				c.tracing = true
+			} else if !strings.HasPrefix(dir, "pkg/cmd/") {
+				continue // reported by TestEveryCommandIsKnown
+			}
+			found, err := envReads(filepath.Join(root, dir))
+			if err != nil {
+				commandsErr = err
+				return
+			}
+			for _, v := range found {
+				c.vars[v] = true
+			}
+			commandsMemo[name] = c
+		}
+	})
+	if commandsErr != nil {
+		t.Fatal(commandsErr)
+	}
+	return commandsMemo
+}
+
+var (
+	tracingOnce sync.Once
+	tracingVars []string
+	tracingErr  error
+)
+
+// passThrough reports whether a process that sets up tracing reads name
+// directly from its environment: the variables pkg/tracing reads, and the
+// OpenTelemetry SDK's own OTEL_* variables.
+func passThrough(t testing.TB, name string) bool {
+	t.Helper()
+	tracingOnce.Do(func() { tracingVars, tracingErr = envReads(filepath.Join(root, "pkg", "tracing")) })
+	if tracingErr != nil {
+		t.Fatal(tracingErr)
+	}
+	if len(tracingVars) == 0 {
+		t.Fatal("found no variables read by pkg/tracing; has it changed how it reads its settings?")
+	}
+	return strings.HasPrefix(name, "OTEL_") || slices.Contains(tracingVars, name)
+}
+
+// accepts reports whether command c reads variable name.
+func (c *command) accepts(t testing.TB, name string) bool {
+	return c.vars[name] || (c.tracing && passThrough(t, name))
+}
+
+var envName = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+
+// loaderMethods are the config.Loader registration methods; their third
+// argument is the variable name.
+var loaderMethods = map[string]bool{"String": true, "Int": true, "Int64": true, "Float64": true, "Bool": true, "Duration": true}
+
+// envReads lists the environment variables the Go files of dir (tests
+// excluded) read by name: getenv/Getenv/LookupEnv calls and config.Loader
+// registrations whose variable is a string literal or a constant of the
+// package.
+func envReads(dir string) ([]string, error) {
+	fset := token.NewFileSet()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var files []*ast.File
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, 0)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	consts := map[string]string{}
+	for _, f := range files {
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, n := range vs.Names {
+					if i < len(vs.Values) {
+						if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+							consts[n.Name], _ = strconv.Unquote(lit.Value)
+						}
+					}
+				}
+			}
+		}
+	}
+	str := func(e ast.Expr) string {
+		switch x := e.(type) {
+		case *ast.BasicLit:
+			if x.Kind == token.STRING {
+				s, _ := strconv.Unquote(x.Value)
+				return s
+			}
+		case *ast.Ident:
+			return consts[x.Name]
+		}
+		return ""
+	}
+	seen := map[string]bool{}
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			var fn string
+			switch x := call.Fun.(type) {
+			case *ast.Ident:
+				fn = x.Name
+			case *ast.SelectorExpr:
+				fn = x.Sel.Name
+			}
+			var arg ast.Expr
+			switch {
+			case (fn == "getenv" || fn == "Getenv" || fn == "LookupEnv") && len(call.Args) == 1:
+				arg = call.Args[0]
+			case loaderMethods[fn] && len(call.Args) >= 4:
+				arg = call.Args[2]
+			default:
+				return true
+			}
+			if v := str(arg); envName.MatchString(v) {
+				seen[v] = true
+			}
+			return true
+		})
+	}
+	out := make([]string, 0, len(seen))
+	for v := range seen {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// TestEveryCommandIsKnown makes sure no command escapes these checks: a new
+// service needs its Config.Register in registrations.
+func TestEveryCommandIsKnown(t *testing.T) {
+	dirs := commandDirs(t)
+	for name, dir := range dirs {
+		if _, ok := registrations[name]; !ok && !strings.HasPrefix(dir, "pkg/cmd/") {
+			t.Errorf("command %s (%s) is not in deploytest's registrations: add its Config.Register", name, dir)
+		}
+	}
+	for name := range registrations {
+		if _, ok := dirs[name]; !ok {
+			t.Errorf("registrations names %s, but there is no %s/main.go", name, name)
+		}
+	}
+	for _, s := range services {
+		if _, ok := dirs[s]; !ok {
+			t.Errorf("service %s has no main package", s)
+		}
+	}
+}
+
+// TestCommandVars pins a few facts the other tests rely on, so that a
+// broken discovery cannot make them pass vacuously.
+func TestCommandVars(t *testing.T) {
+	cmds := commands(t)
+	tests := []struct {
+		command string
+		want    []string
+	}{
+		{command: "gateway", want: []string{"DOCREPO_HTTP_ADDR", "DOCREPO_DOCUMENT_ADDR", "DOCREPO_SEARCH_ADDR"}},
+		{command: "folder", want: []string{"DATABASE_URL", "NATS_URL", "DOCREPO_GRPC_ADDR", "DOCREPO_METRICS_ADDR", "DOCREPO_MIGRATE"}},
+		{command: "document", want: []string{"MINIO_ENDPOINT", "MINIO_ACCESS_KEY", "MINIO_SECRET_KEY", "DOCREPO_FOLDER_ADDR"}},
+		{command: "search", want: []string{"OPENSEARCH_URL", "DOCREPO_EMBEDDER"}},
+		{command: "indexer", want: []string{"OPENSEARCH_URL", "DOCREPO_SERVICE_TOKEN", "DOCREPO_DOCUMENT_ADDR"}},
+		{command: "docrepoctl", want: []string{"DATABASE_URL", "DOCREPO_SERVICE_TOKEN", "DOCREPO_ADMIN_TOKEN"}},
+		{command: "devstack", want: []string{"DATABASE_URL", "DOCREPO_DATA_DIR", "DOCREPO_PG_PORT"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.command, func(t *testing.T) {
+			c := cmds[tt.command]
+			if c == nil {
+				t.Fatalf("no command %s", tt.command)
+			}
+			for _, v := range tt.want {
+				if !c.vars[v] {
+					t.Errorf("%s does not read %s; read: %v", tt.command, v, sortedKeys(c.vars))
+				}
+			}
+		})
+	}
+	if cmds["gateway"].vars["DATABASE_URL"] {
+		t.Error("the gateway reads DATABASE_URL? it has no database")
+	}
+	if !passThrough(t, "DOCREPO_TRACING_EXPORTER") || passThrough(t, "DOCREPO_NOT_A_SETTING") {
+		t.Error("tracing pass-through variables are not what pkg/tracing reads")
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

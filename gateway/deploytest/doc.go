@@ -1,0 +1,16 @@
+// Package deploytest checks the deployment files offline against the code:
+// docker-compose.yml (loaded with compose-go, the library Docker Compose
+// itself uses), the Kubernetes manifests under deploy/k8s (rendered with
+// kustomize's krusty and decoded strictly into the Kubernetes API types),
+// deploy/Dockerfile, and the README's configuration reference.
+//
+// The configuration a command accepts is read from the code, never from a
+// list kept here: each deployable command's settings are what its
+// Config.Register puts on a config.Loader (Loader.Vars). Every variable a
+// deployment file gives a container must be one of those, or one of the few
+// variables read directly from the environment (tracing, OTEL_*); settings
+// a container cannot work without must be present, and addresses must
+// point at the container that serves them.
+//
+// Everything here is a test; the package has no API.
+package deploytest
