@@ -121,8 +121,9 @@
 // adjacent marks merged) and clipped to highlight_length visible characters
 // (highlight.Clip).
 //
-// Time limits: the request's timeout is what is left of ctx's deadline (or
-// Config.SearchTimeout if sooner); a timed_out answer, like ctx ending,
+// Time limits: the request's timeout is what is left of ctx's deadline,
+// less a margin for the answer (a tenth, at most 100ms), or
+// Config.SearchTimeout if sooner; a timed_out answer, like ctx ending,
 // gives an error wrapping context.DeadlineExceeded. Shard failures are
 // errors, never partial results.
 //

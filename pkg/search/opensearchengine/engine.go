@@ -358,12 +358,17 @@ func (p *searchPlan) result(total int64, raw []rawHit) (engine.Result, error) {
 }
 
 // timeout is the server-side limit of the next search: what is left
-// before ctx's deadline, or Config.SearchTimeout when that is shorter
-// (0: none).
+// before ctx's deadline less a margin (a tenth, at most 100ms) for the
+// answer to travel back, or Config.SearchTimeout when that is shorter (0:
+// none). OpenSearch then usually answers timed_out before ctx ends, rather
+// than the client abandoning the request (which opensearch-go counts as a
+// node failure when there are several nodes).
 func (e *Engine) timeout(ctx context.Context) time.Duration {
 	d := e.cfg.SearchTimeout
 	if dl, ok := ctx.Deadline(); ok {
-		if left := time.Until(dl); d <= 0 || left < d {
+		left := time.Until(dl)
+		left -= min(left/10, 100*time.Millisecond)
+		if d <= 0 || left < d {
 			d = max(left, time.Millisecond)
 		}
 	}
