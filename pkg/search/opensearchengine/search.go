@@ -78,25 +78,35 @@ func planSearch(req engine.Request, dims map[dsl.VectorTarget]int) (*searchPlan,
 	if q == nil {
 		return nil, fmt.Errorf("opensearchengine: request without a query")
 	}
-	p := &searchPlan{q: q, mode: req.Plan.Mode}
+	// The plan is a pure function of the query; computing it here keeps a
+	// caller from passing one that does not match (as the embedded engine
+	// does).
+	var plan dsl.Plan
+	if q.Where != nil {
+		var err error
+		if plan, err = q.Plan(); err != nil {
+			return nil, err
+		}
+	}
+	p := &searchPlan{q: q, mode: plan.Mode}
 	if vis := visibilityFilter(req); vis != nil {
 		p.prefilter = append(p.prefilter, vis)
 	}
-	for _, c := range req.Plan.Filters {
+	for _, c := range plan.Filters {
 		fq, err := filterQuery(c)
 		if err != nil {
 			return nil, err
 		}
 		p.prefilter = append(p.prefilter, fq)
 	}
-	for _, c := range req.Plan.FullText {
+	for _, c := range plan.FullText {
 		sq, err := clauseQuery(c, true)
 		if err != nil {
 			return nil, err
 		}
 		p.fullText = append(p.fullText, sq)
 	}
-	if v := req.Plan.Vector; v != nil {
+	if v := plan.Vector; v != nil {
 		knn, err := knnQuery(v, req.QueryVector, dims, q.Options.VectorK, p.prefilter)
 		if err != nil {
 			return nil, err
