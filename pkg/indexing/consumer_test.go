@@ -85,9 +85,11 @@ func consumerIdle(t *testing.T, js jetstream.JetStream, durable string) bool {
 }
 
 // TestConsumerKilledMidStream proves that stopping the consumer at an
-// arbitrary point and starting it again loses nothing and duplicates
-// nothing: every document ends in the engine exactly once, at its newest
-// revision, and no message stays unacknowledged.
+// arbitrary point (the embedded engine closed and reopened from disk, as
+// when the process restarts) and starting it again loses nothing and
+// duplicates nothing: every document ends in the engine exactly once
+// (engine.Count equals the number of documents), at its newest revision,
+// and no message stays unacknowledged.
 func TestConsumerKilledMidStream(t *testing.T) {
 	_, js, pub := newStream(t)
 	store := newDocStore()
@@ -103,7 +105,7 @@ func TestConsumerKilledMidStream(t *testing.T) {
 			pub.event(id, 1, events.KindLocked) // a stale, late event
 		}
 	}
-	eng := newMemEngine()
+	eng := newMemEngine(t)
 	src := store.serve(t)
 	opts := ConsumerOptions{JetStream: js, Durable: "test-indexer", BatchSize: 16, AckWait: 2 * time.Second}
 
@@ -125,6 +127,15 @@ func TestConsumerKilledMidStream(t *testing.T) {
 		d := textDoc(10, "rewritten while the indexer was down")
 		store.put(id, d)
 		pub.event(id, 10, events.KindUpdated)
+	}
+
+	// The process dies: the engine is closed and opened again from disk.
+	if err := eng.Engine.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eng = openRecEngine(t, eng.dir)
+	if n2, _ := eng.Count(context.Background()); n2 != n {
+		t.Fatalf("after reopening, the engine holds %d documents, had %d", n2, n)
 	}
 
 	ix2 := newTestIndexer(t, eng, src, nil)
@@ -161,7 +172,7 @@ func TestConsumerPoisonDoesNotBlock(t *testing.T) {
 	pub.event(2, 1, events.KindCreated)
 	pub.event(3, 1, events.KindCreated) // fails transiently until it exists
 
-	eng := newMemEngine()
+	eng := newMemEngine(t)
 	ix := newTestIndexer(t, eng, store.serve(t), nil)
 	// Document 3 is missing at first: the indexer sees deleted and the
 	// event is done. It is published again once it exists, with the

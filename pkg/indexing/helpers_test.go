@@ -2,7 +2,6 @@ package indexing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"sort"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/docrepo/docrepo/pkg/embed"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+	"github.com/docrepo/docrepo/pkg/search/bleveengine"
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
 
@@ -161,72 +161,60 @@ func (s *docStore) serve(t *testing.T) documentv1.DocumentServiceClient {
 	return documentv1.NewDocumentServiceClient(conn)
 }
 
-// memEngine stores documents in memory with the engine contract's write
-// rules (newer revisions only). It cannot search.
-type memEngine struct {
+// recEngine is the real embedded engine (on disk in a test directory),
+// recording what was written so tests can inspect documents the engine
+// interface does not return (content, vectors).
+type recEngine struct {
+	engine.Engine
+	dir    string
 	mu     sync.Mutex
 	docs   map[int64]engine.Document
 	writes int
 }
 
-func newMemEngine() *memEngine { return &memEngine{docs: map[int64]engine.Document{}} }
+func openRecEngine(t *testing.T, dir string) *recEngine {
+	t.Helper()
+	e, err := bleveengine.Open(dir, bleveengine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return &recEngine{Engine: e, dir: dir, docs: map[int64]engine.Document{}}
+}
 
-func (m *memEngine) Upsert(_ context.Context, docs []engine.Document) (engine.WriteResult, error) {
+func newMemEngine(t *testing.T) *recEngine { return openRecEngine(t, t.TempDir()) }
+
+func (m *recEngine) Upsert(ctx context.Context, docs []engine.Document) (engine.WriteResult, error) {
+	r, err := m.Engine.Upsert(ctx, docs)
+	if err != nil {
+		return r, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var r engine.WriteResult
+	m.writes += r.Written
 	for _, d := range docs {
-		if old, ok := m.docs[d.ID]; ok && old.Rev >= d.Rev {
-			r.Stale++
-			continue
+		if old, ok := m.docs[d.ID]; !ok || d.Rev > old.Rev {
+			m.docs[d.ID] = d
 		}
-		m.docs[d.ID] = d
-		m.writes++
-		r.Written++
 	}
 	return r, nil
 }
 
-func (m *memEngine) Delete(_ context.Context, id, rev int64) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if old, ok := m.docs[id]; ok && old.Rev <= rev {
-		delete(m.docs, id)
+// get returns the document as last written, if the engine holds it.
+func (m *recEngine) get(id int64) (engine.Document, bool) {
+	rev, ok, err := m.Revision(context.Background(), id)
+	if err != nil || !ok {
+		return engine.Document{}, false
 	}
-	return nil
-}
-
-func (m *memEngine) Revision(_ context.Context, id int64) (int64, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	d, ok := m.docs[id]
-	return d.Rev, ok, nil
-}
-
-func (m *memEngine) Search(context.Context, engine.Request) (engine.Result, error) {
-	return engine.Result{}, errors.New("memEngine cannot search")
-}
-
-func (m *memEngine) Count(context.Context) (int64, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return int64(len(m.docs)), nil
-}
-
-func (m *memEngine) Reset(context.Context) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.docs = map[int64]engine.Document{}
-	return nil
-}
-
-func (m *memEngine) Close() error { return nil }
-
-func (m *memEngine) get(id int64) (engine.Document, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	d, ok := m.docs[id]
-	return d, ok
+	d, have := m.docs[id]
+	if !have || d.Rev != rev {
+		// Written by another engine instance over the same directory:
+		// only the revision is known.
+		return engine.Document{ID: id, Rev: rev}, true
+	}
+	return d, true
 }
 
 func newTestIndexer(t *testing.T, eng engine.Engine, src Source, mod func(*Options)) *Indexer {

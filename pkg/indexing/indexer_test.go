@@ -28,7 +28,7 @@ func TestIndexDocument(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			store := newDocStore()
 			store.put(42, tc.doc)
-			eng := newMemEngine()
+			eng := newMemEngine(t)
 			ix := newTestIndexer(t, eng, store.serve(t), tc.opts)
 			res := ix.Index(context.Background(), []Item{{ID: 42}})
 			if res[0].Outcome != Written {
@@ -72,7 +72,7 @@ func TestIndexDocument(t *testing.T) {
 func TestIndexSkipsWhatTheEngineHolds(t *testing.T) {
 	store := newDocStore()
 	store.put(1, textDoc(5, "five"))
-	eng := newMemEngine()
+	eng := newMemEngine(t)
 	ix := newTestIndexer(t, eng, store.serve(t), nil)
 	ctx := context.Background()
 	if r := ix.Index(ctx, []Item{{ID: 1, Rev: 5}}); r[0].Outcome != Written {
@@ -109,7 +109,7 @@ func TestIndexSkipsWhatTheEngineHolds(t *testing.T) {
 func TestIndexDeletesGoneDocuments(t *testing.T) {
 	store := newDocStore()
 	store.put(9, textDoc(2, "soon gone"))
-	eng := newMemEngine()
+	eng := newMemEngine(t)
 	ix := newTestIndexer(t, eng, store.serve(t), nil)
 	ctx := context.Background()
 	ix.Index(ctx, []Item{{ID: 9}})
@@ -128,7 +128,7 @@ func TestIndexDeletesGoneDocuments(t *testing.T) {
 func TestIndexTransientFailures(t *testing.T) {
 	store := newDocStore()
 	store.put(1, textDoc(1, "alpha beta"))
-	eng := newMemEngine()
+	eng := newMemEngine(t)
 	ix := newTestIndexer(t, eng, store.serve(t), nil)
 	ctx := context.Background()
 
@@ -165,7 +165,7 @@ func TestReindex(t *testing.T) {
 	for i := int64(1); i <= n; i++ {
 		store.put(i, textDoc(i%7+1, "document number text"))
 	}
-	eng := newMemEngine()
+	eng := newMemEngine(t)
 	ix := newTestIndexer(t, eng, store.serve(t), nil)
 	ctx := context.Background()
 	// A stale document that no longer exists: recreate drops it.
