@@ -287,7 +287,8 @@ func TestDocumentsOnMinIO(t *testing.T) {
 	p = multipartParts(t, filePart("v.bin", randomBytes(t, 100_000)))
 	expect(t, s.do(t, u.client, "POST", "/apiv3/pub/documents/999999999/versions", p, p.contentType, int64(p.Len())), 404, "Document not found")
 
-	// Every object ever written is either a file of a document or gone.
+	// Every object ever written is either a file of a document or gone, and
+	// none is still recorded as pending.
 	ctx := context.Background()
 	referenced := 0
 	for _, key := range s.store.keys() {
@@ -304,6 +305,13 @@ func TestDocumentsOnMinIO(t *testing.T) {
 			t.Errorf("unreferenced object %s left in the bucket (stat: %v)", key, err)
 		case n > 0:
 			referenced++
+		}
+		var pending bool
+		if err := stk.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM document_pending_blobs WHERE blob_key = $1)`, key).Scan(&pending); err != nil {
+			t.Fatal(err)
+		}
+		if pending {
+			t.Errorf("object %s still has a pending record", key)
 		}
 	}
 	if want := 4; referenced < want {

@@ -105,6 +105,12 @@ func TestUploadAndGetDocument(t *testing.T) {
 		d.Folders[0].Name != u.folder.Name || d.Folders[0].FullPath != u.folder.FullPath || d.Folders[0].ParentID != 0 {
 		t.Fatalf("folders = %+v, want %+v", d.Folders, u.folder)
 	}
+	// The committed file is no longer recorded as pending.
+	var pending bool
+	if err := stk.pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM document_pending_blobs p
+		JOIN linked_files f ON f.blob_key = p.blob_key WHERE f.ownid = $1)`, res.LinkedFileID).Scan(&pending); err != nil || pending {
+		t.Fatalf("committed file still pending (%v)", err)
+	}
 	// The created event is in the outbox with rev 1.
 	if ev := docEvents(t, res.DocID); len(ev) != 1 || ev[0] != (outboxEvent{"created", 1}) {
 		t.Fatalf("events = %+v", ev)

@@ -6,9 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"hash"
 	"io"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/docrepo/docrepo/pkg/apierr"
 	"github.com/docrepo/docrepo/pkg/extract"
@@ -91,6 +94,11 @@ func (s *Service) receiveFile(ctx context.Context, hdr *documentv1.FileHeader, n
 		return nil, errTooLarge()
 	}
 	imageName, key := newStorageName(origname)
+	// Record the key first, so that a crash between here and the commit
+	// leaves a trace the sweeper follows (SweepPending).
+	if _, err := s.pool.Exec(ctx, `INSERT INTO document_pending_blobs (blob_key) VALUES ($1)`, key); err != nil {
+		return nil, internal(err)
+	}
 	r := newFileReader(next, s.maxSize)
 	n, err := s.store.Put(ctx, key, r)
 	if err != nil {
@@ -123,13 +131,63 @@ func (s *Service) receiveFile(ctx context.Context, hdr *documentv1.FileHeader, n
 	return f, nil
 }
 
-// discard deletes a blob that no committed row refers to. It runs even when
-// the request's context is gone.
+// discard deletes a blob that no committed row refers to, then its pending
+// record. It runs even when the request's context is gone. When the blob
+// cannot be deleted, the record stays and the sweeper tries again later.
 func (s *Service) discard(key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.store.Delete(ctx, key); err != nil {
-		s.log.Error("could not delete an unreferenced blob", "key", key, "error", err)
+		s.log.Error("could not delete an unreferenced blob; the sweeper will retry", "key", key, "error", err)
+		return
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM document_pending_blobs WHERE blob_key = $1`, key); err != nil {
+		s.log.Error("could not delete a pending blob record", "key", key, "error", err)
+	}
+}
+
+// committed removes the pending record of a blob inside the transaction
+// that commits its file row.
+func committed(ctx context.Context, tx pgx.Tx, key string) error {
+	_, err := tx.Exec(ctx, `DELETE FROM document_pending_blobs WHERE blob_key = $1`, key)
+	return err
+}
+
+// SweepPending deletes the blobs of uploads that never committed: pending
+// records older than olderThan (whose uploads must be dead by then). It
+// returns how many it removed. Several service instances may sweep at
+// once: each record is claimed with SKIP LOCKED.
+func (s *Service) SweepPending(ctx context.Context, olderThan time.Duration) (int, error) {
+	removed := 0
+	for {
+		n := 0
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, `SELECT blob_key FROM document_pending_blobs
+				WHERE created_at < now() - make_interval(secs => $1)
+				ORDER BY created_at LIMIT 100 FOR UPDATE SKIP LOCKED`, olderThan.Seconds())
+			if err != nil {
+				return err
+			}
+			keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return err
+			}
+			for _, key := range keys {
+				if err := s.store.Delete(ctx, key); err != nil {
+					return fmt.Errorf("delete blob %s: %w", key, err)
+				}
+				if _, err := tx.Exec(ctx, `DELETE FROM document_pending_blobs WHERE blob_key = $1`, key); err != nil {
+					return err
+				}
+				s.log.InfoContext(ctx, "deleted the blob of an upload that never committed", "key", key)
+				n++
+			}
+			return nil
+		})
+		removed += n
+		if err != nil || n < 100 {
+			return removed, err
+		}
 	}
 }
 

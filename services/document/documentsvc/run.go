@@ -37,6 +37,9 @@ type Config struct {
 	MaxUploadBytes int64
 	// PageCountMaxBytes is the largest PDF whose pages are counted.
 	PageCountMaxBytes int64
+	// OrphanAge is how old the pending record of an upload that never
+	// committed must be before its blob is deleted (0: never sweep).
+	OrphanAge time.Duration
 
 	// Store, when set, replaces the configured blob store (tests wrap
 	// stores to observe them).
@@ -73,6 +76,7 @@ func (c *Config) Register(l *config.Loader) {
 	l.Bool(&c.MinIO.UseSSL, "minio-use-ssl", "MINIO_USE_SSL", false, "use https for MinIO/S3")
 	l.Int64(&c.MaxUploadBytes, "max-upload-bytes", "DOCREPO_MAX_UPLOAD_BYTES", DefaultMaxUploadBytes, "largest accepted upload in bytes (413 above)")
 	l.Int64(&c.PageCountMaxBytes, "pagecount-max-bytes", "DOCREPO_PAGECOUNT_MAX_BYTES", DefaultPageCountMaxBytes, "largest PDF whose pages are counted at upload")
+	l.Duration(&c.OrphanAge, "orphan-age", "DOCREPO_ORPHAN_BLOB_AGE", 24*time.Hour, "age after which the blob of an upload that never committed is deleted (0: never)")
 }
 
 // OpenStore opens the configured blob store: S3 when an endpoint is set,
@@ -130,7 +134,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer schemaConn.Close()
 	svc.Listener = cfg.Listener
-	documentv1.RegisterDocumentServiceServer(svc.Server.GRPC(), NewService(Deps{
+	service := NewService(Deps{
 		Pool:              svc.Pool,
 		Store:             store,
 		Folders:           folderv1.NewFolderServiceClient(folderConn),
@@ -138,7 +142,11 @@ func Run(ctx context.Context, cfg Config) error {
 		MaxUploadBytes:    cfg.MaxUploadBytes,
 		PageCountMaxBytes: cfg.PageCountMaxBytes,
 		Logger:            svc.Logger,
-	}))
+	})
+	documentv1.RegisterDocumentServiceServer(svc.Server.GRPC(), service)
+	if cfg.OrphanAge > 0 {
+		svc.Go(func(ctx context.Context) error { return sweepLoop(ctx, service, cfg.OrphanAge, svc.Logger) })
+	}
 	if cfg.NATSURL != "" {
 		nc, err := nats.Connect(cfg.NATSURL, nats.Name("docrepo-document"),
 			nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second))
@@ -185,4 +193,24 @@ func runRelay(ctx context.Context, svc *bootstrap.Service, js jetstream.JetStrea
 		wait = min(2*wait, 10*time.Second)
 	}
 	return outbox.NewRelay(svc.Pool, js, svc.Logger, outbox.Options{Name: "document"}).Run(ctx)
+}
+
+// sweepInterval is how often the service looks for orphaned blobs.
+const sweepInterval = 10 * time.Minute
+
+// sweepLoop deletes the blobs of uploads that died before committing, at
+// start and then every sweepInterval.
+func sweepLoop(ctx context.Context, s *Service, age time.Duration, log *slog.Logger) error {
+	for {
+		if n, err := s.SweepPending(ctx, age); err != nil && ctx.Err() == nil {
+			log.Warn("sweeping orphaned blobs failed; will retry", "error", err, "removed", n)
+		} else if n > 0 {
+			log.Info("swept orphaned blobs", "removed", n)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(sweepInterval):
+		}
+	}
 }

@@ -254,6 +254,9 @@ func (s *Service) createDocument(ctx context.Context, p *auth.Principal, f *docF
 		if resp.LinkedFileId, err = insertLinkedFile(ctx, tx, p, resp.DocId, file); err != nil {
 			return err
 		}
+		if err := committed(ctx, tx, file.key); err != nil {
+			return err
+		}
 		return insertEvent(ctx, tx, resp.DocId, 1, kindCreated)
 	})
 	if err != nil {

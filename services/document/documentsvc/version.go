@@ -104,6 +104,9 @@ func (s *Service) replaceFile(ctx context.Context, p *auth.Principal, docID int6
 		if _, err := insertLinkedFile(ctx, tx, p, docID, f); err != nil {
 			return err
 		}
+		if err := committed(ctx, tx, f.key); err != nil {
+			return err
+		}
 		if _, err := bump(ctx, tx, docID, kindFileReplaced); err != nil {
 			return err
 		}

@@ -1,0 +1,371 @@
+// Package bench measures the document service's upload path end to end:
+// a large file streamed through the real gateway and document service, each
+// its own process, compared with writing the same bytes straight into the
+// blob store, plus the peak memory (VmHWM) of both processes.
+//
+// It runs only when asked:
+//
+//	go test ./services/document/bench -run '^$' -bench Upload -benchtime 1x -v
+//
+// DOCREPO_BENCH_BYTES sets the file size (default 1 GiB). The binaries are
+// built from the workspace first, and the database is a fresh pgtest one.
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docrepo/docrepo/pkg/blob/diskstore"
+	"github.com/docrepo/docrepo/pkg/database"
+	"github.com/docrepo/docrepo/pkg/identity"
+	"github.com/docrepo/docrepo/pkg/testenv/pgtest"
+)
+
+// patternReader yields size bytes repeating one random block: cheap to
+// produce, so the client is not the bottleneck, and not compressible by
+// anything on the way.
+type patternReader struct {
+	block []byte
+	size  int64
+	off   int64
+}
+
+func newPattern(b testing.TB, size int64) *patternReader {
+	block := make([]byte, 4<<20+13) // an odd length: chunks never align with it
+	if _, err := rand.Read(block); err != nil {
+		b.Fatal(err)
+	}
+	return &patternReader{block: block, size: size}
+}
+
+func (p *patternReader) Read(buf []byte) (int, error) {
+	if p.off >= p.size {
+		return 0, io.EOF
+	}
+	n := 0
+	for n < len(buf) && p.off < p.size {
+		i := p.off % int64(len(p.block))
+		k := copy(buf[n:], p.block[i:min(int64(len(p.block)), i+p.size-p.off)])
+		n += k
+		p.off += int64(k)
+	}
+	return n, nil
+}
+
+func (p *patternReader) reset() { p.off = 0 }
+
+// repoRoot is the directory holding go.work.
+func repoRoot(b testing.TB) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for dir := wd; filepath.Dir(dir) != dir; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir
+		}
+	}
+	b.Fatal("no go.work above the working directory")
+	return ""
+}
+
+func freeAddr(b testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// proc is a started service process.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  *bytes.Buffer
+}
+
+// memory reads VmHWM (peak resident set) and VmRSS of the process in KiB.
+func (p *proc) memory(b testing.TB) (hwm, rss int64) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		b.Fatalf("%s: %v", p.name, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(fields[1], 10, 64)
+		switch fields[0] {
+		case "VmHWM:":
+			hwm = v
+		case "VmRSS:":
+			rss = v
+		}
+	}
+	return hwm, rss
+}
+
+// cpu reads the process's user+system CPU time from /proc/<pid>/stat.
+func (p *proc) cpu(b testing.TB) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		b.Fatalf("%s: %v", p.name, err)
+	}
+	// Fields after the command name (which may hold spaces) start after ")".
+	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.Buffer.Write(p)
+}
+
+func start(b testing.TB, bin, name string, env []string, args ...string) *proc {
+	cmd := exec.Command(filepath.Join(bin, name), args...)
+	cmd.Env = append(os.Environ(), env...)
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start %s: %v", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, log: &logs.Buffer}
+	b.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if b.Failed() {
+			logs.mu.Lock()
+			b.Logf("%s output:\n%s", name, logs.String())
+			logs.mu.Unlock()
+		}
+	})
+	return p
+}
+
+// BenchmarkUpload streams a file through gateway → document service → disk
+// blob store and compares it with a direct blob store write.
+func BenchmarkUpload(b *testing.B) {
+	size := int64(1 << 30)
+	if v := os.Getenv("DOCREPO_BENCH_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			b.Fatalf("DOCREPO_BENCH_BYTES=%q", v)
+		}
+		size = n
+	}
+	ctx := context.Background()
+	root := repoRoot(b)
+	bin := b.TempDir()
+	buildStart := time.Now()
+	build := exec.Command("go", "build", "-o", bin+"/", "./gateway", "./services/folder", "./services/schema", "./services/document")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	b.Logf("built the binaries in %v", time.Since(buildStart).Round(time.Second))
+
+	dbURL := pgtest.NewDatabase(b)
+	pool, err := database.Open(ctx, dbURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	ids := identity.NewStore(pool)
+	if _, err := ids.CreateUser(ctx, "bench", []string{"bench"}); err != nil {
+		b.Fatal(err)
+	}
+	token, _, err := ids.CreateKey(ctx, "bench", []string{"documents_read", "documents_write"}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	blobDir := filepath.Join(b.TempDir(), "blobs")
+	folderAddr, schemaAddr, docAddr, httpAddr := freeAddr(b), freeAddr(b), freeAddr(b), freeAddr(b)
+	maxBytes := strconv.FormatInt(size+1<<20, 10)
+	common := []string{"DATABASE_URL=" + dbURL, "DOCREPO_MIGRATE=false", "NATS_URL=", "DOCREPO_LOG_LEVEL=warn",
+		"DOCREPO_FOLDER_ADDR=" + folderAddr, "DOCREPO_SCHEMA_ADDR=" + schemaAddr, "DOCREPO_DOCUMENT_ADDR=" + docAddr,
+		"DOCREPO_MAX_UPLOAD_BYTES=" + maxBytes, "OTEL_SDK_DISABLED=true"}
+	start(b, bin, "folder", append(common, "DOCREPO_GRPC_ADDR="+folderAddr), "-http-addr=")
+	start(b, bin, "schema", append(common, "DOCREPO_GRPC_ADDR="+schemaAddr), "-http-addr=")
+	doc := start(b, bin, "document", append(common, "DOCREPO_GRPC_ADDR="+docAddr, "DOCREPO_BLOB_DIR="+blobDir), "-http-addr=", "-nats-url=")
+	gw := start(b, bin, "gateway", append(common, "DOCREPO_HTTP_ADDR="+httpAddr))
+	base := "http://" + httpAddr
+
+	call := func(method, path, contentType string, body io.Reader) (int, []byte, error) {
+		req, err := http.NewRequest(method, base+path, body)
+		if err != nil {
+			return 0, nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, data, err
+	}
+	// Wait for the stack, then create the target folder.
+	var folder struct {
+		FolderID int64 `json:"folder_id"`
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		status, body, err := call("POST", "/apiv2/pub/folders", "application/json", strings.NewReader(`{"name":"bench"}`))
+		if err == nil && status == 200 {
+			if err := json.Unmarshal(body, &folder); err != nil {
+				b.Fatal(err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("stack not ready: %d %s %v", status, body, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	gwBase, _ := gw.memory(b)
+	docBase, _ := doc.memory(b)
+
+	data := newPattern(b, size)
+	// Direct: the same bytes into a disk store on the same file system,
+	// hashed on the way as the service hashes them. Disk speed varies a
+	// lot on shared machines, so this runs before and after the upload.
+	direct, err := diskstore.New(filepath.Join(filepath.Dir(blobDir), "direct"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var want string
+	directWrite := func() time.Duration {
+		data.reset()
+		h := sha256.New()
+		t0 := time.Now()
+		if _, err := direct.Put(ctx, "direct/one", io.TeeReader(data, h)); err != nil {
+			b.Fatal(err)
+		}
+		d := time.Since(t0)
+		want = hex.EncodeToString(h.Sum(nil))
+		_ = direct.Delete(ctx, "direct/one")
+		return d
+	}
+	directBefore := directWrite()
+
+	// Through the gateway: a streamed multipart body, never in memory.
+	var upload struct {
+		DocID int64 `json:"doc_id"`
+	}
+	var peakGW, peakDoc int64
+	b.SetBytes(size)
+	b.ResetTimer()
+	for range b.N {
+		data.reset()
+		pr, pw := io.Pipe()
+		mw := multipart.NewWriter(pw)
+		go func() {
+			_ = mw.WriteField("folder_id", strconv.FormatInt(folder.FolderID, 10))
+			fw, err := mw.CreateFormFile("file", "big.bin")
+			if err == nil {
+				_, err = io.Copy(fw, data)
+			}
+			if err == nil {
+				err = mw.Close()
+			}
+			pw.CloseWithError(err)
+		}()
+		stop := make(chan struct{})
+		sampled := make(chan struct{})
+		go func() { // sample RSS while the upload runs
+			defer close(sampled)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+					_, g := gw.memory(b)
+					_, d := doc.memory(b)
+					peakGW, peakDoc = max(peakGW, g), max(peakDoc, d)
+				}
+			}
+		}()
+		gwCPU0, docCPU0 := gw.cpu(b), doc.cpu(b)
+		t1 := time.Now()
+		status, body, err := call("POST", "/apiv2/pub/documents/upload", mw.FormDataContentType(), pr)
+		elapsed := time.Since(t1)
+		close(stop)
+		<-sampled
+		if err != nil || status != 200 {
+			b.Fatalf("upload: %d %s %v", status, body, err)
+		}
+		if err := json.Unmarshal(body, &upload); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		gwCPU, docCPU := gw.cpu(b)-gwCPU0, doc.cpu(b)-docCPU0
+		gwHWM, _ := gw.memory(b)
+		docHWM, _ := doc.memory(b)
+		status, body, err = call("GET", fmt.Sprintf("/apiv2/pub/documents/%d", upload.DocID), "", nil)
+		if err != nil || status != 200 || !strings.Contains(string(body), want) {
+			b.Fatalf("stored file's hash is not the direct write's %s: %d %s %v", want, status, body, err)
+		}
+		directAfter := directWrite()
+		directTime := (directBefore + directAfter) / 2
+		gwMBs := float64(size) / elapsed.Seconds() / 1e6
+		directMBs := float64(size) / directTime.Seconds() / 1e6
+		gib := float64(size) / (1 << 30)
+		b.ReportMetric(gwMBs, "gateway-MB/s")
+		b.ReportMetric(directMBs, "direct-MB/s")
+		b.ReportMetric(float64(gwHWM)/1024, "gateway-VmHWM-MiB")
+		b.ReportMetric(float64(docHWM)/1024, "document-VmHWM-MiB")
+		b.ReportMetric(gwCPU.Seconds()/gib, "gateway-cpu-s/GiB")
+		b.ReportMetric(docCPU.Seconds()/gib, "document-cpu-s/GiB")
+		b.Logf("%d bytes: through the gateway %v (%.0f MB/s); straight into the blob store %v before, %v after (mean %.0f MB/s); ratio %.2f",
+			size, elapsed.Round(time.Millisecond), gwMBs, directBefore.Round(time.Millisecond), directAfter.Round(time.Millisecond),
+			directMBs, gwMBs/directMBs)
+		b.Logf("CPU: gateway %v, document %v", gwCPU, docCPU)
+		b.Logf("VmHWM gateway %d KiB (%d KiB before the upload, sampled VmRSS peak %d KiB); document %d KiB (%d KiB before, sampled peak %d KiB)",
+			gwHWM, gwBase, peakGW, docHWM, docBase, peakDoc)
+		_, _ = pool.Exec(ctx, `DELETE FROM documents WHERE id = $1`, upload.DocID)
+		_ = os.RemoveAll(blobDir + "/files")
+		b.StartTimer()
+	}
+}
