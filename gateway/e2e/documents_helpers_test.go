@@ -360,3 +360,29 @@ func wantGRPC(t testing.TB, err error, code codes.Code, msg string) {
 		t.Fatalf("err = %v, want %v %q", err, code, msg)
 	}
 }
+
+// blobsStartingWith returns the files under dir (temporary files included)
+// whose content starts with prefix: it finds partial copies of a file too.
+func blobsStartingWith(t testing.TB, dir string, prefix []byte) []string {
+	t.Helper()
+	var found []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil // a temporary file may vanish while walking
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil
+		}
+		defer f.Close()
+		head := make([]byte, len(prefix))
+		if n, _ := io.ReadFull(f, head); n == len(prefix) && bytes.Equal(head, prefix) {
+			found = append(found, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -358,4 +359,47 @@ func TestUploadRefusedBeforeBytes(t *testing.T) {
 		t.Fatalf("%d bytes of the file were read before the refusal; it should come after the first chunks", sent)
 	}
 	t.Logf("refused after %d of %d bytes", sent, file.n)
+}
+
+// TestUploadAbortedByClient: a client that goes away in the middle of the
+// file leaves no document and no blob, not even a partial one.
+func TestUploadAbortedByClient(t *testing.T) {
+	t.Parallel()
+	u := newDocUser(t)
+	content := randomBytes(t, 4<<20)
+	body := multipartParts(t, field("folder_id", strconv.FormatInt(u.folder.FolderID, 10)), filePart("aborted.bin", content))
+	raw, err := io.ReadAll(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(stk.baseURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "POST /apiv2/pub/documents/upload HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n",
+		u.token, body.contentType, len(raw))
+	if _, err := conn.Write(raw[:len(raw)/2]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // let the first half reach the store
+	conn.Close()
+
+	dir, err := documentBlobDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if left := blobsStartingWith(t, dir, content[:64<<10]); len(left) != 0 {
+			return fmt.Errorf("aborted upload left (partial) blobs: %v", left)
+		}
+		var docs int
+		if err := stk.pool.QueryRow(context.Background(), `SELECT count(*) FROM documents WHERE entry_person = $1`,
+			u.username).Scan(&docs); err != nil {
+			return err
+		}
+		if docs != 0 {
+			return fmt.Errorf("aborted upload created %d documents", docs)
+		}
+		return nil
+	})
 }
