@@ -256,3 +256,35 @@ func TestFolderDeletionUnassignsDocuments(t *testing.T) {
 	// The document and its file are intact.
 	expect(t, u.do("GET", downloadPath(up.DocID, ""), nil), 200)
 }
+
+// TestInvalidDocIDs: ids that are not positive integers are a 400 on every
+// document route (spec §4.4: "400 invalid docID").
+func TestInvalidDocIDs(t *testing.T) {
+	t.Parallel()
+	u := newDocUser(t)
+	for _, id := range []string{"0", "-5", "abc", "1.5", "99999999999999999999"} {
+		routes := []struct {
+			method, path string
+			body         any
+		}{
+			{"GET", "/apiv2/pub/documents/" + id, nil},
+			{"GET", "/apiv3/pub/documents/" + id + "/versions", nil},
+			{"GET", "/apiv2/pub/documents/" + id + "/download", nil},
+			{"PATCH", "/apiv3/pub/documents/" + id, map[string]any{"description": "x"}},
+			{"POST", "/apiv3/pub/documents/" + id + "/lock", nil},
+			{"POST", "/apiv3/pub/documents/" + id + "/unlock", nil},
+			{"POST", "/apiv3/pub/documents/" + id + "/versions", multipartParts(t, filePart("x.txt", []byte("x")))},
+			{"PUT", "/apiv3/pub/documents/" + id + "/customfields/1", map[string]any{"rows": []any{}}},
+		}
+		for _, rt := range routes {
+			t.Run(rt.method+" "+rt.path, func(t *testing.T) {
+				r := u.do(rt.method, rt.path, rt.body)
+				if id == "0" || id == "-5" {
+					expect(t, r, 400, "Invalid value for doc_id: must be a positive integer")
+				} else {
+					expect(t, r, 400)
+				}
+			})
+		}
+	}
+}

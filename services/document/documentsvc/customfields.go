@@ -199,6 +199,9 @@ func (s *Service) SetCustomFields(ctx context.Context, req *documentv1.SetCustom
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDocID(req.GetDocId()); err != nil {
+		return nil, err
+	}
 	if len(req.GetRows()) > MaxCustomRows {
 		return nil, apierr.Invalid("Too many rows: at most %d", MaxCustomRows)
 	}

@@ -66,6 +66,8 @@
 //     and missing documents get the same 404 "Document not found" on every
 //     route (spec §7 allows 403 for "no permission"; DESIGN §3 says 404,
 //     and a 403 would confirm the document exists).
+//   - A doc id that is not a positive integer is 400 on every route (spec
+//     §4.4 "400 invalid docID").
 //   - include is a comma-separated list of versions, folders, customfields
 //     (case-insensitive, blanks ignored); anything else is 400.
 //     linked_files holds the current file (newest first; new versions move

@@ -129,6 +129,9 @@ func (s *Service) DownloadFile(req *documentv1.DownloadFileRequest, stream grpc.
 	if err != nil {
 		return err
 	}
+	if err := checkDocID(req.GetDocId()); err != nil {
+		return err
+	}
 	var f *fileRef
 	err = s.readTx(ctx, func(tx pgx.Tx) error {
 		if err := checkVisible(ctx, tx, p, req.GetDocId()); err != nil {

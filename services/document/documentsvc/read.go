@@ -157,6 +157,9 @@ func (s *Service) GetDocument(ctx context.Context, req *documentv1.GetDocumentRe
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDocID(req.GetDocId()); err != nil {
+		return nil, err
+	}
 	inc, err := parseInclude(req.GetInclude())
 	if err != nil {
 		return nil, err
@@ -243,8 +246,8 @@ func (s *Service) GetVersions(ctx context.Context, req *documentv1.GetVersionsRe
 	if err != nil {
 		return nil, err
 	}
-	if req.GetDocId() <= 0 {
-		return nil, errDocNotFound()
+	if err := checkDocID(req.GetDocId()); err != nil {
+		return nil, err
 	}
 	var l *documentv1.VersionListing
 	err = s.readTx(ctx, func(tx pgx.Tx) error {

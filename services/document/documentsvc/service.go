@@ -103,6 +103,15 @@ func errTemplateNotFound() error {
 	return apierr.NotFound("Custom field template not found")
 }
 
+// checkDocID refuses ids no document can have (spec §4.4: 400 for an
+// invalid docID).
+func checkDocID(id int64) error {
+	if id <= 0 {
+		return apierr.Invalid("Invalid value for doc_id: must be a positive integer")
+	}
+	return nil
+}
+
 // visibleSQL is the visibility predicate of document alias d: $1 is
 // "unrestricted", $2 the caller's group ids. Every query touching a
 // caller's documents uses it.

@@ -39,6 +39,9 @@ func (s *Service) UploadVersion(stream grpc.ClientStreamingServer[documentv1.Upl
 		return apierr.Invalid("The upload must start with the file header")
 	}
 	docID := hdr.GetDocId()
+	if err := checkDocID(docID); err != nil {
+		return err
+	}
 	if err := s.checkWritable(ctx, p, docID); err != nil {
 		return err
 	}

@@ -30,6 +30,9 @@ func (s *Service) UpdateDocument(ctx context.Context, req *documentv1.UpdateDocu
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDocID(req.GetDocId()); err != nil {
+		return nil, err
+	}
 	args := []any{p.Unrestricted(), p.GroupIDs, req.GetDocId()}
 	var sets []string
 	set := func(col string, v any) {
@@ -122,6 +125,9 @@ func (s *Service) LockDocument(ctx context.Context, req *documentv1.LockDocument
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDocID(req.GetDocId()); err != nil {
+		return nil, err
+	}
 	var out *documentv1.DocumentMetadata
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		st, err := lockDoc(ctx, tx, p, req.GetDocId())
@@ -153,6 +159,9 @@ func (s *Service) LockDocument(ctx context.Context, req *documentv1.LockDocument
 func (s *Service) UnlockDocument(ctx context.Context, req *documentv1.UnlockDocumentRequest) (*documentv1.UnlockDocumentResponse, error) {
 	p, err := principal(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkDocID(req.GetDocId()); err != nil {
 		return nil, err
 	}
 	var out *documentv1.DocumentMetadata
