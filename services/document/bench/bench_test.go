@@ -7,8 +7,10 @@
 //
 //	go test ./services/document/bench -run '^$' -bench Upload -benchtime 1x -v
 //
-// DOCREPO_BENCH_BYTES sets the file size (default 1 GiB). The binaries are
-// built from the workspace first, and the database is a fresh pgtest one.
+// DOCREPO_BENCH_BYTES sets the file size (default 1 GiB); DOCREPO_BENCH_DIR
+// the directory under which both stores write (default: the test's temporary
+// directory; /dev/shm takes the disk out of the measurement). The binaries
+// are built from the workspace first, and the database is a fresh pgtest one.
 package bench
 
 import (
@@ -217,7 +219,15 @@ func BenchmarkUpload(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	blobDir := filepath.Join(b.TempDir(), "blobs")
+	dataDir := b.TempDir()
+	if d := os.Getenv("DOCREPO_BENCH_DIR"); d != "" {
+		var err error
+		if dataDir, err = os.MkdirTemp(d, "docrepo-bench-"); err != nil {
+			b.Fatal(err)
+		}
+		defer os.RemoveAll(dataDir)
+	}
+	blobDir := filepath.Join(dataDir, "blobs")
 	folderAddr, schemaAddr, docAddr, httpAddr := freeAddr(b), freeAddr(b), freeAddr(b), freeAddr(b)
 	maxBytes := strconv.FormatInt(size+1<<20, 10)
 	common := []string{"DATABASE_URL=" + dbURL, "DOCREPO_MIGRATE=false", "NATS_URL=", "DOCREPO_LOG_LEVEL=warn",
