@@ -132,11 +132,22 @@ func (s *Service) receiveFile(ctx context.Context, hdr *documentv1.FileHeader, n
 }
 
 // discard deletes a blob that no committed row refers to, then its pending
-// record. It runs even when the request's context is gone. When the blob
-// cannot be deleted, the record stays and the sweeper tries again later.
+// record. It runs even when the request's context is gone. The record
+// decides: a blob without one belongs to a committed file (a COMMIT can
+// fail after it took effect), so it is kept. When the blob cannot be
+// deleted, the record stays and the sweeper tries again later.
 func (s *Service) discard(key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	var pending bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM document_pending_blobs WHERE blob_key = $1)`, key).Scan(&pending); err != nil {
+		s.log.Error("could not check a blob before deleting it; the sweeper will retry", "key", key, "error", err)
+		return
+	}
+	if !pending {
+		s.log.Warn("not deleting a blob whose file row committed", "key", key)
+		return
+	}
 	if err := s.store.Delete(ctx, key); err != nil {
 		s.log.Error("could not delete an unreferenced blob; the sweeper will retry", "key", key, "error", err)
 		return
