@@ -108,3 +108,19 @@ test-go:
 
 clean:
 	rm -rf bin
+
+## docker-build: build every image from deploy/Dockerfile (needs a Docker engine with BuildKit)
+IMAGE_PREFIX ?= docrepo
+IMAGE_TAG ?= dev
+IMAGES := gateway document folder search schema indexer docrepoctl
+.PHONY: docker-build deploy-check
+docker-build:
+	@command -v docker >/dev/null || { echo "docker-build needs a Docker engine (with BuildKit)" >&2; exit 1; }
+	@for c in $(IMAGES); do \
+		echo "docker build $(IMAGE_PREFIX)/$$c:$(IMAGE_TAG)"; \
+		DOCKER_BUILDKIT=1 docker build -f deploy/Dockerfile --build-arg CMD=$$c -t $(IMAGE_PREFIX)/$$c:$(IMAGE_TAG) . || exit 1; \
+	done
+
+## deploy-check: offline checks of docker-compose.yml, deploy/k8s, deploy/Dockerfile and the README's configuration table
+deploy-check: go-check
+	cd gateway && $(GO) test -count=1 ./deploytest/
