@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -402,4 +403,66 @@ func TestUploadAbortedByClient(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// rawPost sends a request whose headers announce contentLength bytes but
+// only a few bytes of body, and reads the answer: what the gateway decides
+// from the headers alone.
+func rawPost(t *testing.T, path, token string, contentLength int64) *response {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(stk.baseURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	auth := ""
+	if token != "" {
+		auth = "Authorization: Bearer " + token + "\r\n"
+	}
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\n%sContent-Type: multipart/form-data; boundary=b\r\nContent-Length: %d\r\n\r\n--b\r\n",
+		path, auth, contentLength)
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return &response{Status: resp.StatusCode, Header: resp.Header, Body: body}
+}
+
+// TestUploadAuthenticationFirst: a caller without a valid token or scope
+// learns that first, whatever is wrong with the body; a valid caller
+// announcing a body far over the limit is refused from the headers alone.
+func TestUploadAuthenticationFirst(t *testing.T) {
+	t.Parallel()
+	u := newDocUser(t)
+	reader := u.withKey("documents_read")
+	huge := int64(docMaxUpload + 2<<20)
+	for _, path := range []string{"/apiv2/pub/documents/upload", "/apiv3/pub/documents/1/versions"} {
+		tests := []struct {
+			name   string
+			token  string
+			body   any
+			length int64 // with a body: 0
+			status int
+			detail string
+		}{
+			{name: "no token, JSON body", body: map[string]any{"x": 1}, status: 401, detail: "Invalid or expired token"},
+			{name: "no token, huge body", length: huge, status: 401, detail: "Invalid or expired token"},
+			{name: "missing scope, JSON body", token: reader.token, body: map[string]any{"x": 1}, status: 403, detail: "Missing required scope: documents_write"},
+			{name: "missing scope, huge body", token: reader.token, length: huge, status: 403, detail: "Missing required scope: documents_write"},
+			{name: "valid caller, JSON body", token: u.token, body: map[string]any{"x": 1}, status: 400, detail: "Expected a multipart/form-data body"},
+			{name: "valid caller, huge body", token: u.token, length: huge, status: 413, detail: "File too large"},
+		}
+		for _, tt := range tests {
+			t.Run(path+"/"+tt.name, func(t *testing.T) {
+				if tt.length > 0 {
+					expect(t, rawPost(t, path, tt.token, tt.length), tt.status, tt.detail)
+					return
+				}
+				expect(t, doRequest(t, tt.token, "POST", path, tt.body), tt.status, tt.detail)
+			})
+		}
+	}
 }

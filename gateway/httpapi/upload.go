@@ -173,11 +173,6 @@ func (e errClientBody) Error() string { return "reading request body: " + e.err.
 // messages, the file as a header and chunks, so nothing but one chunk is
 // ever held in memory.
 func (g *Gateway) upload(w http.ResponseWriter, r *http.Request, _ map[string]string) {
-	mr, err := g.multipartReader(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
 	// Cancelling (not CloseSend) abandons the upload: the service must not
 	// mistake a broken request for a complete one.
 	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(r.Context(), forwardMD(r)))
@@ -189,6 +184,12 @@ func (g *Gateway) upload(w http.ResponseWriter, r *http.Request, _ map[string]st
 	}
 	fileStarted := false
 	sendErr := func() error {
+		// Checked after the stream opened, so that finishUpload reports a
+		// refused caller (401/403) before a bad body (400/413).
+		mr, err := g.multipartReader(r)
+		if err != nil {
+			return err
+		}
 		for {
 			part, err := mr.NextPart()
 			if errors.Is(err, io.EOF) {
@@ -284,11 +285,6 @@ func (g *Gateway) uploadVersion(w http.ResponseWriter, r *http.Request, params m
 		writeError(w, r, apierr.Invalid("Invalid value for doc_id: expected an integer"))
 		return
 	}
-	mr, err := g.multipartReader(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
 	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(r.Context(), forwardMD(r)))
 	defer cancel()
 	stream, err := g.docs.UploadVersion(ctx)
@@ -298,6 +294,10 @@ func (g *Gateway) uploadVersion(w http.ResponseWriter, r *http.Request, params m
 	}
 	fileStarted := false
 	sendErr := func() error {
+		mr, err := g.multipartReader(r)
+		if err != nil {
+			return err
+		}
 		for {
 			part, err := mr.NextPart()
 			if errors.Is(err, io.EOF) {
