@@ -362,7 +362,7 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request, _ map[string]st
 //go:embed openapi/docrepo.swagger.json
 var openapiDoc []byte
 
-func (g *Gateway) openapi(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(openapiDoc)
+// openapi serves the OpenAPI 3 document built from it (openapi.go).
+func (g *Gateway) openapi(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+	serveOpenAPI(w, r)
 }
