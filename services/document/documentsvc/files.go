@@ -29,7 +29,7 @@ type storedFile struct {
 	pageCount *int32
 }
 
-// errTooLarge is the 413 of spec-less DESIGN §4.
+// errTooLarge is the 413 of DESIGN §4 (the spec names no size limit).
 func errTooLarge() error { return apierr.TooLarge("File too large") }
 
 // chunkSource yields the file's chunks in order and io.EOF after the last.
