@@ -354,6 +354,7 @@ func doRequest(t testing.TB, token, method, path string, body any, headers ...st
 	if err != nil {
 		t.Fatalf("%s %s: read body: %v", method, path, err)
 	}
+	validateResponse(t, req, resp.StatusCode, resp.Header, data) // openapi_test.go
 	return &response{Status: resp.StatusCode, Header: resp.Header, Body: data}
 }
 
