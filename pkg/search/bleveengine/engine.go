@@ -448,8 +448,11 @@ func (e *Engine) Reset(ctx context.Context) error {
 	return nil
 }
 
-// Close releases the engine. Later calls return engine.ErrClosed.
+// Close releases the engine, after the writes and searches in progress.
+// Later calls return engine.ErrClosed; closing twice is not an error.
 func (e *Engine) Close() error {
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {

@@ -227,7 +227,9 @@ func (b *searcherBuilder) build(q *qnode, opts search.SearcherOptions) (search.S
 	case qTerm:
 		return searcher.NewTermSearcher(b.ctx, b.r, q.terms[0], q.field, 1, opts)
 	case qPhrase:
-		return searcher.NewPhraseSearcher(b.ctx, b.r, q.terms, 0, false, q.field, 1, opts)
+		// A phrase is a NEAR of one clause: the positional searcher is
+		// leaner than bleve's phrase searcher (no location maps).
+		return newNearSearcher(b.ctx, b.r, &qnode{kind: qNear, field: q.field, clauses: [][]string{q.terms}}, opts)
 	case qPrefix:
 		return b.prefix(q, opts)
 	case qNear:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/docrepo/docrepo/pkg/search/dsl"
 	"github.com/docrepo/docrepo/pkg/search/engine"
+	"github.com/docrepo/docrepo/pkg/testenv"
 )
 
 // The SciFact collection lives outside the repository, in
@@ -51,7 +52,7 @@ func loadSciFact(t testing.TB) *scifact {
 	t.Helper()
 	dir := findSciFact(t)
 	if dir == "" {
-		t.Skipf("skipping: SciFact data not found: no %s/corpus.jsonl in any parent of the working directory (set DOCREPO_SCIFACT_DIR)", scifactDir)
+		testenv.Unavailable(t, "SciFact data not found: no %s/corpus.jsonl in any parent of the working directory (set DOCREPO_SCIFACT_DIR)", scifactDir)
 	}
 	sf := &scifact{qrels: map[string][]int64{}}
 	eachLine(t, filepath.Join(dir, "corpus.jsonl"), func(line string) {

@@ -90,30 +90,32 @@ func (s *knn) result() []neighbour {
 
 // l2 returns the squared L2 distance of a and b (same length). With bound
 // ≥ 0 it gives up, returning false, as soon as the partial sum exceeds
-// bound: such a vector cannot enter the k nearest.
+// bound: such a vector cannot enter the k nearest. The sum is always
+// accumulated in the same order, so abandoning never changes a result.
 func l2(a, b []float32, bound float32) (float32, bool) {
 	b = b[:len(a)]
 	var sum float32
-	i := 0
-	for i+64 <= len(a) {
+	for len(a) >= 64 {
+		x, y := a[:64], b[:64]
 		var s0, s1, s2, s3 float32
-		for j := i; j < i+64; j += 4 {
-			d0 := a[j] - b[j]
-			d1 := a[j+1] - b[j+1]
-			d2 := a[j+2] - b[j+2]
-			d3 := a[j+3] - b[j+3]
+		for len(x) >= 4 && len(y) >= 4 {
+			d0 := x[0] - y[0]
+			d1 := x[1] - y[1]
+			d2 := x[2] - y[2]
+			d3 := x[3] - y[3]
 			s0 += d0 * d0
 			s1 += d1 * d1
 			s2 += d2 * d2
 			s3 += d3 * d3
+			x, y = x[4:], y[4:]
 		}
 		sum += (s0 + s1) + (s2 + s3)
-		i += 64
+		a, b = a[64:], b[64:]
 		if bound >= 0 && sum > bound {
 			return sum, false
 		}
 	}
-	for ; i < len(a); i++ {
+	for i := range a {
 		d := a[i] - b[i]
 		sum += d * d
 	}

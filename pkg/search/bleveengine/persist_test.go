@@ -1,0 +1,290 @@
+package bleveengine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/docrepo/docrepo/pkg/search/dsl"
+	"github.com/docrepo/docrepo/pkg/search/engine"
+)
+
+// queryOf parses a JSON request body.
+func queryOf(t testing.TB, body string) *dsl.Query {
+	t.Helper()
+	req, err := requestFromJSON(body)
+	if err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	q, err := dsl.Parse(req)
+	if err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	return q
+}
+
+func requestFromJSON(body string) (dsl.Request, error) {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		return dsl.Request{}, err
+	}
+	return dsl.RequestFromMap(m)
+}
+
+var words = strings.Fields(`alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi psi omega report annual tax invoice contract`)
+
+func randomDoc(r *rand.Rand, id, rev int64) engine.Document {
+	n := 5 + r.IntN(30)
+	ws := make([]string, n)
+	for i := range ws {
+		ws[i] = words[r.IntN(len(words))]
+	}
+	types := []string{"Invoice", "Contract", "Letter"}
+	d := engine.Document{
+		ID: id, Rev: rev, GroupIDs: []int64{int64(1 + r.IntN(3))}, FolderIDs: []int64{int64(r.IntN(5))},
+		DocType: ptr(types[r.IntN(len(types))]), Content: strings.Join(ws, " "),
+		ContentVector: []float32{r.Float32(), r.Float32(), r.Float32()},
+	}
+	if r.IntN(4) > 0 {
+		d.MetadataVector = []float32{r.Float32(), r.Float32()}
+	}
+	return d
+}
+
+// TestRestart: an engine reopened from its directory holds the same
+// documents, revisions, tombstones and vectors and answers the same.
+func TestRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "idx")
+	e, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	var docs []engine.Document
+	for i := range 300 {
+		docs = append(docs, randomDoc(r, int64(i+1), 1))
+	}
+	if _, err := e.Upsert(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Upsert(ctx, []engine.Document{randomDoc(r, 5, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Delete(ctx, 7, 3); err != nil {
+		t.Fatal(err)
+	}
+	queries := []engine.Request{
+		{Query: queryOf(t, `{"where": {"fts": {"query": "alpha beta OR gamma"}}, "limit": 50}`), Unrestricted: true},
+		{Query: queryOf(t, `{"where": {"fts": {"query": "*N2\"tax report\""}}, "options": {"include_highlights": true}}`), GroupIDs: []int64{1, 2}},
+		{Query: queryOf(t, `{"where": {"eq": {"field": "doc_type", "value": "Invoice"}}, "select": ["doc_type", "filesbelongto"], "limit": 500}`), GroupIDs: []int64{2}},
+		{Query: queryOf(t, `{"where": {"vector": {"target": "content", "query": "q"}}, "options": {"vector_k": 20}}`), Unrestricted: true, QueryVector: []float32{0.5, 0.5, 0.5}},
+		{Query: queryOf(t, `{"where": {"vector": {"target": "metadata", "query": "q"}}}`), Unrestricted: true, QueryVector: []float32{0.1, 0.9}},
+	}
+	before := make([]engine.Result, len(queries))
+	for i, q := range queries {
+		if before[i], err = e.Search(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	e, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if n, _ := e.Count(ctx); n != 299 {
+		t.Errorf("Count after reopen = %d, want 299", n)
+	}
+	if rev, ok, _ := e.Revision(ctx, 5); !ok || rev != 2 {
+		t.Errorf("Revision(5) = %d, %v, want 2", rev, ok)
+	}
+	if _, ok, _ := e.Revision(ctx, 7); ok {
+		t.Error("deleted document 7 is back")
+	}
+	if res, _ := e.Upsert(ctx, []engine.Document{randomDoc(r, 7, 2)}); res.Stale != 1 {
+		t.Errorf("upsert older than the tombstone: %+v, want stale", res)
+	}
+	for i, q := range queries {
+		after, err := e.Search(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(after, before[i]) {
+			t.Errorf("query %d: after reopen\n got %+v\nwant %+v", i, after, before[i])
+		}
+		if after.Total == 0 {
+			t.Errorf("query %d matched nothing: not a useful test", i)
+		}
+	}
+}
+
+func TestOpenRefusesForeignDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, Options{}); err == nil {
+		t.Error("Open of a non-empty directory without an index succeeded")
+	}
+	e, err := Open(t.TempDir(), Options{}) // empty: created
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+}
+
+// TestConcurrentSearchDuringUpsert runs searches while documents are
+// written (run with -race).
+func TestConcurrentSearchDuringUpsert(t *testing.T) {
+	ctx := context.Background()
+	e := newTestEngine(t, "", Options{InMemory: true, BatchSize: 16})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	bodies := []string{
+		`{"where": {"fts": {"query": "alpha OR beta"}}, "options": {"include_highlights": true}}`,
+		`{"where": {"and": [{"fts": {"query": "tax*"}}, {"eq": {"field": "doc_type", "value": "Letter"}}]}}`,
+		`{"sort": [{"field": "doc_type", "direction": "desc"}]}`,
+		`{"where": {"vector": {"target": "content", "query": "q"}}}`,
+	}
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q := queryOf(t, bodies[w])
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := e.Search(ctx, engine.Request{Query: q, Unrestricted: true, QueryVector: []float32{0, 0, 0}}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for rev := int64(1); rev <= 5; rev++ {
+		var docs []engine.Document
+		for id := int64(1); id <= 100; id++ {
+			docs = append(docs, randomDoc(r, id, rev))
+		}
+		if _, err := e.Upsert(ctx, docs); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Delete(ctx, rev, rev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestDeadlineDuringScan: a deadline that passes while a search scans ends
+// it with context.DeadlineExceeded.
+func TestDeadlineDuringScan(t *testing.T) {
+	e := newTestEngine(t, "", Options{InMemory: true})
+	r := rand.New(rand.NewPCG(5, 6))
+	var docs []engine.Document
+	for id := int64(1); id <= 500; id++ {
+		docs = append(docs, randomDoc(r, id, 1))
+	}
+	if _, err := e.Upsert(context.Background(), docs); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	q := queryOf(t, `{"where": {"fts": {"query": "alpha OR beta OR gamma"}}}`)
+	// Cancel from inside the scan: after the first context check passes.
+	calls := 0
+	ctx = &countingCtx{Context: ctx, after: 2, cancel: cancel, calls: &calls}
+	_, err := e.Search(ctx, engine.Request{Query: q, Unrestricted: true})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Search = %v, want context.Canceled", err)
+	}
+}
+
+// countingCtx cancels itself on the after-th call of Err.
+type countingCtx struct {
+	context.Context
+	after  int
+	cancel context.CancelFunc
+	calls  *int
+}
+
+func (c *countingCtx) Err() error {
+	*c.calls++
+	if *c.calls == c.after {
+		c.cancel()
+	}
+	return c.Context.Err()
+}
+
+// FuzzSearch: no parsed fts query makes the engine fail (other than with a
+// *dsl.Error) or panic.
+func FuzzSearch(f *testing.F) {
+	seeds := []string{
+		"a OR b OR c d OR e", `*NP"a"`, "tax \"annual report\" OR summary* -draft *N5\"net income\" -\"x y\"",
+		`*NP"a b""c d"`, `-*NP"a b" "c d" keep`, "a - b -", "ORb aOR OR*", `*NP3"a b" "c" "d e" f`,
+		`"a OR -b c*" x`, "--a b", `*N007"a b"`, "Müller straße \"über alles\"", `*N0"a b" OR *N1000"c d"`,
+		"the", "& -", `*N"the the"`, `"alpha alpha"`, "e-ma*", "x-*", `*N2"e-mail alpha"`, "a*", "state-of-the-art",
+		strings.Repeat("alpha ", 200), `*N1000"alpha beta gamma delta"`,
+	}
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	e, err := Open("", Options{InMemory: true, MaxPrefixTerms: 50})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer e.Close()
+	r := rand.New(rand.NewPCG(7, 8))
+	var docs []engine.Document
+	for id := int64(1); id <= 200; id++ {
+		docs = append(docs, randomDoc(r, id, 1))
+	}
+	docs = append(docs, engine.Document{ID: 1000, Rev: 1, GroupIDs: []int64{1}, Content: "the e-mail state-of-the-art Müller Straße über alles a b c d e"})
+	if _, err := e.Upsert(context.Background(), docs); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		root, err := dsl.ParseFTS(s)
+		if err != nil {
+			return
+		}
+		q := &dsl.Query{
+			Where: &dsl.FTS{Query: s, Root: root}, Limit: 20, Select: []string{"id", "doc_type"},
+			Sort:    []dsl.Sort{{Field: dsl.FieldScore, Desc: true}},
+			Options: dsl.Options{IncludeHighlights: true, HighlightLength: 100, VectorK: 10},
+		}
+		res, err := e.Search(context.Background(), engine.Request{Query: q, GroupIDs: []int64{1, 2}})
+		var de *dsl.Error
+		if err != nil && !errors.As(err, &de) {
+			t.Fatalf("Search(%q): %v", s, err)
+		}
+		if int64(len(res.Hits)) > res.Total {
+			t.Fatalf("Search(%q): %d hits, total %d", s, len(res.Hits), res.Total)
+		}
+		for _, h := range res.Hits {
+			if h.Score == nil || h.Highlights == nil {
+				t.Fatalf("Search(%q): hit %+v", s, h)
+			}
+		}
+	})
+}

@@ -1,0 +1,216 @@
+package bleveengine
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/docrepo/docrepo/pkg/search/dsl"
+	"github.com/docrepo/docrepo/pkg/search/engine"
+)
+
+func TestNearWindows(t *testing.T) {
+	cases := []struct {
+		name   string
+		starts [][]int
+		lens   []int
+		slop   int
+		want   bool
+	}{
+		{name: "adjacent slop 0", starts: [][]int{{1}, {2}}, lens: []int{1, 1}, slop: 0, want: true},
+		{name: "reversed adjacent slop 0", starts: [][]int{{2}, {1}}, lens: []int{1, 1}, slop: 0, want: true},
+		{name: "1 between slop 0", starts: [][]int{{1}, {3}}, lens: []int{1, 1}, slop: 0, want: false},
+		{name: "1 between slop 1", starts: [][]int{{1}, {3}}, lens: []int{1, 1}, slop: 1, want: true},
+		{name: "n between slop n", starts: [][]int{{1}, {12}}, lens: []int{1, 1}, slop: 10, want: true},
+		{name: "n+1 between slop n", starts: [][]int{{1}, {13}}, lens: []int{1, 1}, slop: 10, want: false},
+		{name: "best pair among many", starts: [][]int{{1, 20, 40}, {10, 30, 42}}, lens: []int{1, 1}, slop: 1, want: true},
+		{name: "no close pair among many", starts: [][]int{{1, 20, 40}, {10, 30, 50}}, lens: []int{1, 1}, slop: 5, want: false},
+		{name: "phrases 1 between", starts: [][]int{{1}, {4}}, lens: []int{2, 2}, slop: 1, want: true},
+		{name: "phrases 2 between slop 1", starts: [][]int{{1}, {5}}, lens: []int{2, 2}, slop: 1, want: false},
+		{name: "three clauses", starts: [][]int{{1}, {2}, {4}}, lens: []int{1, 1, 1}, slop: 1, want: true},
+		{name: "three clauses too far", starts: [][]int{{1}, {3}, {6}}, lens: []int{1, 1, 1}, slop: 2, want: false},
+		{name: "same position overlaps (Lucene)", starts: [][]int{{5}, {5}}, lens: []int{1, 1}, slop: 0, want: true},
+		{name: "empty clause", starts: [][]int{{1}, {}}, lens: []int{1, 1}, slop: 10, want: false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := nearWindows(tc.starts, tc.lens, tc.slop, nil); got != tc.want {
+				t.Errorf("nearWindows = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	t.Run("every window reported", func(t *testing.T) {
+		var got [][]int
+		nearWindows([][]int{{1, 10}, {2, 11}}, []int{1, 1}, 0, func(c []int) bool {
+			got = append(got, slices.Clone(c))
+			return true
+		})
+		if fmt.Sprint(got) != "[[0 0] [1 1]]" {
+			t.Errorf("windows = %v", got)
+		}
+	})
+}
+
+func TestPhraseStarts(t *testing.T) {
+	pos := positions{"a": {1, 4, 7}, "b": {2, 8}, "c": {3, 9}}
+	cases := []struct {
+		terms []string
+		want  []int
+	}{
+		{terms: []string{"a", "b"}, want: []int{1, 7}},
+		{terms: []string{"a", "b", "c"}, want: []int{1, 7}},
+		{terms: []string{"a", "", "c"}, want: []int{1, 7}},
+		{terms: []string{"b", "a"}, want: nil},
+		{terms: []string{"a", "x"}, want: nil},
+	}
+	for _, tc := range cases {
+		if got := phraseStarts(tc.terms, pos, nil); !slices.Equal(got, tc.want) {
+			t.Errorf("phraseStarts(%q) = %v, want %v", tc.terms, got, tc.want)
+		}
+	}
+}
+
+func TestTranslate(t *testing.T) {
+	an := newAnalyzers()
+	cases := []struct {
+		query string
+		want  string
+	}{
+		{query: "Reports", want: "s:report"},
+		{query: "the annual reports", want: "and(s:annual s:report)"},
+		{query: "the", want: "x:the"},
+		{query: "the OR an", want: "or(x:the x:an)"},
+		{query: "to be OR not", want: "and(x:to or(x:be x:not))"},
+		{query: "fox -the", want: "s:fox"},
+		{query: "&", want: "<none>"},
+		{query: "e-mail", want: `s:"e mail"`},
+		{query: "state-of-the-art", want: `s:"state   art"`},
+		{query: `"Annual Reports"`, want: `x:"annual reports"`},
+		{query: "Run*", want: "x:run*"},
+		{query: "e-ma*", want: `x:"e ma*"`},
+		{query: `*N3"A b"`, want: `near3("a" "b")`},
+		{query: `*NP"a b" "c"`, want: `near10("a b" "c")`},
+		{query: `*N"a &"`, want: `x:a`},
+		{query: `x OR y -c -"d e"`, want: `and(or(s:x s:y) -s:c -x:"d e")`},
+	}
+	for _, tc := range cases {
+		root, err := dsl.ParseFTS(tc.query)
+		if err != nil {
+			t.Fatalf("ParseFTS(%q): %v", tc.query, err)
+		}
+		if got := an.translate(root).String(); got != tc.want {
+			t.Errorf("translate(%q) = %s, want %s", tc.query, got, tc.want)
+		}
+	}
+}
+
+func TestRecordCodec(t *testing.T) {
+	d := engine.Document{
+		ID: 42, Rev: 7, GroupIDs: []int64{3, 1, 3}, FolderIDs: []int64{-5, 9},
+		Description: ptr("Straße ünïcode"), DocType: ptr(""), Subdoctype: ptr("x"),
+		Date: ptr(time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)), EntryDate: ptr(time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)),
+		Privileged: true,
+	}
+	r := recordFromDocument(&d)
+	got, err := decodeRecord(42, encodeRecord(&r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(r) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", got, r)
+	}
+	if !slices.Equal(got.groups, []int64{1, 3}) {
+		t.Errorf("groups = %v", got.groups)
+	}
+	tomb := record{id: 1, rev: 9, deleted: true}
+	if got, err := decodeRecord(1, encodeRecord(&tomb)); err != nil || !got.deleted || got.rev != 9 {
+		t.Errorf("tombstone round trip: %+v, %v", got, err)
+	}
+	enc := encodeRecord(&r)
+	for i := range enc {
+		if _, err := decodeRecord(1, enc[:i]); err == nil {
+			t.Errorf("truncated record of %d bytes decoded", i)
+		}
+	}
+	c, m, err := decodeVectors(encodeVectors([]float32{1, -2.5}, nil))
+	if err != nil || !slices.Equal(c, []float32{1, -2.5}) || m != nil {
+		t.Errorf("vectors round trip: %v %v %v", c, m, err)
+	}
+	if _, _, err := decodeVectors([]byte{0xff, 0xff, 0xff, 0xff, 0x0f}); err == nil {
+		t.Error("corrupt vectors decoded")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestL2(t *testing.T) {
+	for _, n := range []int{1, 3, 63, 64, 65, 130, 512} {
+		a, b := make([]float32, n), make([]float32, n)
+		var want float32
+		for i := range a {
+			a[i], b[i] = float32(i%7)/3, float32(i%5)/2
+			d := a[i] - b[i]
+			want += d * d
+		}
+		got, ok := l2(a, b, -1)
+		if !ok || absf(got-want) > 1e-3*want+1e-6 {
+			t.Errorf("n=%d: l2 = %g, want %g", n, got, want)
+		}
+		if _, ok := l2(a, b, want/2); ok && n >= 128 {
+			t.Errorf("n=%d: not abandoned over the bound", n)
+		}
+	}
+}
+
+func absf(f float32) float32 {
+	if f < 0 {
+		return -f
+	}
+	return f
+}
+
+func TestPrefixLimit(t *testing.T) {
+	e := newTestEngine(t, "", Options{InMemory: true, MaxPrefixTerms: 3})
+	var docs []engine.Document
+	for i := range 5 {
+		docs = append(docs, engine.Document{ID: int64(i + 1), Rev: 1, Content: fmt.Sprintf("word%d", i)})
+	}
+	if _, err := e.Upsert(t.Context(), docs); err != nil {
+		t.Fatal(err)
+	}
+	search := func(q string) (engine.Result, error) {
+		root, err := dsl.ParseFTS(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.Search(t.Context(), engine.Request{Unrestricted: true, Query: &dsl.Query{
+			Where: &dsl.FTS{Query: q, Root: root}, Limit: 10,
+			Sort: []dsl.Sort{{Field: dsl.FieldScore, Desc: true}},
+		}})
+	}
+	_, err := search("word*")
+	var de *dsl.Error
+	if !errors.As(err, &de) {
+		t.Fatalf("word* over 5 terms with a limit of 3: %v, want a *dsl.Error", err)
+	}
+	t.Log(de.Detail)
+	res, err := search("word1*")
+	if err != nil || res.Total != 1 {
+		t.Errorf("word1*: %+v, %v", res, err)
+	}
+}
+
+func BenchmarkL2(b *testing.B) {
+	x, y := make([]float32, 512), make([]float32, 512)
+	for i := range x {
+		x[i], y[i] = float32(i)/512, float32(511-i)/512
+	}
+	var s float32
+	for b.Loop() {
+		d, _ := l2(x, y, -1)
+		s += d
+	}
+	_ = s
+}
