@@ -57,6 +57,7 @@ type Engine struct {
 	mu     sync.RWMutex // guards the fields below; Search holds it shared
 	idx    bleve.Index
 	tab    *table
+	slots  *slotCache // of tab
 	closed bool
 }
 
@@ -118,7 +119,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		_ = idx.Close()
 		return nil, err
 	}
-	e.idx, e.tab = idx, tab
+	e.idx, e.tab, e.slots = idx, tab, newSlotCache()
 	return e, nil
 }
 
@@ -444,7 +445,7 @@ func (e *Engine) Reset(ctx context.Context) error {
 		e.closed = true
 		return fmt.Errorf("bleveengine: reset: %w", err)
 	}
-	e.idx, e.tab = idx, newTable()
+	e.idx, e.tab, e.slots = idx, newTable(), newSlotCache()
 	return nil
 }
 

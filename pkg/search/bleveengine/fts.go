@@ -227,13 +227,13 @@ func (b *searcherBuilder) build(q *qnode, opts search.SearcherOptions) (search.S
 	case qTerm:
 		return searcher.NewTermSearcher(b.ctx, b.r, q.terms[0], q.field, 1, opts)
 	case qPhrase:
-		// A phrase is a NEAR of one clause: the positional searcher is
-		// leaner than bleve's phrase searcher (no location maps).
-		return newNearSearcher(b.ctx, b.r, &qnode{kind: qNear, field: q.field, clauses: [][]string{q.terms}}, opts)
+		// The positional searcher is leaner than bleve's phrase searcher,
+		// which builds location maps for every candidate.
+		return newPosSearcher(b.ctx, b.r, q.field, [][]string{q.terms}, 0, opts)
 	case qPrefix:
 		return b.prefix(q, opts)
 	case qNear:
-		return newNearSearcher(b.ctx, b.r, q, opts)
+		return newPosSearcher(b.ctx, b.r, q.field, q.clauses, q.slop, opts)
 	case qAny:
 		kids, err := b.buildAll(q.kids, opts)
 		if err != nil {

@@ -2,11 +2,12 @@ package bleveengine
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sort"
 
 	"github.com/blevesearch/bleve/v2/search"
-	"github.com/blevesearch/bleve/v2/search/searcher"
+	"github.com/blevesearch/bleve/v2/search/scorer"
 	index "github.com/blevesearch/bleve_index_api"
 )
 
@@ -23,15 +24,34 @@ outer:
 			if terms[i] == "" {
 				continue
 			}
-			list := pos[terms[i]]
-			j := sort.SearchInts(list, p+i)
-			if j == len(list) || list[j] != p+i {
+			if !hasPos(pos[terms[i]], p+i) {
 				continue outer
 			}
 		}
 		dst = append(dst, p)
 	}
 	return dst
+}
+
+// phraseStartsIdx is phraseStarts with terms given by index into pos (-1
+// for a gap).
+func phraseStartsIdx(terms []int, pos [][]int, dst []int) []int {
+	first := pos[terms[0]]
+outer:
+	for _, p := range first {
+		for i := 1; i < len(terms); i++ {
+			if terms[i] >= 0 && !hasPos(pos[terms[i]], p+i) {
+				continue outer
+			}
+		}
+		dst = append(dst, p)
+	}
+	return dst
+}
+
+func hasPos(list []int, p int) bool {
+	j := sort.SearchInts(list, p)
+	return j < len(list) && list[j] == p
 }
 
 // nearWindows looks for windows holding one occurrence of every clause,
@@ -50,6 +70,18 @@ func nearWindows(starts [][]int, lens []int, slop int, fn func(choice []int) boo
 			return false
 		}
 		total += lens[i]
+	}
+	if len(starts) == 1 {
+		// One clause (a phrase): every occurrence is a match.
+		if fn != nil {
+			choice := []int{0}
+			for choice[0] = range starts[0] {
+				if !fn(choice) {
+					break
+				}
+			}
+		}
+		return true
 	}
 	choice := make([]int, len(starts))
 	found := false
@@ -77,82 +109,168 @@ func nearWindows(starts [][]int, lens []int, slop int, fn func(choice []int) boo
 	}
 }
 
-// nearSearcher matches the documents where a NEAR node's clauses occur
-// within its slop. It reads the positions of every term of the clauses
-// from a conjunction of term searchers (with term vectors) and checks each
-// candidate with nearWindows, so counts and paging are exact. Its score is
-// the sum of its terms' scores, like bleve's phrase searcher.
-type nearSearcher struct {
-	conj    search.Searcher
-	field   string
-	clauses [][]string
+// posSearcher matches the documents where every clause (a phrase of exact
+// tokens) occurs and, for more than one clause, the clauses lie within
+// slop of each other (nearWindows). It reads the postings of each distinct
+// term with positions straight from the index (a leapfrog conjunction over
+// the term readers), so counts and paging are exact, and scores a match
+// with bleve's BM25 term scorer: the sum of its terms' scores with the
+// query normalisation of a conjunction, like bleve's phrase searcher.
+type posSearcher struct {
+	r       index.IndexReader
+	tfrs    []index.TermFieldReader
+	scorers []*scorer.TermQueryScorer
+	cur     []*index.TermFieldDoc // current posting per term, nil before the first
+	bufs    []*index.TermFieldDoc
+	clauses [][]int // term indexes per clause position, -1 for a gap
 	lens    []int
 	slop    int
-	pos     positions
+	pos     [][]int
 	starts  [][]int
+	scoreTF index.TermFieldDoc
+	started bool
+	done    bool
 }
 
-func newNearSearcher(ctx context.Context, r index.IndexReader, q *qnode, opts search.SearcherOptions) (search.Searcher, error) {
+// bm25Stats are the collection statistics bleve's BM25 uses for a field:
+// the number of documents and the average field length (rounded up).
+func bm25Stats(r index.IndexReader, field string) (uint64, float64, error) {
+	count, err := r.DocCount()
+	if err != nil {
+		return 0, 0, err
+	}
+	card := 0
+	if br, ok := r.(index.BM25Reader); ok {
+		if card, err = br.FieldCardinality(field); err != nil {
+			return 0, 0, err
+		}
+	}
+	if count == 0 {
+		return 0, 0, nil
+	}
+	return count, math.Ceil(float64(card) / float64(count)), nil
+}
+
+func newPosSearcher(ctx context.Context, r index.IndexReader, field string, clauses [][]string, slop int, opts search.SearcherOptions) (search.Searcher, error) {
 	var terms []string
-	for _, c := range q.clauses {
-		for _, t := range c {
-			if t != "" && !slices.Contains(terms, t) {
+	idx := map[string]int{}
+	s := &posSearcher{r: r, slop: slop}
+	for _, c := range clauses {
+		ci := make([]int, len(c))
+		for j, t := range c {
+			if t == "" {
+				ci[j] = -1
+				continue
+			}
+			i, ok := idx[t]
+			if !ok {
+				i = len(terms)
+				idx[t] = i
 				terms = append(terms, t)
 			}
+			ci[j] = i
 		}
+		s.clauses = append(s.clauses, ci)
+		s.lens = append(s.lens, len(c))
 	}
-	topts := opts
-	topts.IncludeTermVectors = true
-	ts := make([]search.Searcher, 0, len(terms))
+	count, avgLen, err := bm25Stats(r, field)
+	if err != nil {
+		return nil, err
+	}
 	for _, t := range terms {
-		s, err := searcher.NewTermSearcher(ctx, r, t, q.field, 1, topts)
+		tfr, err := r.TermFieldReader(ctx, []byte(t), field, true, true, true)
 		if err != nil {
-			closeAll(ts)
+			_ = s.Close()
 			return nil, err
 		}
-		ts = append(ts, s)
+		s.tfrs = append(s.tfrs, tfr)
+		s.scorers = append(s.scorers, scorer.NewTermQueryScorer([]byte(t), field, 1, count, tfr.Count(), avgLen, opts))
 	}
-	var conj search.Searcher
-	if len(ts) == 1 {
-		conj = ts[0]
-	} else {
-		var err error
-		if conj, err = searcher.NewConjunctionSearcher(ctx, r, ts, topts); err != nil {
-			closeAll(ts)
-			return nil, err
-		}
+	n := len(terms)
+	s.cur = make([]*index.TermFieldDoc, n)
+	s.bufs = make([]*index.TermFieldDoc, n)
+	for i := range s.bufs {
+		s.bufs[i] = &index.TermFieldDoc{}
 	}
-	ns := &nearSearcher{
-		conj:    conj,
-		field:   q.field,
-		clauses: q.clauses,
-		lens:    make([]int, len(q.clauses)),
-		slop:    q.slop,
-		pos:     make(positions, len(terms)),
-		starts:  make([][]int, len(q.clauses)),
+	s.pos = make([][]int, n)
+	s.starts = make([][]int, len(clauses))
+	// Query normalisation as in bleve's conjunction (and so its phrase)
+	// searcher.
+	var sum float64
+	for _, sc := range s.scorers {
+		sum += sc.Weight()
 	}
-	for i, c := range q.clauses {
-		ns.lens[i] = len(c)
-	}
-	return ns, nil
+	s.SetQueryNorm(1 / math.Sqrt(sum))
+	return s, nil
 }
 
-func (s *nearSearcher) matches(dm *search.DocumentMatch) bool {
-	for k, v := range s.pos {
-		s.pos[k] = v[:0]
+// advance moves reader i to the first posting at or after id (nil: next).
+func (s *posSearcher) advance(i int, id index.IndexInternalID) error {
+	var err error
+	if id == nil {
+		s.cur[i], err = s.tfrs[i].Next(s.bufs[i].Reset())
+	} else {
+		s.cur[i], err = s.tfrs[i].Advance(id, s.bufs[i].Reset())
 	}
-	for _, ftl := range dm.FieldTermLocations {
-		if ftl.Field == s.field {
-			s.pos[ftl.Term] = append(s.pos[ftl.Term], int(ftl.Location.Pos))
+	if err != nil {
+		return err
+	}
+	if s.cur[i] == nil {
+		s.done = true
+	}
+	return nil
+}
+
+// align advances the readers until they all stand on the same document
+// (leapfrog); it returns false at the end of any of them.
+func (s *posSearcher) align() (bool, error) {
+	for !s.done {
+		maxI := 0
+		for i := 1; i < len(s.cur); i++ {
+			if s.cur[i].ID.Compare(s.cur[maxI].ID) > 0 {
+				maxI = i
+			}
+		}
+		target := s.cur[maxI].ID
+		aligned := true
+		for i := range s.cur {
+			if i == maxI || s.cur[i].ID.Equals(target) {
+				continue
+			}
+			aligned = false
+			// target aliases reader maxI's buffer, which advance(i)
+			// does not touch.
+			if err := s.advance(i, target); err != nil {
+				return false, err
+			}
+			if s.done {
+				return false, nil
+			}
+			if s.cur[i].ID.Compare(target) > 0 {
+				break // new maximum: start over
+			}
+		}
+		if aligned {
+			return true, nil
 		}
 	}
-	for _, v := range s.pos {
-		if !slices.IsSorted(v) {
-			slices.Sort(v)
+	return false, nil
+}
+
+// matches checks the position constraints on the current document.
+func (s *posSearcher) matches() bool {
+	for i, tfd := range s.cur {
+		p := s.pos[i][:0]
+		for _, v := range tfd.Vectors {
+			p = append(p, int(v.Pos))
 		}
+		if !slices.IsSorted(p) {
+			slices.Sort(p)
+		}
+		s.pos[i] = p
 	}
 	for i, c := range s.clauses {
-		s.starts[i] = phraseStarts(c, s.pos, s.starts[i][:0])
+		s.starts[i] = phraseStartsIdx(c, s.pos, s.starts[i][:0])
 		if len(s.starts[i]) == 0 {
 			return false
 		}
@@ -160,32 +278,112 @@ func (s *nearSearcher) matches(dm *search.DocumentMatch) bool {
 	return nearWindows(s.starts, s.lens, s.slop, nil)
 }
 
-func (s *nearSearcher) next(ctx *search.SearchContext, dm *search.DocumentMatch, err error) (*search.DocumentMatch, error) {
-	for dm != nil && err == nil {
-		if s.matches(dm) {
-			dm.FieldTermLocations = dm.FieldTermLocations[:0]
+// next finds the next match at or after the readers' positions.
+func (s *posSearcher) next(ctx *search.SearchContext) (*search.DocumentMatch, error) {
+	for !s.done {
+		ok, err := s.align()
+		if err != nil || !ok {
+			return nil, err
+		}
+		if s.matches() {
+			dm := ctx.DocumentMatchPool.Get()
+			dm.Score = 0
+			dm.IndexInternalID = append(dm.IndexInternalID[:0], s.cur[0].ID...)
+			for i, tfd := range s.cur {
+				// Score without the term vectors (the scorer would copy
+				// them into the match).
+				s.scoreTF = *tfd
+				s.scoreTF.Vectors = nil
+				m := s.scorers[i].Score(ctx, &s.scoreTF)
+				dm.Score += m.Score
+				ctx.DocumentMatchPool.Put(m)
+			}
+			// Step past this document for the next call.
+			if err := s.advance(0, nil); err != nil {
+				return nil, err
+			}
 			return dm, nil
 		}
-		ctx.DocumentMatchPool.Put(dm)
-		dm, err = s.conj.Next(ctx)
+		if err := s.advance(0, nil); err != nil {
+			return nil, err
+		}
 	}
-	return nil, err
+	return nil, nil
 }
 
-func (s *nearSearcher) Next(ctx *search.SearchContext) (*search.DocumentMatch, error) {
-	dm, err := s.conj.Next(ctx)
-	return s.next(ctx, dm, err)
+func (s *posSearcher) start() error {
+	s.started = true
+	for i := range s.tfrs {
+		if err := s.advance(i, nil); err != nil || s.done {
+			return err
+		}
+	}
+	return nil
 }
 
-func (s *nearSearcher) Advance(ctx *search.SearchContext, id index.IndexInternalID) (*search.DocumentMatch, error) {
-	dm, err := s.conj.Advance(ctx, id)
-	return s.next(ctx, dm, err)
+func (s *posSearcher) Next(ctx *search.SearchContext) (*search.DocumentMatch, error) {
+	if !s.started {
+		if err := s.start(); err != nil {
+			return nil, err
+		}
+	}
+	return s.next(ctx)
 }
 
-func (s *nearSearcher) Close() error               { return s.conj.Close() }
-func (s *nearSearcher) Weight() float64            { return s.conj.Weight() }
-func (s *nearSearcher) SetQueryNorm(n float64)     { s.conj.SetQueryNorm(n) }
-func (s *nearSearcher) Count() uint64              { return s.conj.Count() }
-func (s *nearSearcher) Min() int                   { return 0 }
-func (s *nearSearcher) Size() int                  { return s.conj.Size() + 64 }
-func (s *nearSearcher) DocumentMatchPoolSize() int { return s.conj.DocumentMatchPoolSize() + 1 }
+func (s *posSearcher) Advance(ctx *search.SearchContext, id index.IndexInternalID) (*search.DocumentMatch, error) {
+	if !s.started {
+		if err := s.start(); err != nil {
+			return nil, err
+		}
+	}
+	for i := range s.cur {
+		if s.done {
+			return nil, nil
+		}
+		if s.cur[i].ID.Compare(id) < 0 {
+			if err := s.advance(i, id); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s.next(ctx)
+}
+
+func (s *posSearcher) Close() error {
+	var first error
+	for _, r := range s.tfrs {
+		if err := r.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (s *posSearcher) Weight() float64 {
+	var sum float64
+	for _, sc := range s.scorers {
+		sum += sc.Weight()
+	}
+	return sum
+}
+
+func (s *posSearcher) SetQueryNorm(n float64) {
+	for _, sc := range s.scorers {
+		sc.SetQueryNorm(n)
+	}
+}
+
+func (s *posSearcher) Count() uint64 {
+	var c uint64 = math.MaxUint64
+	for _, r := range s.tfrs {
+		c = min(c, r.Count())
+	}
+	if len(s.tfrs) == 0 {
+		return 0
+	}
+	return c
+}
+
+func (s *posSearcher) Min() int                   { return 0 }
+func (s *posSearcher) Size() int                  { return 256 * (1 + len(s.tfrs)) }
+func (s *posSearcher) DocumentMatchPoolSize() int { return 2 }

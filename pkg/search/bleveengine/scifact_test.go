@@ -32,6 +32,9 @@ type scifact struct {
 // findSciFact returns the SciFact directory or "" when it is absent.
 func findSciFact(t testing.TB) string {
 	if dir := os.Getenv("DOCREPO_SCIFACT_DIR"); dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "corpus.jsonl")); err != nil {
+			return ""
+		}
 		return dir
 	}
 	wd, err := os.Getwd()

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/searcher"
@@ -36,6 +38,7 @@ type searchRun struct {
 	q    *dsl.Query
 	plan dsl.Plan
 	req  *engine.Request
+	res  *resolver
 	// translated fts clauses
 	nodes map[*dsl.FTS]*qnode
 }
@@ -74,7 +77,10 @@ func (e *Engine) Search(ctx context.Context, req engine.Request) (engine.Result,
 		return engine.Result{}, fmt.Errorf("bleveengine: search: %w", err)
 	}
 	defer r.Close()
-	run := &searchRun{e: e, ctx: ctx, r: r, tab: e.tab, q: req.Query, plan: plan, req: &req, nodes: map[*dsl.FTS]*qnode{}}
+	run := &searchRun{
+		e: e, ctx: ctx, r: r, tab: e.tab, q: req.Query, plan: plan, req: &req,
+		res: e.slots.resolver(r, e.tab), nodes: map[*dsl.FTS]*qnode{},
+	}
 	res, err := run.execute()
 	if err != nil {
 		return engine.Result{}, searchErr(err)
@@ -123,25 +129,11 @@ func (run *searchRun) execute() (engine.Result, error) {
 		if k <= 0 {
 			k = dsl.DefaultVectorK
 		}
-		kn := newKNN(run.req.QueryVector, k)
-		metadata := plan.Vector.Target == dsl.TargetMetadata
-		for i := range recs {
-			if i%checkEvery == 0 {
-				if err := run.checkCtx(); err != nil {
-					return engine.Result{}, err
-				}
-			}
-			r := &recs[i]
-			v := r.cvec
-			if metadata {
-				v = r.mvec
-			}
-			if v == nil || !eligible(int32(i), r) {
-				continue
-			}
-			kn.offer(int32(i), r.id, v)
+		var err error
+		nearest, err = run.nearest(run.req.QueryVector, k, plan.Vector.Target == dsl.TargetMetadata, eligible)
+		if err != nil {
+			return engine.Result{}, err
 		}
-		nearest = kn.result()
 	}
 
 	// The fts clauses, each run over the whole index (or only over the
@@ -257,6 +249,61 @@ func (run *searchRun) execute() (engine.Result, error) {
 	return res, nil
 }
 
+// nearest returns the k eligible documents nearest to q (content or
+// metadata vectors), scanning the table in parallel chunks.
+func (run *searchRun) nearest(q []float32, k int, metadata bool, eligible func(int32, *record) bool) ([]neighbour, error) {
+	recs := run.tab.recs
+	workers := min(runtime.GOMAXPROCS(0), (len(recs)+minScanChunk-1)/minScanChunk)
+	if workers < 1 {
+		workers = 1
+	}
+	chunk := (len(recs) + workers - 1) / workers
+	results := make([][]neighbour, workers)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			kn := newKNN(q, k)
+			for i := w * chunk; i < min(len(recs), (w+1)*chunk); i++ {
+				if i%checkEvery == 0 {
+					if err := run.checkCtx(); err != nil {
+						errs[w] = err
+						return
+					}
+				}
+				r := &recs[i]
+				v := r.cvec
+				if metadata {
+					v = r.mvec
+				}
+				if v != nil && eligible(int32(i), r) {
+					kn.offer(int32(i), r.id, v)
+				}
+			}
+			results[w] = kn.h
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	all := newKNN(q, k)
+	for _, part := range results {
+		for _, n := range part {
+			all.push(n)
+		}
+	}
+	return all.result(), nil
+}
+
+// minScanChunk is the fewest documents worth a goroutine of the vector
+// scan.
+const minScanChunk = 16384
+
 // driver returns the result of the full-text conjunct that is an fts
 // clause with the fewest matches, or nil when no conjunct is an fts clause.
 func driver(conjuncts []dsl.Clause, leaves map[*dsl.FTS]*ftsLeaf) *ftsLeaf {
@@ -323,17 +370,13 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 		if dm == nil {
 			break
 		}
-		ext, err := run.r.ExternalID(dm.IndexInternalID)
-		if err != nil {
-			return nil, err
-		}
-		id, err := parseDocID(ext)
-		if err != nil {
-			return nil, err
-		}
-		// A document written after this search's table snapshot has no
+		// A document written to the index but not yet to the table has no
 		// slot yet; it is skipped.
-		if slot, ok := run.tab.slots[id]; ok && !recs[slot].deleted && math.IsNaN(leaf.scores[slot]) {
+		slot, ok, err := run.res.slot(dm.IndexInternalID)
+		if err != nil {
+			return nil, err
+		}
+		if ok && !recs[slot].deleted && math.IsNaN(leaf.scores[slot]) {
 			leaf.scores[slot] = dm.Score
 			leaf.slots = append(leaf.slots, slot)
 		}

@@ -62,8 +62,12 @@ func (s *knn) offer(slot int32, id int64, v []float32) {
 	if !ok {
 		return
 	}
-	n := neighbour{slot: slot, id: id, d2: d2}
-	if !full {
+	s.push(neighbour{slot: slot, id: id, d2: d2})
+}
+
+// push adds a neighbour whose distance is known, keeping the k nearest.
+func (s *knn) push(n neighbour) {
+	if len(s.h) < s.k {
 		heap.Push(&s.h, n)
 		return
 	}
