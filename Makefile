@@ -113,7 +113,7 @@ clean:
 IMAGE_PREFIX ?= docrepo
 IMAGE_TAG ?= dev
 IMAGES := gateway document folder search schema indexer docrepoctl
-.PHONY: docker-build deploy-check
+.PHONY: docker-build deploy-check deploy-smoke
 docker-build:
 	@command -v docker >/dev/null || { echo "docker-build needs a Docker engine (with BuildKit)" >&2; exit 1; }
 	@for c in $(IMAGES); do \
@@ -124,3 +124,9 @@ docker-build:
 ## deploy-check: offline checks of docker-compose.yml, deploy/k8s, deploy/Dockerfile and the README's configuration table
 deploy-check: go-check
 	cd gateway && $(GO) test -count=1 ./deploytest/
+
+## deploy-smoke: run docker-compose.yml's containers as local processes (real binaries, the file's env, health checks, depends_on order)
+deploy-smoke: go-check minio
+	@url=$$(deploy/dev/postgres.sh test-url); \
+	cd gateway && DOCREPO_TEST_DATABASE_URL="$$url" MINIO_BIN=$(MINIO_BIN) DOCREPO_DEPLOY_SMOKE=1 \
+		$(GO) test -count=1 -run TestComposeSmoke -v ./deploytest/

@@ -24,11 +24,15 @@ const composeFile = "docker-compose.yml"
 // ${VAR:-default} takes its default, YAML merge keys), with every profile
 // enabled.
 func loadCompose(content []byte) (*types.Project, error) {
-	details := types.ConfigDetails{
+	return loadDetails(types.ConfigDetails{
 		WorkingDir:  root,
 		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(root, composeFile), Content: content}},
 		Environment: types.Mapping{},
-	}
+	})
+}
+
+// loadDetails loads a compose project as `docker compose` would.
+func loadDetails(details types.ConfigDetails) (*types.Project, error) {
 	return loader.LoadWithContext(context.Background(), details, func(o *loader.Options) {
 		o.SetProjectName("docrepo", true)
 		o.Profiles = []string{"*"}
