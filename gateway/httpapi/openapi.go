@@ -350,7 +350,9 @@ func (b *builder) rpcOperation(method, path string, op *openapi3.Operation) erro
 			exclude = nil
 		}
 		mt.Schema = b.namedMessage(name, m.Input(), exclude, request)
-		rb.Value.Required = true
+		// An empty body reads as an empty message (grpc-gateway ignores
+		// io.EOF): the service, not the gateway, says what is missing.
+		rb.Value.Required = false
 	}
 	ok := op.Responses.Status(http.StatusOK)
 	if ok == nil {
