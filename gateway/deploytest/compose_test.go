@@ -384,6 +384,11 @@ func checkCompose(t testing.TB, p *types.Project) []string {
 			}
 		}
 	}
+	// The gateway refuses uploads over its limit before the document
+	// service sees them, and the service enforces its own: the two agree.
+	if a, b := env(p.Services["gateway"]), env(p.Services["document"]); a["DOCREPO_MAX_UPLOAD_BYTES"] != b["DOCREPO_MAX_UPLOAD_BYTES"] {
+		add("gateway", "DOCREPO_MAX_UPLOAD_BYTES=%q but the document service has %q", a["DOCREPO_MAX_UPLOAD_BYTES"], b["DOCREPO_MAX_UPLOAD_BYTES"])
+	}
 	sort.Strings(problems)
 	return problems
 }
@@ -504,6 +509,12 @@ func TestComposeCheckCatchesMistakes(t *testing.T) {
 			old:  "      nats:\n        condition: service_healthy\n      opensearch:",
 			new:  "      nats:\n        condition: service_completed_successfully\n      opensearch:",
 			want: "waits for nats to complete, but nats is not a one-shot",
+		},
+		{
+			name: "upload limits differ",
+			old:  "      DOCREPO_MAX_UPLOAD_BYTES: ${DOCREPO_MAX_UPLOAD_BYTES:-10737418240}\n      DOCREPO_REQUEST_TIMEOUT",
+			new:  "      DOCREPO_MAX_UPLOAD_BYTES: \"1024\"\n      DOCREPO_REQUEST_TIMEOUT",
+			want: "service gateway: DOCREPO_MAX_UPLOAD_BYTES=\"1024\" but the document service has \"10737418240\"",
 		},
 		{
 			name: "MinIO credentials differ",

@@ -463,6 +463,9 @@ func checkK8s(t testing.TB, r *rendered, files map[string]string) []string {
 			}
 		}
 	}
+	if a, b := envOf["gateway"], envOf["document"]; a != nil && b != nil && a["DOCREPO_MAX_UPLOAD_BYTES"] != b["DOCREPO_MAX_UPLOAD_BYTES"] {
+		add("Deployment gateway", "DOCREPO_MAX_UPLOAD_BYTES=%q but the document service has %q", a["DOCREPO_MAX_UPLOAD_BYTES"], b["DOCREPO_MAX_UPLOAD_BYTES"])
+	}
 	for _, svc := range []string{"search", "indexer"} {
 		if e := envOf[svc]; e != nil && e["OPENSEARCH_URL"] == "" {
 			add("Deployment "+svc, "OPENSEARCH_URL is not set: search reads, the indexer writes OpenSearch")
@@ -662,6 +665,20 @@ func TestKubernetesCheckCatchesMistakes(t *testing.T) {
 			old:  "      - OPENSEARCH_URL=http://opensearch:9200\n",
 			new:  "",
 			want: "Deployment search: OPENSEARCH_URL: ConfigMap",
+		},
+		{
+			name: "embedders differ",
+			file: "base/indexer.yaml",
+			old:  "            - name: DOCREPO_EMBEDDER\n              valueFrom:\n                configMapKeyRef:\n                  name: docrepo-config\n                  key: DOCREPO_EMBEDDER\n",
+			new:  "            - name: DOCREPO_EMBEDDER\n              value: openai\n",
+			want: "Deployment search: DOCREPO_EMBEDDER=\"hash\" but the indexer has \"openai\"",
+		},
+		{
+			name: "upload limits differ",
+			file: "base/gateway.yaml",
+			old:  "            - name: DOCREPO_MAX_UPLOAD_BYTES\n              valueFrom:\n                configMapKeyRef:\n                  name: docrepo-config\n                  key: DOCREPO_MAX_UPLOAD_BYTES\n",
+			new:  "            - name: DOCREPO_MAX_UPLOAD_BYTES\n              value: \"1024\"\n",
+			want: "Deployment gateway: DOCREPO_MAX_UPLOAD_BYTES=\"1024\" but the document service has \"10737418240\"",
 		},
 		{
 			name: "search replicas fight the HPA",
