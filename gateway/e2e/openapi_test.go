@@ -68,6 +68,12 @@ func checkResponse(req *http.Request, status int, header http.Header, body []byt
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
 		return err
 	}
+	// A request the gateway accepted must be one the document accepts.
+	if status/100 == 2 {
+		if err := checkRequest(req, route, params); err != nil {
+			return fmt.Errorf("the gateway accepted a request the document refuses: %w", err)
+		}
+	}
 	validatedMu.Lock()
 	op := route.Method + " " + route.Path
 	if validated[op] == nil {
@@ -76,6 +82,28 @@ func checkResponse(req *http.Request, status int, header http.Header, body []byt
 	validated[op][status] = true
 	validatedMu.Unlock()
 	return nil
+}
+
+// checkRequest validates a request's parameters, and its body when it can
+// be read again (http.NewRequest keeps GetBody for in-memory bodies).
+func checkRequest(req *http.Request, route *routers.Route, params map[string]string) error {
+	r := req.Clone(context.Background())
+	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true}
+	switch {
+	case req.GetBody != nil:
+		b, err := req.GetBody()
+		if err != nil {
+			return err
+		}
+		r.Body = b
+	case req.Body == nil || req.Body == http.NoBody:
+		r.Body = http.NoBody
+	default:
+		opts.ExcludeRequestBody = true
+	}
+	return openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{
+		Request: r, PathParams: params, Route: route, Options: opts,
+	})
 }
 
 // validateResponse fails t when a response of a documented route does not
@@ -136,6 +164,32 @@ func TestOpenAPIValidationCatchesMismatches(t *testing.T) {
 				t.Fatalf("accepted %d %s", tt.status, tt.body)
 			}
 		})
+	}
+
+	// Requests: what the document accepts, and what it does not.
+	router, err := documentRouter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests := []struct {
+		name, body string
+		ok         bool
+	}{
+		{name: "a folder", body: `{"name":"x","parent_id":0}`, ok: true},
+		{name: "null for an optional field", body: `{"name":"x","parent_id":null}`, ok: true},
+		{name: "a name that is a number", body: `{"name":5}`},
+		{name: "an unknown field", body: `{"name":"x","colour":"red"}`},
+	}
+	for _, rq := range requests {
+		r, _ := http.NewRequest("POST", stk.baseURL+"/apiv2/pub/folders", strings.NewReader(rq.body))
+		r.Header.Set("Content-Type", "application/json")
+		route, params, err := router.FindRoute(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkRequest(r, route, params); (err == nil) != rq.ok {
+			t.Errorf("request with %s: err = %v, want ok = %v", rq.name, err, rq.ok)
+		}
 	}
 
 	// A bare array where the document says so, and not an object.

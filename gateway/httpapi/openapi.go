@@ -137,7 +137,7 @@ const (
 	// response: what Marshaler writes.
 	response schemaMode = iota
 	// request: what the gateway reads with protojson: every field optional
-	// unless the spec requires it, null accepted for optional fields.
+	// unless the spec requires it, null accepted for every field.
 	request
 )
 
@@ -454,7 +454,9 @@ func (b *builder) messageSchema(name string, md protoreflect.MessageDescriptor, 
 		realOneof := fd.ContainingOneof() != nil && !fd.ContainingOneof().IsSynthetic()
 		presence := fd.HasPresence() && !realOneof
 		omit, _ := proto.GetExtension(fd.Options(), apiv1.E_JsonOmitUnset).(bool)
-		if presence && !(mode == response && omit) {
+		// protojson reads null as "unset" for any field; the Marshaler
+		// writes null only for unset fields with presence.
+		if mode == request || (presence && !omit) {
 			ps = nullable(ps)
 		}
 		if mode == response && !realOneof && !(presence && omit) {
