@@ -151,11 +151,17 @@ func genCorpus(b testing.TB, n int, vectors bool) *corpus {
 
 func BenchmarkIndex(b *testing.B) {
 	c := genCorpus(b, 20000, true)
+	for _, bs := range []int{256, 1024, 4096} {
+		b.Run(fmt.Sprintf("batch=%d", bs), func(b *testing.B) { benchIndex(b, c, bs) })
+	}
+}
+
+func benchIndex(b *testing.B, c *corpus, batch int) {
 	var written int
 	var busy time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		e, err := Open(filepath.Join(b.TempDir(), "idx"), Options{})
+		e, err := Open(filepath.Join(b.TempDir(), "idx"), Options{BatchSize: batch})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -320,6 +326,25 @@ func BenchmarkSearch100k(b *testing.B) {
 				b.ReportMetric(pct(0.99), "p99-ms")
 				b.ReportMetric(float64(total)/float64(b.N), "hits/op")
 			})
+		}
+	}
+}
+
+// BenchmarkUpsertOne measures the latency of writing one document per
+// Upsert call (each call waits until its batch is durable).
+func BenchmarkUpsertOne(b *testing.B) {
+	c := genCorpus(b, 2000, true)
+	e, err := Open(filepath.Join(b.TempDir(), "idx"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d := c.docs[i%len(c.docs)]
+		d.Rev = int64(i + 1)
+		if _, err := e.Upsert(context.Background(), []engine.Document{d}); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -32,7 +32,8 @@
 // id, the newest revision newer than the stored one (of a document or a
 // tombstone), writes in bleve batches (Options.BatchSize) and returns once
 // they are durable (scorch persists before Batch returns), then updates the
-// table. Searches run concurrently with writes; a search sees a write once
+// table. Each call costs at least one durable commit (a few milliseconds),
+// so bulk writers should pass many documents per call. Searches run concurrently with writes; a search sees a write once
 // both the index and the table have it (a document in the index but not yet
 // in the table is skipped).
 //
@@ -63,9 +64,11 @@
 //     last, in any order: maxEnd − minStart − Σ clause lengths ≤ n,
 //     Lucene's unordered span_near rule, including its quirk that
 //     occurrences may overlap (*N"a a" matches a single "a"). It is a bleve
-//     searcher over term positions (a conjunction of the clause terms with
-//     term vectors, each candidate checked with a sweep over the positions),
-//     so totals and paging are exact.
+//     searcher over term positions (a leapfrog conjunction of the clause
+//     terms' postings read with their positions, each candidate checked
+//     with a sweep over the positions), so totals and paging are exact.
+//     Phrases use the same searcher (one clause), which is leaner than
+//     bleve's phrase searcher.
 //   - exclusion, OR and the implicit AND: bleve boolean, disjunction and
 //     conjunction searchers.
 //
@@ -99,10 +102,13 @@
 //  2. With a vector clause: the vector_k nearest eligible documents by
 //     exact squared L2 distance over the in-memory float32 vectors (ties by
 //     id; documents without a vector of the target's dimension are never
-//     neighbours).
+//     neighbours). The scan runs in parallel chunks and abandons a vector
+//     as soon as its partial distance exceeds the current k-th nearest.
 //  3. Each fts clause runs as a bleve searcher over the whole index (over
 //     the k nearest only, with a vector clause) and yields every matching
-//     document with its BM25 score.
+//     document with its BM25 score. Matches are mapped to table slots
+//     through a cache per immutable index segment, so a broad term costs
+//     little more than reading its postings.
 //  4. The where tree is evaluated per candidate: the documents of the
 //     smallest fts conjunct, the k nearest, or every document.
 //  5. The matches are counted (Total), the page is selected with a bounded

@@ -23,7 +23,8 @@ type Options struct {
 	// passed to Open is ignored and nothing survives Close.
 	InMemory bool
 	// BatchSize is the number of documents per index batch in Upsert
-	// (default 256).
+	// (default 1024; larger batches index faster, each waits for one
+	// durable commit).
 	BatchSize int
 	// MaxPrefixTerms bounds the number of index terms one prefix (pre*) may
 	// expand to (default DefaultMaxPrefixTerms). A prefix matching more
@@ -34,7 +35,7 @@ type Options struct {
 // DefaultMaxPrefixTerms is the default of Options.MaxPrefixTerms.
 const DefaultMaxPrefixTerms = 10000
 
-const defaultBatchSize = 256
+const defaultBatchSize = 1024
 
 // formatKey holds the on-disk format of the index (the document layout and
 // the analysis); an index of another format is refused rather than

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/docrepo/docrepo/pkg/search/dsl"
@@ -20,6 +21,34 @@ type evalFn func(slot int32, r *record) (bool, float64)
 type ftsLeaf struct {
 	scores []float64
 	slots  []int32
+}
+
+// leafPool recycles the score arrays of fts results (one float64 per
+// document: worth reusing at 100k documents).
+var leafPool sync.Pool
+
+// newLeaf returns an empty result for a table of n slots.
+func newLeaf(n int) *ftsLeaf {
+	if l, ok := leafPool.Get().(*ftsLeaf); ok && len(l.scores) >= n {
+		l.scores = l.scores[:n]
+		return l
+	}
+	l := &ftsLeaf{scores: make([]float64, n)}
+	for i := range l.scores {
+		l.scores[i] = math.NaN()
+	}
+	return l
+}
+
+// release resets the leaf (only the entries it set) and returns it to the
+// pool.
+func (l *ftsLeaf) release() {
+	for _, s := range l.slots {
+		l.scores[s] = math.NaN()
+	}
+	l.slots = l.slots[:0]
+	l.scores = l.scores[:cap(l.scores)]
+	leafPool.Put(l)
 }
 
 func (l *ftsLeaf) score(slot int32) (bool, float64) {

@@ -106,6 +106,11 @@ func (run *searchRun) execute() (engine.Result, error) {
 	q, plan := run.q, run.plan
 	visible := visibility(run.req)
 	comp := &compiler{leaves: map[*dsl.FTS]*ftsLeaf{}}
+	defer func() {
+		for _, l := range comp.leaves {
+			l.release()
+		}
+	}()
 	filters, err := comp.compileAll(plan.Filters)
 	if err != nil {
 		return engine.Result{}, err
@@ -322,10 +327,7 @@ func driver(conjuncts []dsl.Clause, leaves map[*dsl.FTS]*ftsLeaf) *ftsLeaf {
 // listed when restrict is not nil.
 func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 	recs := run.tab.recs
-	leaf := &ftsLeaf{scores: make([]float64, len(recs))}
-	for i := range leaf.scores {
-		leaf.scores[i] = math.NaN()
-	}
+	leaf := newLeaf(len(recs))
 	qn := run.e.an.translate(f.Root)
 	run.nodes[f] = qn
 	if qn == nil || restrict != nil && len(restrict) == 0 {

@@ -40,6 +40,12 @@
 //     missing values last, ties by id ascending, exact pages.
 //   - Highlights: only when asked and with an fts clause, <b> tags, HTML
 //     escaping of content, the visible-length limit, at most 3 snippets.
-//   - Writes: the revision guard, tombstones, Revision, Count, Reset.
+//   - Writes: the revision guard, tombstones, Revision, Count, Reset. A
+//     Delete (also of an absent document) leaves a tombstone at its
+//     revision that turns away older Upserts for as long as the engine
+//     lives, not for a grace period (OpenSearch forgets versioned deletes
+//     after index.gc_deletes, 60 s by default); only Reset clears them.
+//     Within one Upsert call the newest revision of an id wins; whether a
+//     superseded one counts as written or stale is left to the engine.
 //   - Deadlines (errors wrapping context.DeadlineExceeded) and ErrClosed.
 package enginetest
