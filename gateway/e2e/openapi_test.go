@@ -221,3 +221,14 @@ func TestOpenAPIDocumentServed(t *testing.T) {
 		t.Fatal("the served document differs from httpapi.OpenAPI")
 	}
 }
+
+// TestOpenAPIOperationalEndpoints calls the endpoints without a token, so
+// that their responses are validated against the document too.
+func TestOpenAPIOperationalEndpoints(t *testing.T) {
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		t.Run(path, func(t *testing.T) {
+			r := doRequest(t, "", "GET", path, nil)
+			expect(t, r, 200)
+		})
+	}
+}
