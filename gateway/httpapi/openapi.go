@@ -92,6 +92,7 @@ var routeErrors = map[string][]int{
 	"GET /apiv2/pub/documents/{doc_id}":                            {404},
 	"POST /apiv2/pub/documents/upload":                             {404, 413, 422},
 	"GET /apiv2/pub/documents/{doc_id}/download":                   {404, 416},
+	"HEAD /apiv2/pub/documents/{doc_id}/download":                  {404, 416},
 	"PATCH /apiv3/pub/documents/{doc_id}":                          {404, 422, 423},
 	"GET /apiv3/pub/documents/{doc_id}/versions":                   {404},
 	"POST /apiv3/pub/documents/{doc_id}/versions":                  {404, 413, 423},
@@ -757,6 +758,10 @@ func (b *builder) handWritten() error {
 	}
 	setScopes(downloadOp, download)
 	b.addOperation(http.MethodGet, "/apiv2/pub/documents/{doc_id}/download", downloadOp)
+	headOp := *downloadOp
+	headOp.OperationID = downloadOp.OperationID + "Head"
+	headOp.Summary = "The headers a download would send, without the body (extension)."
+	b.addOperation(http.MethodHead, "/apiv2/pub/documents/{doc_id}/download", &headOp)
 	return nil
 }
 

@@ -59,6 +59,7 @@ func httpRules(t *testing.T) []string {
 var handWrittenRoutes = []string{
 	"POST /apiv2/pub/documents/upload",
 	"GET /apiv2/pub/documents/{doc_id}/download",
+	"HEAD /apiv2/pub/documents/{doc_id}/download",
 	"POST /apiv3/pub/documents/{doc_id}/versions",
 	"GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json",
 }

@@ -150,6 +150,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	}{
 		{http.MethodPost, "/apiv2/pub/documents/upload", g.upload},
 		{http.MethodGet, "/apiv2/pub/documents/{doc_id}/download", g.download},
+		{http.MethodHead, "/apiv2/pub/documents/{doc_id}/download", g.download},
 		{http.MethodPost, "/apiv3/pub/documents/{doc_id}/versions", g.uploadVersion},
 		{http.MethodGet, "/healthz", g.healthz},
 		{http.MethodGet, "/readyz", g.readyz},

@@ -130,7 +130,6 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		"DOCREPO_FOLDER_ADDR=" + addrs["folder"],
 		"DOCREPO_SEARCH_ADDR=" + addrs["search"],
 		"DOCREPO_SCHEMA_ADDR=" + addrs["schema"],
-		"DOCREPO_INDEXER_ADDR=" + addrs["indexer"],
 		"DOCREPO_BLOB_DIR=" + filepath.Join(dataDir, "blobs"),
 		"DOCREPO_INDEX_DIR=" + filepath.Join(dataDir, "index"),
 	}
@@ -168,7 +167,13 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	}
 	baseURL := "http://" + s.httpAddr
 	envFile := filepath.Join(dataDir, "devstack.env")
-	if err := os.WriteFile(envFile, []byte(fmt.Sprintf("DOCREPO_URL=%s\nDATABASE_URL=%s\nDOCREPO_ADMIN_TOKEN=%s\n", baseURL, dbURL, adminToken)), 0o600); err != nil {
+	// The addresses let docrepoctl (e.g. reindex) reach the services.
+	envContent := fmt.Sprintf("DOCREPO_URL=%s\nDATABASE_URL=%s\nDOCREPO_ADMIN_TOKEN=%s\nDOCREPO_SEARCH_ADDR=%s\n",
+		baseURL, dbURL, adminToken, addrs["search"])
+	if getenv("OPENSEARCH_URL") != "" {
+		envContent += "DOCREPO_INDEXER_ADDR=" + addrs["indexer"] + "\n"
+	}
+	if err := os.WriteFile(envFile, []byte(envContent), 0o600); err != nil {
 		return err
 	}
 	if err := waitHealthy(ctx, baseURL+"/healthz", 30*time.Second); err != nil {
