@@ -14,9 +14,17 @@ import (
 // positions. The exact field also stores the content for highlighting. The
 // metadata record and the vectors are stored, not indexed: the engine keeps
 // them in memory and reloads them from the index on Open.
+//
+// A third indexed field, "g", holds common grams (Lucene's
+// CommonGramsFilter idea): every pair of adjacent exact tokens of which at
+// least one is a common word (a stop word), as the token "a b" at the
+// position of a. A phrase such as "of the", whose words occur in nearly
+// every document, then reads one short posting list instead of checking
+// the positions of two huge ones.
 const (
 	fieldStem    = "s"
 	fieldExact   = "x"
+	fieldGrams   = "g"
 	fieldRecord  = "m"
 	fieldVectors = "v"
 )
@@ -39,15 +47,57 @@ type analyzers struct {
 	stem analysis.Analyzer
 	// exact: Unicode word segmentation and lowercase only.
 	exact analysis.Analyzer
+	// grams: the common grams of the exact tokens.
+	grams analysis.Analyzer
+	// common are the words that form grams; they are also the stop words.
+	common map[string]bool
+}
+
+// fieldLengths returns the number of tokens the stemmed, exact and grams
+// analyses of content produce (the field lengths of BM25), from one exact
+// analysis: the stemmed analysis only drops stop words (after removing a
+// possessive), and grams are the adjacent pairs with a common word.
+func (an *analyzers) fieldLengths(content string) [numLenFields]int32 {
+	toks := an.exact.Analyze([]byte(content))
+	var lens [numLenFields]int32
+	lens[lenExact] = int32(len(toks))
+	for i, t := range toks {
+		if !an.common[string(stripPossessive(t.Term))] {
+			lens[lenStem]++
+		}
+		if i+1 < len(toks) && toks[i+1].Position == t.Position+1 &&
+			(an.common[string(t.Term)] || an.common[string(toks[i+1].Term)]) {
+			lens[lenGrams]++
+		}
+	}
+	return lens
+}
+
+// stripPossessive removes a trailing 's (any of the apostrophes of bleve's
+// English possessive filter) from a lowercased token.
+func stripPossessive(term []byte) []byte {
+	for _, suffix := range []string{"'s", "\u2019s", "\uff07s"} {
+		if len(term) > len(suffix) && string(term[len(term)-len(suffix):]) == suffix {
+			return term[:len(term)-len(suffix)]
+		}
+	}
+	return term
 }
 
 func newAnalyzers() *analyzers {
 	stops := analysis.NewTokenMap()
+	common := map[string]bool{}
 	for _, w := range luceneEnglishStopWords {
 		stops.AddToken(w)
+		common[w] = true
 	}
 	tok := unicode.NewUnicodeTokenizer()
 	return &analyzers{
+		common: common,
+		grams: &analysis.DefaultAnalyzer{
+			Tokenizer:    tok,
+			TokenFilters: []analysis.TokenFilter{lowercase.NewLowerCaseFilter(), gramFilter(common)},
+		},
 		stem: &analysis.DefaultAnalyzer{
 			Tokenizer: tok,
 			TokenFilters: []analysis.TokenFilter{
@@ -77,6 +127,58 @@ func analyze(a analysis.Analyzer, text string) []token {
 	out := make([]token, len(ts))
 	for i, t := range ts {
 		out[i] = token{term: string(t.Term), pos: t.Position, start: t.Start, end: t.End}
+	}
+	return out
+}
+
+// gramFilter turns a stream of exact tokens into its common grams: for
+// every two adjacent tokens of which one is common, the token "a b" at a's
+// position, spanning both.
+type gramFilter map[string]bool
+
+func (common gramFilter) Filter(input analysis.TokenStream) analysis.TokenStream {
+	var out analysis.TokenStream
+	for i := 0; i+1 < len(input); i++ {
+		a, b := input[i], input[i+1]
+		if b.Position != a.Position+1 || !common[string(a.Term)] && !common[string(b.Term)] {
+			continue
+		}
+		term := make([]byte, 0, len(a.Term)+1+len(b.Term))
+		term = append(append(append(term, a.Term...), ' '), b.Term...)
+		out = append(out, &analysis.Token{
+			Start: a.Start, End: b.End, Term: term, Position: a.Position, Type: analysis.Shingle,
+		})
+	}
+	return out
+}
+
+// gramTerm is the gram of two adjacent exact tokens.
+func gramTerm(a, b string) string { return a + " " + b }
+
+// posTerm is a term of a field; the zero value stands for a position
+// without a term to check.
+type posTerm struct {
+	field, term string
+}
+
+// phraseParts returns, position by position, the terms to look up for a
+// phrase of exact tokens ("" = any token): with grams, a common pair is
+// read as one gram at its first position (the second position then needs
+// no check), pairs taken greedily from the left, so "state of the art"
+// becomes the grams "state of" and "the art".
+func (an *analyzers) phraseParts(field string, terms []string, grams bool) []posTerm {
+	out := make([]posTerm, len(terms))
+	for i := 0; i < len(terms); i++ {
+		t := terms[i]
+		if t == "" {
+			continue
+		}
+		if grams && field == fieldExact && i+1 < len(terms) && terms[i+1] != "" && (an.common[t] || an.common[terms[i+1]]) {
+			out[i] = posTerm{field: fieldGrams, term: gramTerm(t, terms[i+1])}
+			i++
+			continue
+		}
+		out[i] = posTerm{field: field, term: t}
 	}
 	return out
 }

@@ -42,7 +42,12 @@ const defaultBatchSize = 1024
 // misread.
 var formatKey = []byte("docrepo.bleveengine.format")
 
-const format = "1"
+// Formats: "1" had no common grams field (still readable: phrases are
+// then checked on exact tokens only); "2" adds it.
+const (
+	format       = "2"
+	formatNoGram = "1"
+)
 
 // Engine is the embedded search engine: bleve (scorch) for the content, an
 // in-memory table of metadata, revisions and vectors for everything else.
@@ -57,6 +62,7 @@ type Engine struct {
 
 	mu     sync.RWMutex // guards the fields below; Search holds it shared
 	idx    bleve.Index
+	grams  bool // idx has the common grams field (format 2)
 	tab    *table
 	slots  *slotCache // of tab
 	closed bool
@@ -71,6 +77,32 @@ type table struct {
 	slots map[int64]int32
 	recs  []record
 	live  int
+
+	// BM25 collection statistics of the live documents: how many have
+	// content, their total field lengths, and how many lack lengths
+	// (format 1 records; then bleve's own statistics are used).
+	withContent int
+	sumLens     [numLenFields]int64
+	noLens      int
+}
+
+// account adds (sign 1) or removes (sign -1) a record's share of the
+// collection statistics.
+func (t *table) account(r *record, sign int) {
+	if r.deleted {
+		return
+	}
+	t.live += sign
+	if !r.hasLens {
+		t.noLens += sign
+		return
+	}
+	if r.lens[lenExact] > 0 {
+		t.withContent += sign
+	}
+	for i, n := range r.lens {
+		t.sumLens[i] += int64(sign) * int64(n)
+	}
 }
 
 func newTable() *table {
@@ -88,17 +120,13 @@ func (t *table) get(id int64) (*record, bool) {
 func (t *table) put(r record) {
 	if s, ok := t.slots[r.id]; ok {
 		old := &t.recs[s]
-		if !old.deleted {
-			t.live--
-		}
+		t.account(old, -1)
 		*old = r
 	} else {
 		t.slots[r.id] = int32(len(t.recs))
 		t.recs = append(t.recs, r)
 	}
-	if !r.deleted {
-		t.live++
-	}
+	t.account(&r, 1)
 }
 
 // Open opens the engine stored in dir, creating it when dir does not exist
@@ -111,7 +139,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		opts.MaxPrefixTerms = DefaultMaxPrefixTerms
 	}
 	e := &Engine{dir: dir, opts: opts, an: newAnalyzers()}
-	idx, err := e.openIndex()
+	idx, grams, err := e.openIndex()
 	if err != nil {
 		return nil, err
 	}
@@ -120,48 +148,52 @@ func Open(dir string, opts Options) (*Engine, error) {
 		_ = idx.Close()
 		return nil, err
 	}
-	e.idx, e.tab, e.slots = idx, tab, newSlotCache()
+	e.idx, e.grams, e.tab, e.slots = idx, grams, tab, newSlotCache()
 	return e, nil
 }
 
-func (e *Engine) openIndex() (bleve.Index, error) {
+// openIndex opens or creates the index and reports whether it has the
+// common grams field.
+func (e *Engine) openIndex() (bleve.Index, bool, error) {
 	if e.opts.InMemory {
-		return e.newIndex("")
+		idx, err := e.newIndex("")
+		return idx, true, err
 	}
 	if e.dir == "" {
-		return nil, errors.New("bleveengine: no directory")
+		return nil, false, errors.New("bleveengine: no directory")
 	}
 	if _, err := os.Stat(filepath.Join(e.dir, "index_meta.json")); err == nil {
 		idx, err := bleve.Open(e.dir)
 		if err != nil {
-			return nil, fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
+			return nil, false, fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
 		}
 		got, err := idx.GetInternal(formatKey)
-		if err != nil || string(got) != format {
+		if err != nil || string(got) != format && string(got) != formatNoGram {
 			_ = idx.Close()
 			if err == nil {
 				err = fmt.Errorf("format %q, want %q: rebuild the index", got, format)
 			}
-			return nil, fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
+			return nil, false, fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
 		}
-		return idx, nil
+		return idx, string(got) == format, nil
 	}
 	entries, err := os.ReadDir(e.dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
-		return nil, fmt.Errorf("bleveengine: %w", err)
+		return nil, false, fmt.Errorf("bleveengine: %w", err)
 	case len(entries) > 0:
-		return nil, fmt.Errorf("bleveengine: %s is not empty and holds no index", e.dir)
+		return nil, false, fmt.Errorf("bleveengine: %s is not empty and holds no index", e.dir)
 	default:
 		if err := os.Remove(e.dir); err != nil {
-			return nil, fmt.Errorf("bleveengine: %w", err)
+			return nil, false, fmt.Errorf("bleveengine: %w", err)
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(e.dir), 0o755); err != nil {
-		return nil, fmt.Errorf("bleveengine: %w", err)
+		return nil, false, fmt.Errorf("bleveengine: %w", err)
 	}
-	return e.newIndex(e.dir)
+	idx, err := e.newIndex(e.dir)
+	return idx, true, err
 }
 
 func (e *Engine) newIndex(dir string) (bleve.Index, error) {
@@ -315,6 +347,7 @@ func (e *Engine) Upsert(ctx context.Context, docs []engine.Document) (engine.Wri
 		for _, id := range order[start:end] {
 			d := &docs[chosen[id]]
 			rec := recordFromDocument(d)
+			rec.lens, rec.hasLens = e.an.fieldLengths(d.Content), true
 			if err := b.IndexAdvanced(e.document(d, &rec)); err != nil {
 				return res, fmt.Errorf("bleveengine: upsert: %w", err)
 			}
@@ -342,6 +375,10 @@ func (e *Engine) document(d *engine.Document, r *record) *document.Document {
 			index.IndexField|index.IncludeTermVectors, e.an.stem))
 		doc.AddField(document.NewTextFieldCustom(fieldExact, nil, []byte(d.Content),
 			index.IndexField|index.IncludeTermVectors|index.StoreField, e.an.exact))
+		if e.grams {
+			doc.AddField(document.NewTextFieldCustom(fieldGrams, nil, []byte(d.Content),
+				index.IndexField|index.IncludeTermVectors, e.an.grams))
+		}
 	}
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fieldRecord, nil, encodeRecord(r), index.StoreField))
 	if r.cvec != nil || r.mvec != nil {
@@ -372,7 +409,7 @@ func (e *Engine) Delete(ctx context.Context, id, rev int64) error {
 	if skip {
 		return nil
 	}
-	tomb := record{id: id, rev: rev, deleted: true}
+	tomb := record{id: id, rev: rev, deleted: true, hasLens: true}
 	b := idx.NewBatch()
 	doc := document.NewDocument(docID(id))
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fieldRecord, nil, encodeRecord(&tomb), index.StoreField))
@@ -441,12 +478,12 @@ func (e *Engine) Reset(ctx context.Context) error {
 			return fmt.Errorf("bleveengine: reset: %w", err)
 		}
 	}
-	idx, err := e.openIndex()
+	idx, grams, err := e.openIndex()
 	if err != nil {
 		e.closed = true
 		return fmt.Errorf("bleveengine: reset: %w", err)
 	}
-	e.idx, e.tab, e.slots = idx, newTable(), newSlotCache()
+	e.idx, e.grams, e.tab, e.slots = idx, grams, newTable(), newSlotCache()
 	return nil
 }
 

@@ -31,3 +31,13 @@ func TestConformanceOnDisk(t *testing.T) {
 		return newTestEngine(t, t.TempDir()+"/index", Options{})
 	})
 }
+
+// TestConformanceWithoutGrams runs the suite on engines without the common
+// grams field, as an index of format 1 opens.
+func TestConformanceWithoutGrams(t *testing.T) {
+	enginetest.Run(t, func(t *testing.T) engine.Engine {
+		e := newTestEngine(t, "", Options{InMemory: true})
+		e.grams = false
+		return e
+	})
+}

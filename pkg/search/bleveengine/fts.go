@@ -191,13 +191,6 @@ func (q *qnode) String() string {
 	return "?"
 }
 
-// bm25Context makes bleve's term searchers score with BM25 (normally set by
-// bleve's top-level search, which the engine does not use).
-func bm25Context(ctx context.Context) context.Context {
-	return context.WithValue(ctx, search.GetScoringModelCallbackKey,
-		search.GetScoringModelCallbackFn(func() string { return index.BM25Scoring }))
-}
-
 var (
 	scoring   = search.SearcherOptions{}
 	noScoring = search.SearcherOptions{Score: "none"}
@@ -207,7 +200,21 @@ var (
 type searcherBuilder struct {
 	ctx            context.Context
 	r              index.IndexReader
+	an             *analyzers
+	grams          bool // the index has the common grams field
+	stats          collectionStats
 	maxPrefixTerms int
+}
+
+// singleTerm reports whether parts hold one term only, at the first
+// position (a phrase entirely covered by one gram).
+func singleTerm(parts []posTerm) (posTerm, bool) {
+	for i, p := range parts {
+		if i > 0 && p.term != "" {
+			return posTerm{}, false
+		}
+	}
+	return parts[0], parts[0].term != ""
 }
 
 func closeAll(ss []search.Searcher) {
@@ -218,33 +225,37 @@ func closeAll(ss []search.Searcher) {
 	}
 }
 
-// build returns a searcher matching q. Scores are BM25 (bleve's
-// implementation: idf·tf-saturation per term, summed, with bleve's query
-// normalisation and disjunction coordination); prefixes score a constant
-// 1 per match, like Lucene's constant-score prefix rewrite.
+// build returns a searcher matching q. Scores are BM25 per term (see
+// bm25), summed over the terms a document matches (phrases and NEAR: their
+// terms; OR: the alternatives that match; exclusions: nothing); prefixes
+// score a constant 1 per match, like Lucene's constant-score rewrite.
 func (b *searcherBuilder) build(q *qnode, opts search.SearcherOptions) (search.Searcher, error) {
 	switch q.kind {
 	case qTerm:
-		return searcher.NewTermSearcher(b.ctx, b.r, q.terms[0], q.field, 1, opts)
+		return newTermSearcher(b.ctx, b.r, q.terms[0], q.field, b.stats, opts)
 	case qPhrase:
+		parts := b.an.phraseParts(q.field, q.terms, b.grams)
+		if t, ok := singleTerm(parts); ok {
+			// "of the": one gram.
+			return newTermSearcher(b.ctx, b.r, t.term, t.field, b.stats, opts)
+		}
 		// The positional searcher is leaner than bleve's phrase searcher,
 		// which builds location maps for every candidate.
-		return newPosSearcher(b.ctx, b.r, q.field, [][]string{q.terms}, 0, opts)
+		return newPosSearcher(b.ctx, b.r, [][]posTerm{parts}, 0, b.stats, opts)
 	case qPrefix:
 		return b.prefix(q, opts)
 	case qNear:
-		return newPosSearcher(b.ctx, b.r, q.field, q.clauses, q.slop, opts)
+		clauses := make([][]posTerm, len(q.clauses))
+		for i, c := range q.clauses {
+			clauses[i] = b.an.phraseParts(q.field, c, b.grams)
+		}
+		return newPosSearcher(b.ctx, b.r, clauses, q.slop, b.stats, opts)
 	case qAny:
 		kids, err := b.buildAll(q.kids, opts)
 		if err != nil {
 			return nil, err
 		}
-		s, err := searcher.NewDisjunctionSearcher(b.ctx, b.r, kids, 1, opts)
-		if err != nil {
-			closeAll(kids)
-			return nil, err
-		}
-		return s, nil
+		return newOrSearcher(kids), nil
 	case qAll:
 		kids, err := b.buildAll(q.kids, opts)
 		if err != nil {
@@ -265,13 +276,9 @@ func (b *searcherBuilder) build(q *qnode, opts search.SearcherOptions) (search.S
 			_ = must.Close()
 			return nil, err
 		}
-		var mustNot search.Searcher
+		var mustNot search.Searcher = newOrSearcher(nots)
 		if len(nots) == 1 {
 			mustNot = nots[0]
-		} else if mustNot, err = searcher.NewDisjunctionSearcher(b.ctx, b.r, nots, 1, noScoring); err != nil {
-			_ = must.Close()
-			closeAll(nots)
-			return nil, err
 		}
 		s, err := searcher.NewBooleanSearcher(b.ctx, b.r, must, nil, mustNot, opts)
 		if err != nil {
@@ -350,7 +357,11 @@ func (b *searcherBuilder) prefix(q *qnode, opts search.SearcherOptions) (search.
 			mterms = append(mterms, []string{t})
 		}
 		mterms = append(mterms, terms)
-		return searcher.NewMultiPhraseSearcher(b.ctx, b.r, mterms, 0, false, q.field, 1, opts)
+		s, err := searcher.NewMultiPhraseSearcher(b.ctx, b.r, mterms, 0, false, q.field, 1, noScoring)
+		if err != nil {
+			return nil, err
+		}
+		return &constScoreSearcher{Searcher: s, score: 1}, nil
 	}
 	// Without scores or term vectors bleve ORs the postings directly.
 	s, err := searcher.NewMultiTermSearcher(b.ctx, b.r, terms, q.field, 1, noScoring, false)

@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/blevesearch/bleve/v2/search"
-	"github.com/blevesearch/bleve/v2/search/scorer"
 	index "github.com/blevesearch/bleve_index_api"
 )
 
@@ -109,17 +108,18 @@ func nearWindows(starts [][]int, lens []int, slop int, fn func(choice []int) boo
 	}
 }
 
-// posSearcher matches the documents where every clause (a phrase of exact
-// tokens) occurs and, for more than one clause, the clauses lie within
+// posSearcher matches the documents where every clause (a phrase: terms
+// by position, possibly of different fields sharing positions, such as
+// exact tokens and common grams) occurs and, for more than one clause, the clauses lie within
 // slop of each other (nearWindows). It reads the postings of each distinct
 // term with positions straight from the index (a leapfrog conjunction over
 // the term readers), so counts and paging are exact, and scores a match
-// with bleve's BM25 term scorer: the sum of its terms' scores with the
-// query normalisation of a conjunction, like bleve's phrase searcher.
+// with the sum of its terms' BM25 scores.
 type posSearcher struct {
 	r       index.IndexReader
 	tfrs    []index.TermFieldReader
-	scorers []*scorer.TermQueryScorer
+	scorers []bm25
+	scored  bool
 	cur     []*index.TermFieldDoc // current posting per term, nil before the first
 	bufs    []*index.TermFieldDoc
 	clauses [][]int // term indexes per clause position, -1 for a gap
@@ -127,38 +127,18 @@ type posSearcher struct {
 	slop    int
 	pos     [][]int
 	starts  [][]int
-	scoreTF index.TermFieldDoc
 	started bool
 	done    bool
 }
 
-// bm25Stats are the collection statistics bleve's BM25 uses for a field:
-// the number of documents and the average field length (rounded up).
-func bm25Stats(r index.IndexReader, field string) (uint64, float64, error) {
-	count, err := r.DocCount()
-	if err != nil {
-		return 0, 0, err
-	}
-	card := 0
-	if br, ok := r.(index.BM25Reader); ok {
-		if card, err = br.FieldCardinality(field); err != nil {
-			return 0, 0, err
-		}
-	}
-	if count == 0 {
-		return 0, 0, nil
-	}
-	return count, math.Ceil(float64(card) / float64(count)), nil
-}
-
-func newPosSearcher(ctx context.Context, r index.IndexReader, field string, clauses [][]string, slop int, opts search.SearcherOptions) (search.Searcher, error) {
-	var terms []string
-	idx := map[string]int{}
+func newPosSearcher(ctx context.Context, r index.IndexReader, clauses [][]posTerm, slop int, stats collectionStats, opts search.SearcherOptions) (search.Searcher, error) {
+	var terms []posTerm
+	idx := map[posTerm]int{}
 	s := &posSearcher{r: r, slop: slop}
 	for _, c := range clauses {
 		ci := make([]int, len(c))
 		for j, t := range c {
-			if t == "" {
+			if t.term == "" {
 				ci[j] = -1
 				continue
 			}
@@ -173,19 +153,16 @@ func newPosSearcher(ctx context.Context, r index.IndexReader, field string, clau
 		s.clauses = append(s.clauses, ci)
 		s.lens = append(s.lens, len(c))
 	}
-	count, avgLen, err := bm25Stats(r, field)
-	if err != nil {
-		return nil, err
-	}
 	for _, t := range terms {
-		tfr, err := r.TermFieldReader(ctx, []byte(t), field, true, true, true)
+		tfr, err := r.TermFieldReader(ctx, []byte(t.term), t.field, true, true, true)
 		if err != nil {
 			_ = s.Close()
 			return nil, err
 		}
 		s.tfrs = append(s.tfrs, tfr)
-		s.scorers = append(s.scorers, scorer.NewTermQueryScorer([]byte(t), field, 1, count, tfr.Count(), avgLen, opts))
+		s.scorers = append(s.scorers, newBM25(stats(t.field), tfr.Count()))
 	}
+	s.scored = opts.Score != "none"
 	n := len(terms)
 	s.cur = make([]*index.TermFieldDoc, n)
 	s.bufs = make([]*index.TermFieldDoc, n)
@@ -194,13 +171,6 @@ func newPosSearcher(ctx context.Context, r index.IndexReader, field string, clau
 	}
 	s.pos = make([][]int, n)
 	s.starts = make([][]int, len(clauses))
-	// Query normalisation as in bleve's conjunction (and so its phrase)
-	// searcher.
-	var sum float64
-	for _, sc := range s.scorers {
-		sum += sc.Weight()
-	}
-	s.SetQueryNorm(1 / math.Sqrt(sum))
 	return s, nil
 }
 
@@ -289,14 +259,10 @@ func (s *posSearcher) next(ctx *search.SearchContext) (*search.DocumentMatch, er
 			dm := ctx.DocumentMatchPool.Get()
 			dm.Score = 0
 			dm.IndexInternalID = append(dm.IndexInternalID[:0], s.cur[0].ID...)
-			for i, tfd := range s.cur {
-				// Score without the term vectors (the scorer would copy
-				// them into the match).
-				s.scoreTF = *tfd
-				s.scoreTF.Vectors = nil
-				m := s.scorers[i].Score(ctx, &s.scoreTF)
-				dm.Score += m.Score
-				ctx.DocumentMatchPool.Put(m)
+			if s.scored {
+				for i, tfd := range s.cur {
+					dm.Score += s.scorers[i].score(tfd.Freq, tfd.Norm)
+				}
 			}
 			// Step past this document for the next call.
 			if err := s.advance(0, nil); err != nil {
@@ -359,19 +325,8 @@ func (s *posSearcher) Close() error {
 	return first
 }
 
-func (s *posSearcher) Weight() float64 {
-	var sum float64
-	for _, sc := range s.scorers {
-		sum += sc.Weight()
-	}
-	return sum
-}
-
-func (s *posSearcher) SetQueryNorm(n float64) {
-	for _, sc := range s.scorers {
-		sc.SetQueryNorm(n)
-	}
-}
+func (s *posSearcher) Weight() float64      { return 0 }
+func (s *posSearcher) SetQueryNorm(float64) {}
 
 func (s *posSearcher) Count() uint64 {
 	var c uint64 = math.MaxUint64

@@ -61,7 +61,21 @@ type record struct {
 	privileged, locked    bool
 
 	cvec, mvec []float32 // content and metadata vectors, nil when absent
+
+	// lens are the content's token counts in the stemmed, exact and grams
+	// fields (for BM25's average field length); hasLens is false for
+	// records written by format 1, which did not keep them.
+	lens    [numLenFields]int32
+	hasLens bool
 }
+
+// Indexes of record.lens.
+const (
+	lenStem = iota
+	lenExact
+	lenGrams
+	numLenFields
+)
 
 func (r *record) has(i int) bool { return r.strSet&(1<<i) != 0 }
 
@@ -123,7 +137,8 @@ func cloneVec(v []float32) []float32 {
 	return slices.Clone(v)
 }
 
-// Record encoding (stored field "m"), version 1:
+// Record encoding (stored field "m"), version 2 (version 1 lacks the
+// lengths):
 //
 //	byte version
 //	uvarint flags (flag* bits)
@@ -132,7 +147,11 @@ func cloneVec(v []float32) []float32 {
 //	uvarint n, n × varint folder id
 //	uvarint strSet, then per set bit: uvarint length, bytes
 //	if flagDate: varint unix seconds, uvarint nanoseconds; same for entry date
-const recordVersion = 1
+//	3 × uvarint content lengths (stemmed, exact, grams)
+const (
+	recordVersion   = 2
+	recordVersionV1 = 1
+)
 
 const (
 	flagDeleted = 1 << iota
@@ -184,6 +203,9 @@ func encodeRecord(r *record) []byte {
 		b = binary.AppendVarint(b, r.entryDate.Unix())
 		b = binary.AppendUvarint(b, uint64(r.entryDate.Nanosecond()))
 	}
+	for _, n := range r.lens {
+		b = binary.AppendUvarint(b, uint64(n))
+	}
 	return b
 }
 
@@ -234,7 +256,7 @@ func (d *decoder) bytes(n uint64) []byte {
 }
 
 func decodeRecord(id int64, b []byte) (record, error) {
-	if len(b) == 0 || b[0] != recordVersion {
+	if len(b) == 0 || b[0] != recordVersion && b[0] != recordVersionV1 {
 		return record{}, fmt.Errorf("%w: unknown version", errCorrupt)
 	}
 	d := decoder{b: b[1:]}
@@ -272,6 +294,12 @@ func decodeRecord(id int64, b []byte) (record, error) {
 	if r.hasEntryDate {
 		sec := d.varint()
 		r.entryDate = time.Unix(sec, int64(d.uvarint())).UTC()
+	}
+	if b[0] == recordVersion {
+		for i := range r.lens {
+			r.lens[i] = int32(d.uvarint())
+		}
+		r.hasLens = true
 	}
 	if d.err != nil {
 		return record{}, d.err

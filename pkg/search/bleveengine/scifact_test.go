@@ -168,6 +168,7 @@ func recallAt(ranked []int64, rel []int64, k int) float64 {
 // queries through dsl.ParseFTS and Search.
 func sciFactScores(t testing.TB, sf *scifact) (ndcg10, recall100 float64) {
 	ctx := context.Background()
+
 	e, err := Open("", Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)

@@ -309,6 +309,25 @@ func (run *searchRun) nearest(q []float32, k int, metadata bool, eligible func(i
 // scan.
 const minScanChunk = 16384
 
+// stats returns the BM25 collection statistics of the live documents: N
+// is the number of documents with content, the average field length their
+// total tokens over N. For an index whose records lack lengths (format 1)
+// the average is unknown and scores are not length-normalised.
+func (run *searchRun) stats() collectionStats {
+	t := run.tab
+	if t.noLens > 0 {
+		n := float64(t.live)
+		return func(string) fieldStats { return fieldStats{docs: n} }
+	}
+	n := float64(max(t.withContent, 1))
+	lens := map[string]float64{
+		fieldStem:  float64(t.sumLens[lenStem]) / n,
+		fieldExact: float64(t.sumLens[lenExact]) / n,
+		fieldGrams: float64(t.sumLens[lenGrams]) / n,
+	}
+	return func(field string) fieldStats { return fieldStats{docs: n, avgLen: lens[field]} }
+}
+
 // driver returns the result of the full-text conjunct that is an fts
 // clause with the fewest matches, or nil when no conjunct is an fts clause.
 func driver(conjuncts []dsl.Clause, leaves map[*dsl.FTS]*ftsLeaf) *ftsLeaf {
@@ -333,8 +352,11 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 	if qn == nil || restrict != nil && len(restrict) == 0 {
 		return leaf, nil
 	}
-	ctx := bm25Context(run.ctx)
-	b := &searcherBuilder{ctx: ctx, r: run.r, maxPrefixTerms: run.e.opts.MaxPrefixTerms}
+	ctx := run.ctx
+	b := &searcherBuilder{
+		ctx: ctx, r: run.r, an: run.e.an, grams: run.e.grams, stats: run.stats(),
+		maxPrefixTerms: run.e.opts.MaxPrefixTerms,
+	}
 	s, err := b.build(qn, scoring)
 	if err != nil {
 		return nil, err

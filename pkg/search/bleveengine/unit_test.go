@@ -114,6 +114,7 @@ func TestRecordCodec(t *testing.T) {
 		Privileged: true,
 	}
 	r := recordFromDocument(&d)
+	r.lens, r.hasLens = [numLenFields]int32{3, 4, 5}, true
 	got, err := decodeRecord(42, encodeRecord(&r))
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +125,7 @@ func TestRecordCodec(t *testing.T) {
 	if !slices.Equal(got.groups, []int64{1, 3}) {
 		t.Errorf("groups = %v", got.groups)
 	}
-	tomb := record{id: 1, rev: 9, deleted: true}
+	tomb := record{id: 1, rev: 9, deleted: true, hasLens: true}
 	if got, err := decodeRecord(1, encodeRecord(&tomb)); err != nil || !got.deleted || got.rev != 9 {
 		t.Errorf("tombstone round trip: %+v, %v", got, err)
 	}
@@ -213,4 +214,36 @@ func BenchmarkL2(b *testing.B) {
 		s += d
 	}
 	_ = s
+}
+
+func TestPhraseParts(t *testing.T) {
+	an := newAnalyzers()
+	cases := []struct {
+		terms []string
+		want  string
+	}{
+		{terms: []string{"of", "the"}, want: `[{g of the} { }]`},
+		{terms: []string{"annual", "report"}, want: `[{x annual} {x report}]`},
+		{terms: []string{"state", "of", "the", "art"}, want: `[{g state of} { } {g the art} { }]`},
+		{terms: []string{"the", "lazy", "dog"}, want: `[{g the lazy} { } {x dog}]`},
+		{terms: []string{"lazy", "", "the"}, want: `[{x lazy} { } {x the}]`},
+	}
+	for _, tc := range cases {
+		if got := fmt.Sprint(an.phraseParts(fieldExact, tc.terms, true)); got != tc.want {
+			t.Errorf("phraseParts(%q) = %s, want %s", tc.terms, got, tc.want)
+		}
+	}
+	if got := fmt.Sprint(an.phraseParts(fieldExact, []string{"of", "the"}, false)); got != `[{x of} {x the}]` {
+		t.Errorf("without grams: %s", got)
+	}
+	if got := fmt.Sprint(an.phraseParts(fieldStem, []string{"of", "the"}, true)); got != `[{s of} {s the}]` {
+		t.Errorf("stem field: %s", got)
+	}
+	var grams []string
+	for _, tok := range analyze(an.grams, "The state of the Art, and more") {
+		grams = append(grams, fmt.Sprintf("%s@%d", tok.term, tok.pos))
+	}
+	if got := fmt.Sprint(grams); got != "[the state@1 state of@2 of the@3 the art@4 art and@5 and more@6]" {
+		t.Errorf("grams = %s", got)
+	}
 }
