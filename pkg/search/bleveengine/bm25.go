@@ -41,7 +41,10 @@ type bm25 struct {
 
 func newBM25(st fieldStats, docFreq uint64) bm25 {
 	n := float64(docFreq)
-	return bm25{idf: math.Log(1 + (st.docs-n+0.5)/(n+0.5)), avgLen: st.avgLen}
+	// The index may briefly hold documents the table does not count yet;
+	// N never goes below n, so idf stays positive.
+	docs := math.Max(st.docs, n)
+	return bm25{idf: math.Log(1 + (docs-n+0.5)/(n+0.5)), avgLen: st.avgLen}
 }
 
 func (s bm25) score(freq uint64, norm float64) float64 {

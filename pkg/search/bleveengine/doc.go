@@ -26,8 +26,8 @@
 // Open reads every record and vector back into memory (a table of slots
 // keyed by id), so filters, sorting, selecting, visibility and the vector
 // scan never touch the index. Memory is about the stored metadata plus
-// 4·dimensions bytes per vector (100,000 documents with two 512-dimension
-// vectors: about 420 MB).
+// 4·dimensions bytes per vector (100,000 documents with two 768-dimension
+// vectors: about 615 MB).
 //
 // Writes: one writer at a time (Upsert, Delete, Reset). Upsert keeps, per
 // id, the newest revision newer than the stored one (of a document or a

@@ -65,6 +65,9 @@ func testFTS(t *testing.T, newEngine func(t *testing.T) engine.Engine) {
 		{name: "phrase two docs", query: `"brown fox"`, want: []int64{3, 4}},
 		{name: "phrase wrong order", query: `"fox brown"`, want: []int64{}},
 		{name: "phrase and word", query: `"brown fox" lazy`, want: []int64{3}},
+		{name: "phrase with stop words inside", query: `"jumps over the lazy"`, want: []int64{3}},
+		{name: "phrase of stop words", query: `"over the"`, want: []int64{3}},
+		{name: "phrase with stop word, wrong neighbour", query: `"over the dog"`, want: []int64{}},
 
 		// Prefixes: exact lowercased tokens.
 		{name: "prefix", query: "run*", want: []int64{5}},
@@ -95,6 +98,8 @@ func testFTS(t *testing.T, newEngine func(t *testing.T) engine.Engine) {
 		{name: "near phrases 2", query: `*NP2"red cherry" "green melon"`, want: []int64{30, 31, 32}},
 		{name: "near phrases default", query: `*NP"green melon" "red cherry"`, want: []int64{30, 31, 32}},
 		{name: "near phrase with a single word", query: `*NP1"red cherry" "green"`, want: []int64{30, 32}},
+		{name: "near phrase with stop words, n+1 apart", query: `*NP3"the lazy" "quick"`, want: []int64{}},
+		{name: "near phrase with stop words, n apart", query: `*NP4"the lazy" "quick"`, want: []int64{3}},
 
 		// Exclusion.
 		{name: "exclude word", query: "fox -lazy", want: []int64{4}},
