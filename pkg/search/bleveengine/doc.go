@@ -34,9 +34,19 @@
 // tombstone), writes in bleve batches (Options.BatchSize) and returns once
 // they are durable (scorch persists before Batch returns), then updates the
 // table. Each call costs at least one durable commit (a few milliseconds),
-// so bulk writers should pass many documents per call. Searches run concurrently with writes; a search sees a write once
-// both the index and the table have it (a document in the index but not yet
-// in the table is skipped).
+// so bulk writers should pass many documents per call. Searches run
+// concurrently with writes; a search sees a write once both the index and
+// the table have it (a document in the index but not yet in the table is
+// skipped).
+//
+// Why metadata lives in memory rather than in bleve fields: contains and
+// startswith on high-cardinality fields (reference numbers, descriptions)
+// would expand to tens of thousands of terms per query; sorting on stored
+// values, the vector scan's pre-filter (which needs every eligible
+// document, not a page) and exact ne/nin/not semantics over missing fields
+// are all simpler and faster as a scan of a compact table (100,000
+// documents in a few milliseconds) than as index queries. bleve does what
+// only an inverted index does well: the full text.
 //
 // # Analysis
 //
@@ -76,8 +86,8 @@
 //     with a sweep over the positions), so totals and paging are exact.
 //     Phrases use the same searcher (one clause), which is leaner than
 //     bleve's phrase searcher.
-//   - exclusion, OR and the implicit AND: bleve boolean, disjunction and
-//     conjunction searchers.
+//   - exclusion, OR and the implicit AND: bleve's boolean and conjunction
+//     searchers and the engine's own disjunction (which sums scores).
 //
 // Stop words: a word the stemmed analysis drops (a stop word, or
 // punctuation) is left out of its conjunction or OR group, so "the annual
