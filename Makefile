@@ -93,6 +93,8 @@ lint: go-check
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^pkg/gen/')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:" >&2; echo "$$unformatted" >&2; exit 1; fi
 	@for m in $(MODULES); do echo "go vet $$m"; (cd $$m && $(GO) vet ./...); done
+	@# Each module must also build on its own, as the image build and users do.
+	@for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) build ./...) || { echo "$$m does not build with GOWORK=off: run go mod tidy there" >&2; exit 1; }; done
 
 ## test: install what the tests need (Postgres, MinIO, generators), then run everything
 test: go-check minio check-generated lint test-go
