@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 
@@ -304,8 +305,9 @@ func parseDocID(s string) (int64, error) {
 // Upsert writes every document whose Rev is newer than the revision the
 // engine holds (of a live document or of a tombstone). Within one call, the
 // newest revision of an id wins and the others count as stale. Documents
-// are written in batches; when ctx ends between batches the result so far
-// is returned with ctx's error.
+// are written in batches, several at a time; when ctx ends or a batch
+// fails, the batches not started are skipped and the result so far (the
+// batches that completed) is returned with the error.
 func (e *Engine) Upsert(ctx context.Context, docs []engine.Document) (engine.WriteResult, error) {
 	e.writeMu.Lock()
 	defer e.writeMu.Unlock()
@@ -337,31 +339,76 @@ func (e *Engine) Upsert(ctx context.Context, docs []engine.Document) (engine.Wri
 	}
 	e.mu.RUnlock()
 
+	// Batches are built and committed by up to GOMAXPROCS goroutines:
+	// building a segment is single-threaded in bleve, and concurrent
+	// batches also share durable commits. Chunks hold distinct ids, so
+	// the order in which they land does not matter.
+	var chunks [][]int64
 	for start := 0; start < len(order); start += e.opts.BatchSize {
+		chunks = append(chunks, order[start:min(start+e.opts.BatchSize, len(order))])
+	}
+	var (
+		wg      sync.WaitGroup
+		resMu   sync.Mutex
+		firstEr error
+		next    = make(chan []int64)
+	)
+	write := func(ids []int64) error {
 		if err := ctx.Err(); err != nil {
-			return res, fmt.Errorf("bleveengine: upsert: %w", err)
+			return err
 		}
-		end := min(start+e.opts.BatchSize, len(order))
 		b := idx.NewBatch()
-		recs := make([]record, 0, end-start)
-		for _, id := range order[start:end] {
+		recs := make([]record, 0, len(ids))
+		for _, id := range ids {
 			d := &docs[chosen[id]]
 			rec := recordFromDocument(d)
 			rec.lens, rec.hasLens = e.an.fieldLengths(d.Content), true
 			if err := b.IndexAdvanced(e.document(d, &rec)); err != nil {
-				return res, fmt.Errorf("bleveengine: upsert: %w", err)
+				return err
 			}
 			recs = append(recs, rec)
 		}
 		if err := idx.Batch(b); err != nil {
-			return res, fmt.Errorf("bleveengine: upsert: %w", err)
+			return err
 		}
 		e.mu.Lock()
 		for _, r := range recs {
 			e.tab.put(r)
 		}
 		e.mu.Unlock()
+		resMu.Lock()
 		res.Written += len(recs)
+		resMu.Unlock()
+		return nil
+	}
+	for range min(len(chunks), runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ids := range next {
+				if err := write(ids); err != nil {
+					resMu.Lock()
+					if firstEr == nil {
+						firstEr = err
+					}
+					resMu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, c := range chunks {
+		resMu.Lock()
+		failed := firstEr != nil
+		resMu.Unlock()
+		if failed {
+			break
+		}
+		next <- c
+	}
+	close(next)
+	wg.Wait()
+	if firstEr != nil {
+		return res, fmt.Errorf("bleveengine: upsert: %w", firstEr)
 	}
 	return res, nil
 }
