@@ -592,8 +592,8 @@ func TestKubernetesCheckCatchesMistakes(t *testing.T) {
 		{
 			name: "Service selector matches nothing",
 			file: "base/schema.yaml",
-			old:  "spec:\n  selector:\n    app.kubernetes.io/name: schema\n",
-			new:  "spec:\n  selector:\n    app.kubernetes.io/name: schemas\n",
+			old:  "  clusterIP: None\n  selector:\n    app.kubernetes.io/name: schema\n",
+			new:  "  clusterIP: None\n  selector:\n    app.kubernetes.io/name: schemas\n",
 			want: "Service schema: selector map[app.kubernetes.io/name:schemas] selects the pods of 0 Deployments",
 		},
 		{

@@ -54,6 +54,9 @@ func Dial(target string, opts ...Option) (*grpc.ClientConn, error) {
 		grpc.WithChainUnaryInterceptor(p.unary),
 		grpc.WithChainStreamInterceptor(p.stream),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(32 << 20)),
+		// Spread calls over every address the name resolves to (a
+		// headless Kubernetes Service lists each pod), not just the first.
+		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`),
 	}, o.extra...)
 	conn, err := grpc.NewClient(target, dialOpts...)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 
@@ -74,6 +75,10 @@ func New(opts Options) *Server {
 		grpc.ChainUnaryInterceptor(b.unary, authz.Unary),
 		grpc.ChainStreamInterceptor(b.stream, authz.Stream),
 		grpc.MaxRecvMsgSize(8 << 20),
+		// Clients reconnect (and re-resolve the service name) every few
+		// minutes, so pods added by scaling get their share of calls; a
+		// call in flight keeps its connection for up to the grace period.
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: 5 * time.Minute, MaxConnectionAgeGrace: 30 * time.Minute}),
 		// Spans (and the trace context of incoming metadata) come first,
 		// so every log record of the call carries the trace id.
 		grpc.StatsHandler(otelgrpc.NewServerHandler()),
