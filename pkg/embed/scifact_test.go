@@ -1,13 +1,9 @@
 package embed
 
 import (
-	"bufio"
 	"cmp"
-	"encoding/json"
 	"fmt"
-	"math"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -16,69 +12,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docrepo/docrepo/pkg/search/scifact"
 	"github.com/docrepo/docrepo/pkg/testenv"
 )
 
-type scifact struct {
-	docIDs  []string
-	docs    []string            // title + " " + text
-	queries map[string]string   // id → text
-	qrels   map[string][]string // query id → relevant doc ids
+type scifactData struct {
+	*scifact.Collection
+	docs []string // Content() of each document, in corpus order
 }
 
-func loadSciFact(t testing.TB) *scifact {
+func loadSciFact(t testing.TB) *scifactData {
 	t.Helper()
-	dir := testenv.DataDir(t, "scifact", "DOCREPO_SCIFACT_DIR", "corpus.jsonl")
-	sf := &scifact{queries: map[string]string{}, qrels: map[string][]string{}}
-	eachLine(t, filepath.Join(dir, "corpus.jsonl"), func(line string) {
-		var d struct{ ID, Title, Text string }
-		var raw map[string]string
-		if err := json.Unmarshal([]byte(line), &raw); err != nil {
-			t.Fatalf("corpus.jsonl: %v", err)
-		}
-		d.ID, d.Title, d.Text = raw["_id"], raw["title"], raw["text"]
-		sf.docIDs = append(sf.docIDs, d.ID)
-		sf.docs = append(sf.docs, d.Title+" "+d.Text)
-	})
-	eachLine(t, filepath.Join(dir, "queries.test.tsv"), func(line string) {
-		id, text, ok := strings.Cut(line, "\t")
-		if !ok {
-			t.Fatalf("queries.test.tsv: bad line %q", line)
-		}
-		sf.queries[id] = text
-	})
-	eachLine(t, filepath.Join(dir, "qrels.test.txt"), func(line string) {
-		f := strings.Fields(line)
-		if len(f) != 4 {
-			t.Fatalf("qrels.test.txt: bad line %q", line)
-		}
-		if rel, _ := strconv.Atoi(f[3]); rel > 0 {
-			sf.qrels[f[0]] = append(sf.qrels[f[0]], f[2])
-		}
-	})
-	if len(sf.docs) == 0 || len(sf.qrels) == 0 {
-		t.Fatal("SciFact files are empty")
-	}
-	return sf
-}
-
-func eachLine(t testing.TB, path string, fn func(string)) {
-	t.Helper()
-	f, err := os.Open(path)
+	dir := testenv.DataDir(t, "scifact", scifact.EnvDir, "corpus.jsonl")
+	c, err := scifact.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		if line := strings.TrimRight(sc.Text(), "\r"); line != "" {
-			fn(line)
-		}
+	sf := &scifactData{Collection: c}
+	for _, d := range c.Docs {
+		sf.docs = append(sf.docs, d.Content())
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	return sf
 }
 
 // embedAll embeds texts on all cores.
@@ -118,29 +72,19 @@ func lessID(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-type metrics struct {
-	ndcg10, recall100 float64
-	queries           int
-}
-
 // evaluate ranks every document by exact L2 distance to each judged query
-// and returns trec_eval-style nDCG@10 (binary gain, ties by doc id
-// ascending) and Recall@100, averaged over the judged queries.
-func evaluate(sf *scifact, h *Hash, docVecs [][]float32) metrics {
+// (ties by doc id ascending) and scores the rankings.
+func evaluate(t testing.TB, sf *scifactData, h *Hash, docVecs [][]float32) scifact.Scores {
+	t.Helper()
 	type hit struct {
 		id   string
 		dist float64
 	}
-	var m metrics
-	for qid, rels := range sf.qrels {
-		q, ok := sf.queries[qid]
-		if !ok {
-			continue
-		}
-		qv := h.Vector(q)
+	m, err := sf.Score(func(q scifact.Query) ([]string, error) {
+		qv := h.Vector(q.Text)
 		hits := make([]hit, len(docVecs))
 		for i, dv := range docVecs {
-			hits[i] = hit{sf.docIDs[i], squaredL2(qv, dv)}
+			hits[i] = hit{sf.Docs[i].ID, squaredL2(qv, dv)}
 		}
 		slices.SortFunc(hits, func(a, b hit) int {
 			if c := cmp.Compare(a.dist, b.dist); c != 0 {
@@ -148,31 +92,15 @@ func evaluate(sf *scifact, h *Hash, docVecs [][]float32) metrics {
 			}
 			return lessID(a.id, b.id)
 		})
-		relevant := map[string]bool{}
-		for _, r := range rels {
-			relevant[r] = true
+		ranked := make([]string, 0, 100)
+		for _, h := range hits[:min(100, len(hits))] {
+			ranked = append(ranked, h.id)
 		}
-		var dcg, idcg float64
-		for i := 0; i < 10 && i < len(hits); i++ {
-			if relevant[hits[i].id] {
-				dcg += 1 / math.Log2(float64(i+2))
-			}
-		}
-		for i := 0; i < min(10, len(relevant)); i++ {
-			idcg += 1 / math.Log2(float64(i+2))
-		}
-		found := 0
-		for i := 0; i < 100 && i < len(hits); i++ {
-			if relevant[hits[i].id] {
-				found++
-			}
-		}
-		m.ndcg10 += dcg / idcg
-		m.recall100 += float64(found) / float64(len(relevant))
-		m.queries++
+		return ranked, nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	m.ndcg10 /= float64(m.queries)
-	m.recall100 /= float64(m.queries)
 	return m
 }
 
@@ -191,16 +119,16 @@ func TestSciFactHash(t *testing.T) {
 	start := time.Now()
 	docVecs := embedAll(h, sf.docs)
 	elapsed := time.Since(start)
-	m := evaluate(sf, h, docVecs)
+	m := evaluate(t, sf, h, docVecs)
 	workers := runtime.GOMAXPROCS(0)
 	t.Logf("hash dim=%d: nDCG@10=%.4f Recall@100=%.4f over %d queries; embedded %d docs in %v on %d cores (%v per 1000 per core)",
-		h.Dimensions(), m.ndcg10, m.recall100, m.queries, len(sf.docs), elapsed.Round(time.Millisecond), workers,
+		h.Dimensions(), m.NDCG10, m.Recall100, m.Queries, len(sf.docs), elapsed.Round(time.Millisecond), workers,
 		(elapsed * time.Duration(workers) * 1000 / time.Duration(len(sf.docs))).Round(time.Millisecond))
-	if m.queries != len(sf.qrels) {
-		t.Errorf("evaluated %d queries, want %d", m.queries, len(sf.qrels))
+	if m.Queries != len(sf.Relevant) {
+		t.Errorf("evaluated %d queries, want %d", m.Queries, len(sf.Relevant))
 	}
-	if m.ndcg10 < 0.45 {
-		t.Errorf("nDCG@10 = %.4f, want >= 0.45", m.ndcg10)
+	if m.NDCG10 < 0.45 {
+		t.Errorf("nDCG@10 = %.4f, want >= 0.45", m.NDCG10)
 	}
 }
 
@@ -225,7 +153,7 @@ func TestSciFactTune(t *testing.T) {
 		start := time.Now()
 		docVecs := embedAll(h, sf.docs)
 		elapsed := time.Since(start)
-		m := evaluate(sf, h, docVecs)
-		t.Logf("%+v: nDCG@10=%.4f Recall@100=%.4f (embed %v)", p, m.ndcg10, m.recall100, elapsed.Round(time.Millisecond))
+		m := evaluate(t, sf, h, docVecs)
+		t.Logf("%+v: nDCG@10=%.4f Recall@100=%.4f (embed %v)", p, m.NDCG10, m.Recall100, elapsed.Round(time.Millisecond))
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/docrepo/docrepo/pkg/embed"
 	"github.com/docrepo/docrepo/pkg/search/engine"
+	"github.com/docrepo/docrepo/pkg/search/scifact"
 )
 
 // Benchmarks on a synthetic corpus (go test -bench; nothing here runs in a
@@ -37,19 +38,15 @@ import (
 // vocabulary returns words with repetitions in proportion to their
 // frequency.
 func vocabulary(b testing.TB) []string {
-	if dir := findSciFact(b); dir != "" {
-		f, err := os.Open(filepath.Join(dir, "corpus.jsonl"))
-		if err == nil {
-			defer f.Close()
-			dec := json.NewDecoder(f)
+	if dir, ok := scifact.Find(); ok {
+		if c, err := scifact.Load(dir); err == nil {
 			var words []string
-			for len(words) < 2_000_000 {
-				var d struct{ Title, Text string }
-				if err := dec.Decode(&d); err != nil {
-					break
-				}
-				for _, w := range strings.Fields(d.Title + " " + d.Text) {
+			for _, d := range c.Docs {
+				for _, w := range strings.Fields(d.Content()) {
 					words = append(words, strings.Trim(w, ".,;:()[]"))
+				}
+				if len(words) >= 2_000_000 {
+					break
 				}
 			}
 			if len(words) > 10000 {

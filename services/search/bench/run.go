@@ -24,7 +24,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/catalog"
 	"github.com/docrepo/docrepo/pkg/database"
 	"github.com/docrepo/docrepo/pkg/identity"
-	"github.com/docrepo/docrepo/pkg/testenv"
+	"github.com/docrepo/docrepo/pkg/search/scifact"
 )
 
 type settings struct {
@@ -293,7 +293,7 @@ func (b *bench) findSciFact() (string, bool) {
 	if b.s.scifactDir != "" {
 		return b.s.scifactDir, true
 	}
-	return testenv.FindDataDir("scifact", "corpus.jsonl")
+	return scifact.Find()
 }
 
 // percentile of sorted durations.
