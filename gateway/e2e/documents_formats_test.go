@@ -1,63 +1,33 @@
 package e2e
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/docrepo/docrepo/pkg/testenv"
 )
 
-// realDocumentsDir finds the shared real-world test documents:
-// $DOCREPO_TEST_DOCUMENTS, else ../shared/data/documents next to the
-// repository root. It skips the test, saying why, when they are absent.
+// realDocumentsDir is the shared real-world documents folder
+// (shared/data/documents beside the checkout, or $DOCREPO_DOCUMENTS_DIR);
+// the test is skipped, saying why, when it is absent.
 func realDocumentsDir(t *testing.T) string {
 	t.Helper()
-	if dir := os.Getenv("DOCREPO_TEST_DOCUMENTS"); dir != "" {
-		return dir
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			docs := filepath.Join(dir, "..", "shared", "data", "documents")
-			if _, err := os.Stat(filepath.Join(docs, "MANIFEST.tsv")); err != nil {
-				t.Skipf("real test documents not found at %s (set DOCREPO_TEST_DOCUMENTS): %v", docs, err)
-			}
-			return docs
-		}
-		if filepath.Dir(dir) == dir {
-			t.Skip("real test documents not found: no go.work above the working directory (set DOCREPO_TEST_DOCUMENTS)")
-		}
-	}
+	dir, _ := testenv.RealDocuments(t)
+	return dir
 }
 
-// manifestPages reads the page counts of MANIFEST.tsv (PDFs only).
-func manifestPages(t *testing.T, dir string) map[string]int {
+// manifestPages maps each PDF of the manifest to its page count.
+func manifestPages(t *testing.T) map[string]int {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, "MANIFEST.tsv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, docs := testenv.RealDocuments(t)
 	pages := map[string]int{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		cols := strings.Split(sc.Text(), "\t")
-		if len(cols) < 2 || cols[0] == "file" || cols[1] == "" {
-			continue
+	for _, d := range docs {
+		if d.Pages > 0 {
+			pages[d.File] = d.Pages
 		}
-		n, err := strconv.Atoi(cols[1])
-		if err != nil {
-			t.Fatalf("MANIFEST.tsv: %q: %v", sc.Text(), err)
-		}
-		pages[cols[0]] = n
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return pages
 }
@@ -67,7 +37,7 @@ func manifestPages(t *testing.T, dir string) map[string]int {
 func TestPDFPageCount(t *testing.T) {
 	t.Parallel()
 	dir := realDocumentsDir(t)
-	pages := manifestPages(t, dir)
+	pages := manifestPages(t)
 	u := newDocUser(t)
 	n := 0
 	for name, want := range pages {

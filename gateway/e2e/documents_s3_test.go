@@ -19,6 +19,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/blob"
 	"github.com/docrepo/docrepo/pkg/blob/s3store"
 	"github.com/docrepo/docrepo/pkg/config"
+	"github.com/docrepo/docrepo/pkg/testenv"
 	"github.com/docrepo/docrepo/pkg/testenv/miniotest"
 	"github.com/docrepo/docrepo/services/document/documentsvc"
 )
@@ -233,7 +234,7 @@ func TestDocumentsOnMinIO(t *testing.T) {
 	}
 
 	// PDF page counting reads the object back from S3.
-	if pdfDir := os.Getenv("DOCREPO_TEST_DOCUMENTS"); pdfDir != "" || realDocsPresent() {
+	if testenv.RealDocumentsPresent() {
 		dir := realDocumentsDir(t)
 		pdf, err := os.ReadFile(filepath.Join(dir, "TheGoProgrammingLanguageCh1.pdf"))
 		if err != nil {
@@ -318,17 +319,4 @@ func TestDocumentsOnMinIO(t *testing.T) {
 		t.Fatalf("only %d referenced objects; expected at least %d", referenced, want)
 	}
 	t.Logf("%d objects written, %d referenced, the rest removed", len(s.store.keys()), referenced)
-}
-
-// realDocsPresent reports whether the shared real documents are next to the
-// repository.
-func realDocsPresent() bool {
-	wd, _ := os.Getwd()
-	for dir := wd; filepath.Dir(dir) != dir; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			_, err := os.Stat(filepath.Join(dir, "..", "shared", "data", "documents", "MANIFEST.tsv"))
-			return err == nil
-		}
-	}
-	return false
 }

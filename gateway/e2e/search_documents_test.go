@@ -1,13 +1,13 @@
 package e2e
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/docrepo/docrepo/pkg/testenv"
 )
 
 // TestSearchRealDocuments uploads every real-world document of
@@ -16,63 +16,33 @@ import (
 // phrase search for each phrase MANIFEST.tsv lists to find its document.
 func TestSearchRealDocuments(t *testing.T) {
 	t.Parallel()
-	dir := realDocumentsDir(t)
-	f, err := os.Open(filepath.Join(dir, "MANIFEST.tsv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	type entry struct {
-		file    string
-		phrases []string
-	}
-	var entries []entry
-	sc := bufio.NewScanner(f)
-	sc.Scan() // header
-	for sc.Scan() {
-		cols := strings.Split(sc.Text(), "\t")
-		if len(cols) < 1 || cols[0] == "" {
-			continue
-		}
-		e := entry{file: cols[0]}
-		if len(cols) >= 3 {
-			for _, p := range strings.Split(cols[2], "|") {
-				if p = strings.TrimSpace(p); p != "" {
-					e.phrases = append(e.phrases, p)
-				}
-			}
-		}
-		entries = append(entries, e)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	dir, docs := testenv.RealDocuments(t)
 	u := newDocUser(t)
 	ids := map[string]int64{}
 	var all []int64
-	for _, e := range entries {
-		content, err := os.ReadFile(filepath.Join(dir, e.file))
+	for _, e := range docs {
+		content, err := os.ReadFile(filepath.Join(dir, e.File))
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := u.uploadFile(e.file, content)
-		ids[e.file] = res.DocID
+		res := u.uploadFile(e.File, content)
+		ids[e.File] = res.DocID
 		all = append(all, res.DocID)
 	}
 	// Every document is indexed, blank-scan.pdf (no text layer) included.
 	u.waitIndexed(all...)
 	phrases := 0
-	for _, e := range entries {
-		for _, p := range e.phrases {
+	for _, e := range docs {
+		for _, p := range e.Phrases {
 			phrases++
-			t.Run(e.file+"/"+p, func(t *testing.T) {
+			t.Run(e.File+"/"+p, func(t *testing.T) {
 				res := u.searchOK(map[string]any{"where": fts(strconv.Quote(p)), "limit": 50})
 				for _, id := range res.ids() {
-					if id == ids[e.file] {
+					if id == ids[e.File] {
 						return
 					}
 				}
-				t.Errorf("phrase %q of %s (doc %d) not found; results %v", p, e.file, ids[e.file], res.ids())
+				t.Errorf("phrase %q of %s (doc %d) not found; results %v", p, e.File, ids[e.File], res.ids())
 			})
 		}
 	}

@@ -2,73 +2,17 @@ package extract
 
 import (
 	"archive/zip"
-	"bufio"
 	"context"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"unicode"
 
 	"github.com/docrepo/docrepo/pkg/testenv"
 )
-
-// findDocuments returns the documents folder, looking in every ancestor of
-// the working directory, or skips the test naming the folder.
-func findDocuments(t *testing.T) string {
-	t.Helper()
-	return testenv.DataDir(t, "documents", "DOCREPO_DOCUMENTS_DIR", "MANIFEST.tsv")
-}
-
-type manifestEntry struct {
-	file    string
-	pages   int // 0 when not a PDF
-	phrases []string
-}
-
-func readManifest(t *testing.T, dir string) []manifestEntry {
-	t.Helper()
-	f, err := os.Open(filepath.Join(dir, "MANIFEST.tsv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []manifestEntry
-	sc := bufio.NewScanner(f)
-	for line := 0; sc.Scan(); line++ {
-		if line == 0 {
-			continue // header
-		}
-		cols := strings.Split(sc.Text(), "\t")
-		if len(cols) < 2 || cols[0] == "" {
-			continue
-		}
-		e := manifestEntry{file: cols[0]}
-		if cols[1] != "" {
-			if e.pages, err = strconv.Atoi(cols[1]); err != nil {
-				t.Fatalf("MANIFEST.tsv line %d: pages %q: %v", line+1, cols[1], err)
-			}
-		}
-		if len(cols) > 2 {
-			for _, p := range strings.Split(cols[2], "|") {
-				if p = strings.TrimSpace(p); p != "" {
-					e.phrases = append(e.phrases, p)
-				}
-			}
-		}
-		out = append(out, e)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(out) == 0 {
-		t.Fatal("MANIFEST.tsv lists no files")
-	}
-	return out
-}
 
 // wordTokens lowercases s and splits it into runs of letters and digits,
 // the way the search engine's phrase matching sees text.
@@ -101,18 +45,18 @@ func extractFile(t *testing.T, path string) (Result, error) {
 // TestRealDocuments checks every file of the manifest: listed phrases are
 // found, PDFs have the listed page count, everything extracts without error.
 func TestRealDocuments(t *testing.T) {
-	dir := findDocuments(t)
+	dir, docs := testenv.RealDocuments(t)
 	var passed, total int
-	for _, e := range readManifest(t, dir) {
-		t.Run(e.file, func(t *testing.T) {
-			res, err := extractFile(t, filepath.Join(dir, e.file))
+	for _, e := range docs {
+		t.Run(e.File, func(t *testing.T) {
+			res, err := extractFile(t, filepath.Join(dir, e.File))
 			if err != nil {
 				t.Fatalf("Extract: %v", err)
 			}
-			if e.pages > 0 && res.Pages != e.pages {
-				t.Errorf("Pages = %d, want %d", res.Pages, e.pages)
+			if e.Pages > 0 && res.Pages != e.Pages {
+				t.Errorf("Pages = %d, want %d", res.Pages, e.Pages)
 			}
-			for _, p := range e.phrases {
+			for _, p := range e.Phrases {
 				total++
 				if containsPhrase(res.Text, p) {
 					passed++
@@ -121,11 +65,11 @@ func TestRealDocuments(t *testing.T) {
 				}
 			}
 			switch {
-			case e.file == "blank-scan.pdf":
+			case e.File == "blank-scan.pdf":
 				if res.Text != "" {
 					t.Errorf("text of a scan without text layer = %q, want empty", res.Text)
 				}
-			case strings.TrimSpace(res.Text) == "" && hasText(t, filepath.Join(dir, e.file)):
+			case strings.TrimSpace(res.Text) == "" && hasText(t, filepath.Join(dir, e.File)):
 				t.Errorf("no text extracted")
 			}
 		})
@@ -135,13 +79,13 @@ func TestRealDocuments(t *testing.T) {
 
 // TestRealPageCount checks PageCount on every PDF of the manifest.
 func TestRealPageCount(t *testing.T) {
-	dir := findDocuments(t)
-	for _, e := range readManifest(t, dir) {
-		if e.pages == 0 {
+	dir, docs := testenv.RealDocuments(t)
+	for _, e := range docs {
+		if e.Pages == 0 {
 			continue
 		}
-		t.Run(e.file, func(t *testing.T) {
-			f, err := os.Open(filepath.Join(dir, e.file))
+		t.Run(e.File, func(t *testing.T) {
+			f, err := os.Open(filepath.Join(dir, e.File))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,8 +95,8 @@ func TestRealPageCount(t *testing.T) {
 			if err != nil {
 				t.Fatalf("PageCount: %v", err)
 			}
-			if n != e.pages {
-				t.Errorf("PageCount = %d, want %d", n, e.pages)
+			if n != e.Pages {
+				t.Errorf("PageCount = %d, want %d", n, e.Pages)
 			}
 		})
 	}
