@@ -109,8 +109,8 @@ func TestSearchTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.OpenSearchURL = "" // the embedded engine, whatever the stack runs
-	cfg.NATSURL = ""       // an index of its own that nothing writes
+	cfg.OpenSearch.URL = "" // the embedded engine, whatever the stack runs
+	cfg.NATSURL = ""        // an index of its own that nothing writes
 	cfg.SearchTimeout = 200 * time.Millisecond
 	cfg.WrapEngine = func(e engine.Engine) engine.Engine { return stalledEngine{e} }
 	done := make(chan error, 2)

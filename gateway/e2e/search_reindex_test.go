@@ -41,7 +41,7 @@ func TestSearchReindex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.OpenSearchURL = ""
+	cfg.OpenSearch.URL = ""
 	cfg.NATSURL = "" // no events: only reindex writes this index
 	done := make(chan error, 1)
 	go func() { done <- searchsvc.Run(ctx, cfg) }()

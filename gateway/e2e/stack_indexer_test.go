@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/docrepo/docrepo/pkg/indexing"
+	"github.com/docrepo/docrepo/pkg/search/opensearchengine"
 	"github.com/docrepo/docrepo/services/indexer/indexersvc"
 )
 
@@ -26,12 +27,15 @@ func init() {
 				DocumentAddr: env.addrs["document"],
 				ServiceToken: token,
 			},
-			OpenSearchURL:      os.Getenv("OPENSEARCH_URL"),
-			OpenSearchUsername: os.Getenv("OPENSEARCH_USERNAME"),
-			OpenSearchPassword: os.Getenv("OPENSEARCH_PASSWORD"),
-			OpenSearchIndex:    searchOpenSearchIndex,
-			Listener:           env.listener,
-			Logger:             env.logger,
+			OpenSearch: opensearchengine.Settings{
+				URL:      os.Getenv("OPENSEARCH_URL"),
+				Username: os.Getenv("OPENSEARCH_USERNAME"),
+				Password: os.Getenv("OPENSEARCH_PASSWORD"),
+				Index:    searchOpenSearchIndex,
+				Insecure: os.Getenv("OPENSEARCH_INSECURE") == "true",
+			},
+			Listener: env.listener,
+			Logger:   env.logger,
 		})
 	}
 }

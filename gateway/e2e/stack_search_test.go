@@ -7,6 +7,7 @@ import (
 
 	"github.com/docrepo/docrepo/pkg/auth"
 	"github.com/docrepo/docrepo/pkg/indexing"
+	"github.com/docrepo/docrepo/pkg/search/opensearchengine"
 	"github.com/docrepo/docrepo/services/search/searchsvc"
 )
 
@@ -42,12 +43,15 @@ func searchConfig(ctx context.Context, env serviceEnv, indexDir string) (searchs
 			ServiceToken: token,
 			Durable:      "e2e-" + uniq("search"),
 		},
-		OpenSearchURL:      os.Getenv("OPENSEARCH_URL"),
-		OpenSearchUsername: os.Getenv("OPENSEARCH_USERNAME"),
-		OpenSearchPassword: os.Getenv("OPENSEARCH_PASSWORD"),
-		OpenSearchIndex:    searchOpenSearchIndex,
-		Listener:           env.listener,
-		Logger:             env.logger,
+		OpenSearch: opensearchengine.Settings{
+			URL:      os.Getenv("OPENSEARCH_URL"),
+			Username: os.Getenv("OPENSEARCH_USERNAME"),
+			Password: os.Getenv("OPENSEARCH_PASSWORD"),
+			Index:    searchOpenSearchIndex,
+			Insecure: os.Getenv("OPENSEARCH_INSECURE") == "true",
+		},
+		Listener: env.listener,
+		Logger:   env.logger,
 	}, nil
 }
 

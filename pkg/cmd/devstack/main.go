@@ -134,7 +134,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		"DOCREPO_INDEX_DIR=" + filepath.Join(dataDir, "index"),
 	}
 	for _, k := range []string{"MINIO_ENDPOINT", "MINIO_ACCESS_KEY", "MINIO_SECRET_KEY", "MINIO_BUCKET", "MINIO_USE_SSL",
-		"OPENSEARCH_URL", "OPENSEARCH_USERNAME", "OPENSEARCH_PASSWORD", "DOCREPO_EMBEDDER", "DOCREPO_MAX_UPLOAD_BYTES", "DOCREPO_LOG_LEVEL"} {
+		"OPENSEARCH_URL", "OPENSEARCH_USERNAME", "OPENSEARCH_PASSWORD", "OPENSEARCH_INSECURE", "OPENSEARCH_INDEX", "DOCREPO_EMBEDDER", "DOCREPO_MAX_UPLOAD_BYTES", "DOCREPO_LOG_LEVEL"} {
 		if v := getenv(k); v != "" {
 			common = append(common, k+"="+v)
 		}

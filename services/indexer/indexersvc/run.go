@@ -3,10 +3,8 @@ package indexersvc
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
-	"strings"
 
 	"github.com/docrepo/docrepo/pkg/bootstrap"
 	"github.com/docrepo/docrepo/pkg/config"
@@ -23,11 +21,8 @@ var ErrEmbeddedMode = errors.New("OPENSEARCH_URL is not set: the indexer process
 // Config is the indexer's configuration.
 type Config struct {
 	config.Common
-	Indexing           indexing.Settings
-	OpenSearchURL      string
-	OpenSearchUsername string
-	OpenSearchPassword string
-	OpenSearchIndex    string
+	Indexing   indexing.Settings
+	OpenSearch opensearchengine.Settings
 
 	// Listener, when set, replaces listening on GRPCAddr (tests).
 	Listener net.Listener
@@ -39,15 +34,12 @@ type Config struct {
 func (c *Config) Register(l *config.Loader) {
 	l.RegisterCommon(&c.Common, "127.0.0.1:9105", "127.0.0.1:9115")
 	c.Indexing.Register(l)
-	l.String(&c.OpenSearchURL, "opensearch-url", opensearchengine.EnvURL, "", "OpenSearch node URLs, comma-separated (required)")
-	l.String(&c.OpenSearchUsername, "opensearch-username", opensearchengine.EnvUsername, "", "OpenSearch basic-auth user")
-	l.String(&c.OpenSearchPassword, "opensearch-password", opensearchengine.EnvPassword, "", "OpenSearch basic-auth password")
-	l.String(&c.OpenSearchIndex, "opensearch-index", opensearchengine.EnvIndex, opensearchengine.DefaultIndex, "OpenSearch index or alias")
+	c.OpenSearch.Register(l)
 }
 
 // Run runs the indexer until ctx is done.
 func Run(ctx context.Context, cfg Config) error {
-	if strings.TrimSpace(cfg.OpenSearchURL) == "" {
+	if !cfg.OpenSearch.Enabled() {
 		return ErrEmbeddedMode
 	}
 	if cfg.NATSURL == "" {
@@ -63,22 +55,10 @@ func Run(ctx context.Context, cfg Config) error {
 		svc.Pool.Close()
 		return err
 	}
-	var addrs []string
-	for _, a := range strings.Split(cfg.OpenSearchURL, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			addrs = append(addrs, a)
-		}
-	}
-	eng, err := opensearchengine.New(ctx, opensearchengine.Config{
-		Addresses:  addrs,
-		Username:   cfg.OpenSearchUsername,
-		Password:   cfg.OpenSearchPassword,
-		Index:      cfg.OpenSearchIndex,
-		Dimensions: emb.Dimensions(),
-	})
+	eng, err := cfg.OpenSearch.Open(ctx, emb.Dimensions(), 0)
 	if err != nil {
 		svc.Pool.Close()
-		return fmt.Errorf("open OpenSearch at %s: %w", cfg.OpenSearchURL, err)
+		return err
 	}
 	defer eng.Close()
 	pipe, err := cfg.Indexing.NewPipeline(eng, emb, svc.Logger)
@@ -93,6 +73,6 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	svc.Go(func(ctx context.Context) error { return pipe.Consume(ctx, cfg.NATSURL) })
-	svc.Logger.Info("indexer started", "opensearch", cfg.OpenSearchURL, "embedder", emb.Name())
+	svc.Logger.Info("indexer started", "opensearch", cfg.OpenSearch.URL, "embedder", emb.Name())
 	return svc.Run(ctx)
 }

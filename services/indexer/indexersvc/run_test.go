@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/docrepo/docrepo/pkg/config"
+	"github.com/docrepo/docrepo/pkg/search/opensearchengine"
 )
 
 // TestRefusesEmbeddedMode: without OPENSEARCH_URL the indexer does not
@@ -21,7 +22,7 @@ func TestRefusesEmbeddedMode(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Config{Common: config.Common{DatabaseURL: "postgres://nowhere.invalid/x", NATSURL: "nats://127.0.0.1:1"}, OpenSearchURL: tc.url}
+			cfg := Config{Common: config.Common{DatabaseURL: "postgres://nowhere.invalid/x", NATSURL: "nats://127.0.0.1:1"}, OpenSearch: opensearchengine.Settings{URL: tc.url}}
 			err := Run(context.Background(), cfg)
 			if !errors.Is(err, ErrEmbeddedMode) {
 				t.Fatalf("Run = %v, want ErrEmbeddedMode", err)
@@ -38,7 +39,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 	if err := l.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.OpenSearchURL != "http://os:9200" || cfg.Indexing.ServiceToken != "tok" || cfg.Indexing.Embedder != "openai" ||
+	if cfg.OpenSearch.URL != "http://os:9200" || cfg.Indexing.ServiceToken != "tok" || cfg.Indexing.Embedder != "openai" ||
 		cfg.Indexing.EmbedderURL != "http://emb/v1" || cfg.GRPCAddr != "127.0.0.1:9105" || cfg.Indexing.Durable != "indexer" {
 		t.Fatalf("config = %+v", cfg)
 	}

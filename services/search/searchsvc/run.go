@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/docrepo/docrepo/pkg/bootstrap"
@@ -30,12 +29,9 @@ type Config struct {
 	IndexDir string
 	// SearchTimeout bounds each search (504 Gateway Timeout past it).
 	SearchTimeout time.Duration
-	// OpenSearch: when OpenSearchURL is set, the service searches OpenSearch
-	// and a separate indexer process writes it.
-	OpenSearchURL      string
-	OpenSearchUsername string
-	OpenSearchPassword string
-	OpenSearchIndex    string
+	// OpenSearch: when its URL is set, the service searches OpenSearch and
+	// a separate indexer process writes it.
+	OpenSearch opensearchengine.Settings
 
 	// Listener, when set, replaces listening on GRPCAddr (tests).
 	Listener net.Listener
@@ -52,15 +48,12 @@ func (c *Config) Register(l *config.Loader) {
 	c.Indexing.Register(l)
 	l.String(&c.IndexDir, "index-dir", "DOCREPO_INDEX_DIR", "./.data/index", "directory of the embedded search index")
 	l.Duration(&c.SearchTimeout, "search-timeout", "DOCREPO_SEARCH_TIMEOUT", DefaultTimeout, "server-side search timeout (504 Gateway Timeout past it)")
-	l.String(&c.OpenSearchURL, "opensearch-url", opensearchengine.EnvURL, "", "OpenSearch node URLs, comma-separated; empty: the embedded engine, indexed by this process")
-	l.String(&c.OpenSearchUsername, "opensearch-username", opensearchengine.EnvUsername, "", "OpenSearch basic-auth user")
-	l.String(&c.OpenSearchPassword, "opensearch-password", opensearchengine.EnvPassword, "", "OpenSearch basic-auth password")
-	l.String(&c.OpenSearchIndex, "opensearch-index", opensearchengine.EnvIndex, opensearchengine.DefaultIndex, "OpenSearch index or alias")
+	c.OpenSearch.Register(l)
 }
 
 // Embedded reports whether the service runs the embedded engine (and so
 // the indexing pipeline).
-func (c *Config) Embedded() bool { return strings.TrimSpace(c.OpenSearchURL) == "" }
+func (c *Config) Embedded() bool { return !c.OpenSearch.Enabled() }
 
 // Run runs the search service until ctx is done.
 func Run(ctx context.Context, cfg Config) error {
@@ -120,33 +113,5 @@ func openEngine(ctx context.Context, cfg Config, emb embed.Embedder) (engine.Eng
 		}
 		return e, nil
 	}
-	return OpenSearch(ctx, OpenSearchSettings{URL: cfg.OpenSearchURL, Username: cfg.OpenSearchUsername, Password: cfg.OpenSearchPassword, Index: cfg.OpenSearchIndex}, emb, cfg.SearchTimeout)
-}
-
-// OpenSearchSettings locate the OpenSearch index.
-type OpenSearchSettings struct {
-	URL, Username, Password, Index string
-}
-
-// OpenSearch opens the OpenSearch engine for vectors of emb's dimensions.
-// The indexer process uses it too, so both agree on the index.
-func OpenSearch(ctx context.Context, s OpenSearchSettings, emb embed.Embedder, searchTimeout time.Duration) (*opensearchengine.Engine, error) {
-	var addrs []string
-	for _, a := range strings.Split(s.URL, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			addrs = append(addrs, a)
-		}
-	}
-	e, err := opensearchengine.New(ctx, opensearchengine.Config{
-		Addresses:     addrs,
-		Username:      s.Username,
-		Password:      s.Password,
-		Index:         s.Index,
-		Dimensions:    emb.Dimensions(),
-		SearchTimeout: searchTimeout,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open OpenSearch at %s: %w", s.URL, err)
-	}
-	return e, nil
+	return cfg.OpenSearch.Open(ctx, emb.Dimensions(), cfg.SearchTimeout)
 }

@@ -1,0 +1,60 @@
+package opensearchengine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/docrepo/docrepo/pkg/config"
+)
+
+// Settings are the OpenSearch settings a process reads from its
+// configuration: the search and indexer services register the same ones,
+// so both always agree on the cluster and the index.
+type Settings struct {
+	// URL lists node URLs, comma-separated; empty means OpenSearch is not
+	// used (the embedded engine runs instead).
+	URL      string
+	Username string
+	Password string
+	Index    string
+	// Insecure skips TLS certificate verification (development only).
+	Insecure bool
+}
+
+// Register adds the settings to l.
+func (s *Settings) Register(l *config.Loader) {
+	l.String(&s.URL, "opensearch-url", EnvURL, "", "OpenSearch node URLs, comma-separated (empty: the embedded engine)")
+	l.String(&s.Username, "opensearch-username", EnvUsername, "", "OpenSearch basic-auth user")
+	l.String(&s.Password, "opensearch-password", EnvPassword, "", "OpenSearch basic-auth password")
+	l.String(&s.Index, "opensearch-index", EnvIndex, DefaultIndex, "OpenSearch index or alias")
+	l.Bool(&s.Insecure, "opensearch-insecure", EnvInsecure, false, "skip TLS certificate verification of OpenSearch (development only)")
+}
+
+// Enabled reports whether an OpenSearch URL is configured.
+func (s Settings) Enabled() bool { return strings.TrimSpace(s.URL) != "" }
+
+// Open connects to the configured cluster with an index for vectors of
+// dims dimensions; searchTimeout bounds each search (0: the default).
+func (s Settings) Open(ctx context.Context, dims int, searchTimeout time.Duration) (*Engine, error) {
+	var addrs []string
+	for _, a := range strings.Split(s.URL, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	e, err := New(ctx, Config{
+		Addresses:          addrs,
+		Username:           s.Username,
+		Password:           s.Password,
+		Index:              s.Index,
+		InsecureSkipVerify: s.Insecure,
+		Dimensions:         dims,
+		SearchTimeout:      searchTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open OpenSearch at %s: %w", s.URL, err)
+	}
+	return e, nil
+}
