@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -45,9 +46,45 @@ func TraceID(ctx context.Context) string {
 	return sc.TraceID().String()
 }
 
-// Setup installs the global tracer provider for service and returns a
-// function that flushes and stops it.
+// The provider is process-wide; tests run several services in one process,
+// so Setup counts its users and the last one to stop shuts it down.
+var (
+	mu       sync.Mutex
+	users    int
+	provider *sdktrace.TracerProvider
+)
+
+// Setup installs the global tracer provider for service (the first caller's
+// configuration wins when several services share a process) and returns a
+// function that flushes and stops it once its last user has stopped.
 func Setup(ctx context.Context, service string, getenv func(string) string) (func(context.Context) error, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if provider == nil {
+		tp, err := newProvider(ctx, service, getenv)
+		if err != nil {
+			return nil, err
+		}
+		provider = tp
+		otel.SetTracerProvider(tp)
+	}
+	users++
+	var once sync.Once
+	return func(ctx context.Context) error {
+		var err error
+		once.Do(func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if users--; users == 0 {
+				err = provider.Shutdown(ctx)
+				provider = nil
+			}
+		})
+		return err
+	}, nil
+}
+
+func newProvider(ctx context.Context, service string, getenv func(string) string) (*sdktrace.TracerProvider, error) {
 	var exporter sdktrace.SpanExporter
 	var err error
 	switch kind := getenv("DOCREPO_TRACING_EXPORTER"); kind {
@@ -77,9 +114,7 @@ func Setup(ctx context.Context, service string, getenv func(string) string) (fun
 	if exporter != nil {
 		opts = append(opts, sdktrace.WithBatcher(exporter))
 	}
-	tp := sdktrace.NewTracerProvider(opts...)
-	otel.SetTracerProvider(tp)
-	return tp.Shutdown, nil
+	return sdktrace.NewTracerProvider(opts...), nil
 }
 
 // Inject writes ctx's trace context into a carrier (NATS headers, a map).
