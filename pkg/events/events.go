@@ -217,3 +217,22 @@ func expect(m Msg, aggregate string) (kind string, err error) {
 	}
 	return kind, nil
 }
+
+// HeaderCarrier adapts NATS message headers to OpenTelemetry propagation,
+// so the writer's trace context can be read from (and written to) events.
+type HeaderCarrier nats.Header
+
+// Get returns the first value of key.
+func (c HeaderCarrier) Get(key string) string { return nats.Header(c).Get(key) }
+
+// Set sets key to value.
+func (c HeaderCarrier) Set(key, value string) { nats.Header(c).Set(key, value) }
+
+// Keys lists the header names.
+func (c HeaderCarrier) Keys() []string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	return keys
+}

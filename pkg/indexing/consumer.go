@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/docrepo/docrepo/pkg/events"
+	"github.com/docrepo/docrepo/pkg/tracing"
 )
 
 // Consumer defaults; see ConsumerOptions.
@@ -218,6 +220,10 @@ func (ix *Indexer) processBatch(ctx context.Context, batch []jetstream.Msg, o Co
 			i = len(items)
 			pos[id] = i
 			items = append(items, Item{ID: id})
+		}
+		if ev.GetRev() >= items[i].Rev {
+			// The newest event's writer is the cause of what gets indexed.
+			items[i].Cause = trace.SpanContextFromContext(tracing.Extract(ctx, events.HeaderCarrier(m.Headers())))
 		}
 		items[i].Rev = max(items[i].Rev, ev.GetRev())
 		if pm.delivered >= uint64(o.ContentAttempts) {

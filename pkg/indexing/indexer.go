@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -16,6 +18,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/embed"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
 	"github.com/docrepo/docrepo/pkg/search/engine"
+	"github.com/docrepo/docrepo/pkg/tracing"
 )
 
 // Source is what the indexer needs of the document service. A
@@ -107,6 +110,10 @@ type Item struct {
 	// DegradeContent: when the file cannot be downloaded, index the
 	// document without content instead of failing (last attempts).
 	DegradeContent bool
+	// Cause is the trace context of the write that caused the event (from
+	// its traceparent header): indexing continues that trace, so the calls
+	// to the document service carry it too. Zero when unknown.
+	Cause trace.SpanContext
 }
 
 // Outcome says what happened to one Item.
@@ -220,6 +227,12 @@ func (ix *Indexer) Index(ctx context.Context, items []Item) []Result {
 
 // prepare loads one item; a nil doc with a nil err means nothing to write.
 func (ix *Indexer) prepare(ctx context.Context, it Item) prepared {
+	if it.Cause.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, it.Cause)
+	}
+	ctx, span := tracing.Tracer("indexing").Start(ctx, "index document",
+		trace.WithAttributes(attribute.Int64("docrepo.doc_id", it.ID), attribute.Int64("docrepo.rev", it.Rev)))
+	defer span.End()
 	stored, have, err := ix.o.Engine.Revision(ctx, it.ID)
 	if err != nil {
 		return prepared{err: fmt.Errorf("engine revision of %d: %w", it.ID, err)}
