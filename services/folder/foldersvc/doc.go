@@ -8,6 +8,10 @@
 //     separator) and no control characters; otherwise 422 "Missing or
 //     invalid name". Sibling names may repeat: folders are identified by id
 //     and code, not by path.
+//   - A full_path is at most MaxPathBytes (1200) bytes of UTF-8: a create
+//     or a move that would make any path of the tree longer is refused with
+//     422 "Folder path too long: at most 1200 bytes" (the path index of
+//     Postgres cannot hold much longer entries).
 //   - List order is full_path compared case-insensitively, then exactly,
 //     then by id; limit is 1..500 (default 50).
 //   - child_count counts the direct children the caller can see.

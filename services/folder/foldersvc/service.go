@@ -24,6 +24,11 @@ const (
 	DefaultListLimit = 50
 	MaxListLimit     = 500
 	maxGetFolders    = 1000
+	// MaxPathBytes bounds a folder's full_path in bytes of UTF-8. Postgres
+	// refuses index entries over about 2.7 kB, and folders_path_idx holds
+	// the path twice (lowered and exact): without a bound, a deep enough
+	// tree (three levels of 255 four-byte characters) failed with a 500.
+	MaxPathBytes = 1200
 	// treeLockID is the advisory lock key of the folder tree.
 	treeLockID = 0x666f6c64 // "fold"
 )
@@ -128,6 +133,10 @@ func ValidName(name string) bool {
 
 func errInvalidName() error { return apierr.Unprocessable("Missing or invalid name") }
 
+func errPathTooLong() error {
+	return apierr.Unprocessable("Folder path too long: at most %d bytes", MaxPathBytes)
+}
+
 // lockTree takes the tree lock for the transaction.
 func lockTree(ctx context.Context, tx pgx.Tx, exclusive bool) error {
 	q := `SELECT pg_advisory_xact_lock_shared($1)`
@@ -175,6 +184,9 @@ func (s *Service) CreateFolder(ctx context.Context, req *folderv1.CreateFolderRe
 			}
 			parentID = &pid
 			fullPath = parent.FullPath + "->" + name
+		}
+		if len(fullPath) > MaxPathBytes {
+			return errPathTooLong()
 		}
 		code := uuid.New()
 		var id int64
@@ -245,6 +257,19 @@ func (s *Service) MoveFolder(ctx context.Context, req *folderv1.MoveFolderReques
 			}
 			newPath = t.FullPath + "->" + f.Name
 			parentID = &target
+		}
+		// Every path of the subtree changes by the same number of bytes:
+		// the longest one decides.
+		var longest int
+		if err := tx.QueryRow(ctx, `WITH RECURSIVE sub AS (
+				SELECT id, full_path FROM folders WHERE id = $1
+				UNION ALL
+				SELECT c.id, c.full_path FROM folders c JOIN sub ON c.parent_id = sub.id)
+			SELECT max(octet_length(full_path)) FROM sub`, f.FolderId).Scan(&longest); err != nil {
+			return err
+		}
+		if longest-len(f.FullPath)+len(newPath) > MaxPathBytes {
+			return errPathTooLong()
 		}
 		if _, err := tx.Exec(ctx, `UPDATE folders SET parent_id = $2 WHERE id = $1`, f.FolderId, parentID); err != nil {
 			return err
