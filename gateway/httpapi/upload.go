@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -41,7 +42,7 @@ func forwardMD(r *http.Request) metadata.MD {
 
 // multipartReader validates the request is multipart/form-data and returns
 // a streaming reader over its parts.
-func (g *Gateway) multipartReader(r *http.Request) (*multipart.Reader, error) {
+func (g *Gateway) multipartReader(r *http.Request) (*formReader, error) {
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
 		return nil, apierr.Invalid("Expected a multipart/form-data body")
@@ -49,7 +50,74 @@ func (g *Gateway) multipartReader(r *http.Request) (*multipart.Reader, error) {
 	if g.cfg.MaxUploadBytes > 0 && r.ContentLength > g.cfg.MaxUploadBytes+maxMultipartOverhead {
 		return nil, apierr.TooLarge("File too large")
 	}
-	return multipart.NewReader(r.Body, params["boundary"]), nil
+	body := newCloseWatcher(r.Body, params["boundary"])
+	return &formReader{mr: multipart.NewReader(body, params["boundary"]), body: body}, nil
+}
+
+// formReader reads the parts of a multipart form and knows whether the form
+// was complete.
+type formReader struct {
+	mr   *multipart.Reader
+	body *closeWatcher
+}
+
+// next returns the next part of the form, or io.EOF after its closing
+// boundary. Every other end of the body is a client body error: mime/multipart
+// also answers io.EOF (bare or wrapped, "NextPart: EOF") when the body ends
+// right after a part delimiter or without any closing boundary, and such a
+// body is a broken request (a client that went away, a proxy that cut the
+// body), not a complete form.
+func (f *formReader) next() (*multipart.Part, error) {
+	part, err := f.mr.NextPart()
+	if err == nil {
+		return part, nil
+	}
+	if errors.Is(err, io.EOF) && f.body.seen {
+		return nil, io.EOF
+	}
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return nil, errClientBody{err}
+}
+
+// closeWatcher passes a multipart body through and notes whether the
+// closing delimiter ("--" boundary "--" at the start of a line) went by.
+type closeWatcher struct {
+	r    io.Reader
+	pat  []byte // "\n--" + boundary + "--"
+	tail []byte // the last len(pat)-1 bytes read
+	seen bool
+}
+
+func newCloseWatcher(r io.Reader, boundary string) *closeWatcher {
+	pat := []byte("\n--" + boundary + "--")
+	// A body may start with its closing delimiter (an empty form): the
+	// start of the body counts as the start of a line.
+	return &closeWatcher{r: r, pat: pat, tail: []byte("\n")}
+}
+
+func (c *closeWatcher) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 && !c.seen {
+		c.scan(p[:n])
+	}
+	return n, err
+}
+
+func (c *closeWatcher) scan(b []byte) {
+	k := len(c.pat) - 1
+	// A delimiter split between two reads, then one within this read.
+	joined := append(append(make([]byte, 0, len(c.tail)+k), c.tail...), b[:min(len(b), k)]...)
+	if bytes.Contains(joined, c.pat) || bytes.Contains(b, c.pat) {
+		c.seen = true
+		return
+	}
+	if len(b) >= k {
+		c.tail = append(c.tail[:0], b[len(b)-k:]...)
+	} else {
+		c.tail = joined[max(0, len(joined)-k):]
+	}
 }
 
 // maxMultipartOverhead allows for form fields and part headers around the
@@ -59,7 +127,7 @@ const maxMultipartOverhead = 1 << 20
 func readField(p *multipart.Part) (string, error) {
 	b, err := io.ReadAll(io.LimitReader(p, maxFieldBytes+1))
 	if err != nil {
-		return "", apierr.Invalid("Malformed multipart body: %v", err)
+		return "", errClientBody{err}
 	}
 	if len(b) > maxFieldBytes {
 		return "", apierr.Invalid("Field %s is too large", p.FormName())
@@ -145,16 +213,27 @@ func fileHeader(p *multipart.Part) *documentv1.FileHeader {
 // from send unchanged (the server ended the stream: its status explains).
 // Each chunk gets a fresh buffer: a sent message must not be modified, as
 // stats handlers may look at it after Send returns.
+//
+// Only io.EOF ends the part: a multipart part reports a body that ends
+// before the part's closing delimiter as io.ErrUnexpectedEOF, and that is a
+// broken request (a client that went away, a proxy that cut the body), not
+// the end of a shorter file. (io.ReadFull cannot tell the two apart.)
 func pump(p io.Reader, send func([]byte) error) error {
 	for {
 		buf := make([]byte, chunkSize)
-		n, err := io.ReadFull(p, buf)
+		n := 0
+		var err error
+		for n < len(buf) && err == nil {
+			var k int
+			k, err = p.Read(buf[n:])
+			n += k
+		}
 		if n > 0 {
 			if serr := send(buf[:n]); serr != nil {
 				return serr
 			}
 		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		if err == io.EOF { //nolint:errorlint // io.Reader's end-of-data sentinel, compared as the io contract says
 			return nil
 		}
 		if err != nil {
@@ -167,6 +246,14 @@ func pump(p io.Reader, send func([]byte) error) error {
 type errClientBody struct{ err error }
 
 func (e errClientBody) Error() string { return "reading request body: " + e.err.Error() }
+
+// detail describes the failure to the client.
+func (e errClientBody) detail() string {
+	if errors.Is(e.err, io.EOF) || errors.Is(e.err, io.ErrUnexpectedEOF) {
+		return "Malformed multipart body: the body ended before the closing boundary"
+	}
+	return "Malformed multipart body: " + e.err.Error()
+}
 
 // upload handles POST /apiv2/pub/documents/upload (spec §4.1). The body is
 // read part by part and forwarded as it arrives: form fields as metadata
@@ -191,12 +278,12 @@ func (g *Gateway) upload(w http.ResponseWriter, r *http.Request, _ map[string]st
 			return err
 		}
 		for {
-			part, err := mr.NextPart()
+			part, err := mr.next()
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
 			if err != nil {
-				return errClientBody{err}
+				return err
 			}
 			name := part.FormName()
 			switch {
@@ -251,7 +338,7 @@ func (g *Gateway) finishUpload(w http.ResponseWriter, r *http.Request, sendErr e
 	if sendErr != nil && !errors.Is(sendErr, io.EOF) {
 		var body errClientBody
 		if errors.As(sendErr, &body) {
-			sendErr = apierr.Invalid("Malformed multipart body: %v", body.err)
+			sendErr = apierr.Invalid("%s", body.detail())
 		}
 		if fileStarted {
 			abandon()
@@ -299,12 +386,12 @@ func (g *Gateway) uploadVersion(w http.ResponseWriter, r *http.Request, params m
 			return err
 		}
 		for {
-			part, err := mr.NextPart()
+			part, err := mr.next()
 			if errors.Is(err, io.EOF) {
 				return nil // without a file the service answers 400
 			}
 			if err != nil {
-				return errClientBody{err}
+				return err
 			}
 			if part.FormName() != "file" {
 				return apierr.Invalid("Unknown field: %s", part.FormName())
