@@ -163,10 +163,10 @@ func checkValue(r columnRule, row int, v *structpb.Value) (any, error) {
 		if !ok {
 			return nil, bad("an ISO 8601 date")
 		}
-		if d, err := time.Parse("2006-01-02", sv.StringValue); err == nil {
+		if d, err := time.Parse("2006-01-02", sv.StringValue); err == nil && inDateRange(d) {
 			return d.Format("2006-01-02"), nil
 		}
-		if d, err := time.Parse(time.RFC3339Nano, sv.StringValue); err == nil {
+		if d, err := time.Parse(time.RFC3339Nano, sv.StringValue); err == nil && inDateRange(d) {
 			return d.UTC().Format(time.RFC3339Nano), nil
 		}
 		return nil, bad("an ISO 8601 date (YYYY-MM-DD or an RFC 3339 date-time)")

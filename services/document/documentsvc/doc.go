@@ -23,7 +23,8 @@
 //     fields are reported in the spec's order: file, then folder_id.
 //   - Limits (spec §8) count characters, not bytes; exactly the maximum is
 //     accepted, one more is 400 "Invalid value for <field>: longer than <n>
-//     characters". Empty optional fields (as HTML forms send them) mean "no
+//     characters". The business date must fall in years 1 to 9999 once
+//     converted to UTC (9999-12-31T23:00:00-05:00 is a 400). Empty optional fields (as HTML forms send them) mean "no
 //     value"; an empty description means "use the default", which is the
 //     uploaded filename (cut to 400 characters; "Untitled" without one).
 //   - folder_id 0 is the root: the document gets no folder assignment. It
@@ -126,7 +127,8 @@
 //     SchemaService.GetTemplate (unknown → 404 "Custom field template not
 //     found"); unknown column names are 400 naming the column. Types: text
 //     a string (≤ 4000 characters), number a JSON number, date YYYY-MM-DD
-//     (kept) or an RFC 3339 date-time (stored in UTC), boolean a JSON
+//     (kept) or an RFC 3339 date-time (stored in UTC; years 1 to 9999 in
+//     UTC, like the business date), boolean a JSON
 //     boolean, select exactly one of the options; GridLink columns take the
 //     type and options of the Grid column they link to. null leaves a
 //     column without value. Rows are stored keyed by column id, returned

@@ -87,13 +87,22 @@ func ParseDate(field, v string) (time.Time, error) {
 	s := strings.TrimSpace(v)
 	for _, layout := range dateLayouts {
 		if t, err := time.Parse(layout, s); err == nil {
-			if t.Year() < 1 || t.Year() > 9999 {
+			if !inDateRange(t) {
 				break
 			}
 			return t.UTC(), nil
 		}
 	}
 	return time.Time{}, apierr.Invalid("Invalid value for %s: expected an ISO 8601 date such as 2024-05-31 or 2024-05-31T12:00:00Z", field)
+}
+
+// inDateRange reports whether t falls in years 1 to 9999 once in UTC, the
+// form dates are stored and returned in (RFC 3339 and protobuf timestamps
+// have no other years). The offset matters: 9999-12-31T23:00:00-05:00 is
+// in year 10000.
+func inDateRange(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 1 && y <= 9999
 }
 
 // optDate parses an optional date; "" means no date.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/docrepo/docrepo/pkg/apierr"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 func TestParseDate(t *testing.T) {
@@ -30,6 +31,12 @@ func TestParseDate(t *testing.T) {
 		{name: "words", in: "yesterday"},
 		{name: "empty", in: ""},
 		{name: "year zero", in: "0000-01-01"},
+		{name: "first instant", in: "0001-01-01T00:00:00Z", want: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), valid: true},
+		{name: "last second", in: "9999-12-31T23:59:59Z", want: time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), valid: true},
+		// The range is that of UTC, the form the date is stored and
+		// returned in: these are years 10000 and 0 once converted.
+		{name: "past 9999 in UTC", in: "9999-12-31T23:00:00-05:00"},
+		{name: "before year 1 in UTC", in: "0001-01-01T00:00:00+14:00"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -209,5 +216,27 @@ func TestParseInclude(t *testing.T) {
 				t.Fatalf("parseInclude(%q) = %+v, %v", tt.in, got, err)
 			}
 		})
+	}
+}
+
+// TestCustomDateRange: custom-field dates obey the range of document dates
+// (years 1 to 9999 in UTC), so a stored value is always a valid RFC 3339
+// date.
+func TestCustomDateRange(t *testing.T) {
+	r := columnRule{name: "due", typ: "date"}
+	for in, want := range map[string]string{
+		"2024-02-01":                "2024-02-01",
+		"2024-02-01T12:00:00+02:00": "2024-02-01T10:00:00Z",
+		"9999-12-31T23:59:59Z":      "9999-12-31T23:59:59Z",
+	} {
+		got, err := checkValue(r, 1, structpb.NewStringValue(in))
+		if err != nil || got != want {
+			t.Errorf("checkValue(%q) = %v, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"0000-01-01", "9999-12-31T23:00:00-05:00", "0001-01-01T00:00:00+14:00"} {
+		if got, err := checkValue(r, 1, structpb.NewStringValue(in)); !apierr.IsKind(err, apierr.KindInvalid) {
+			t.Errorf("checkValue(%q) = %v, %v; want a 400", in, got, err)
+		}
 	}
 }
