@@ -21,26 +21,44 @@ import (
 type rateLimiter struct {
 	rps   rate.Limit
 	burst int
+	// refill is how long an emptied bucket takes to fill up again.
+	refill time.Duration
 
 	mu       sync.Mutex
 	limiters map[[16]byte]*keyLimiter
 	lastGC   time.Time
+	// gcAt is the map size that triggers a collection before the next
+	// periodic one.
+	gcAt int
 }
 
 type keyLimiter struct {
-	lim  *rate.Limiter
-	seen time.Time
+	lim *rate.Limiter
 }
 
 func newRateLimiter(rps float64, burst int) *rateLimiter {
 	if burst < 1 {
 		burst = int(math.Max(1, math.Ceil(rps)))
 	}
-	return &rateLimiter{rps: rate.Limit(rps), burst: burst, limiters: map[[16]byte]*keyLimiter{}}
+	refill := time.Duration(float64(burst) / rps * float64(time.Second))
+	return &rateLimiter{rps: rate.Limit(rps), burst: burst, refill: refill,
+		limiters: map[[16]byte]*keyLimiter{}, gcAt: minRateGC}
 }
 
-// idleAfter is how long an unused key's limiter is kept.
-const idleAfter = 10 * time.Minute
+// Memory bounds. The limiter keeps state per bearer token, valid or not, so
+// a client inventing a token per request must not grow it without bound. A
+// key whose bucket has refilled is in the same state as a key never seen,
+// so it can be forgotten at once: the map holds only keys used within about
+// one refill time. The collection runs every refill time (at least a second,
+// at most idleAfter) and whenever the map has doubled since the last one;
+// if keys still refilling reach maxRateKeys (a flood far faster than the
+// buckets refill), arbitrary ones are forgotten, which only gives those
+// keys a fresh burst.
+const (
+	idleAfter   = 10 * time.Minute
+	maxRateKeys = 100_000
+	minRateGC   = 1024
+)
 
 // allow reports whether a request with this token may proceed and, if not,
 // how long to wait.
@@ -50,20 +68,14 @@ func (rl *rateLimiter) allow(token string, now time.Time) (bool, time.Duration) 
 	copy(id[:], sum[:16])
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
-	if now.Sub(rl.lastGC) > idleAfter {
-		for k, v := range rl.limiters {
-			if now.Sub(v.seen) > idleAfter {
-				delete(rl.limiters, k)
-			}
-		}
-		rl.lastGC = now
-	}
 	kl, ok := rl.limiters[id]
 	if !ok {
+		if now.Sub(rl.lastGC) >= min(max(rl.refill, time.Second), idleAfter) || len(rl.limiters) >= rl.gcAt {
+			rl.collect(now)
+		}
 		kl = &keyLimiter{lim: rate.NewLimiter(rl.rps, rl.burst)}
 		rl.limiters[id] = kl
 	}
-	kl.seen = now
 	r := kl.lim.ReserveN(now, 1)
 	if !r.OK() {
 		return false, time.Second
@@ -73,6 +85,29 @@ func (rl *rateLimiter) allow(token string, now time.Time) (bool, time.Duration) 
 		return false, d
 	}
 	return true, 0
+}
+
+// collect forgets the keys whose bucket is full again, then, over the cap,
+// arbitrary others.
+func (rl *rateLimiter) collect(now time.Time) {
+	full := float64(rl.burst)
+	for k, v := range rl.limiters {
+		if v.lim.TokensAt(now) >= full {
+			delete(rl.limiters, k)
+		}
+	}
+	if len(rl.limiters) >= maxRateKeys {
+		// Down to three quarters, so the next collection is a quarter of
+		// the cap away and a flood costs O(1) per request.
+		for k := range rl.limiters {
+			if len(rl.limiters) <= maxRateKeys*3/4 {
+				break
+			}
+			delete(rl.limiters, k)
+		}
+	}
+	rl.lastGC = now
+	rl.gcAt = min(max(minRateGC, 2*len(rl.limiters)), maxRateKeys)
 }
 
 // middleware answers 429 with Retry-After when a key exceeds its rate.
