@@ -23,5 +23,7 @@
 //     holds a folder the caller cannot see, so nobody deletes what they
 //     cannot see. Documents stay; their assignments to the deleted folders
 //     go with them (a database cascade, which bumps the documents' revision
-//     and emits their events in the same transaction).
+//     and emits their events in the same transaction). unassigned_documents
+//     counts only the documents the caller can see, so the answer reveals
+//     nothing about the others.
 package foldersvc

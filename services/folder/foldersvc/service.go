@@ -345,8 +345,13 @@ func (s *Service) DeleteFolder(ctx context.Context, req *folderv1.DeleteFolderRe
 		if hidden > 0 {
 			return apierr.PermissionDenied("Folder subtree contains %d folder(s) you cannot access", hidden)
 		}
-		if err := tx.QueryRow(ctx, `SELECT count(DISTINCT doc_id)::int FROM document_folders WHERE folder_id = ANY($1)`,
-			resp.DeletedFolderIds).Scan(&resp.UnassignedDocuments); err != nil {
+		// Only the documents the caller can see count: the others lose
+		// the assignment too, but their number would reveal that they
+		// exist.
+		if err := tx.QueryRow(ctx, `SELECT count(DISTINCT df.doc_id)::int FROM document_folders df
+			WHERE df.folder_id = ANY($3) AND ($1 OR EXISTS (SELECT 1 FROM document_groups dg
+				WHERE dg.doc_id = df.doc_id AND dg.group_id = ANY($2)))`,
+			p.Unrestricted(), p.GroupIDs, resp.DeletedFolderIds).Scan(&resp.UnassignedDocuments); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM folders WHERE id = $1`, f.FolderId); err != nil {
