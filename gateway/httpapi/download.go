@@ -7,20 +7,20 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/docrepo/docrepo/pkg/apierr"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
 )
 
 // parseRange reads a single-range "bytes=" header into the request. Multiple
-// ranges and malformed headers are ignored (the whole file is sent), as RFC
-// 9110 allows.
+// ranges and headers outside the grammar of RFC 9110 §14.1.1 are ignored
+// (the whole file is sent), as RFC 9110 allows.
 func parseRange(h string, req *documentv1.DownloadFileRequest) {
 	spec, ok := strings.CutPrefix(strings.TrimSpace(h), "bytes=")
 	if !ok || strings.Contains(spec, ",") {
@@ -31,21 +31,21 @@ func parseRange(h string, req *documentv1.DownloadFileRequest) {
 		return
 	}
 	if first == "" {
-		n, err := strconv.ParseInt(last, 10, 64)
-		if err != nil || n < 0 {
+		n, ok := rangeNumber(last)
+		if !ok {
 			return
 		}
 		req.RangeSuffix = &n
 		return
 	}
-	f, err := strconv.ParseInt(first, 10, 64)
-	if err != nil || f < 0 {
+	f, ok := rangeNumber(first)
+	if !ok {
 		return
 	}
 	req.RangeFirst = &f
 	if last != "" {
-		l, err := strconv.ParseInt(last, 10, 64)
-		if err != nil || l < f {
+		l, ok := rangeNumber(last)
+		if !ok || l < f {
 			req.RangeFirst = nil
 			return
 		}
@@ -53,8 +53,17 @@ func parseRange(h string, req *documentv1.DownloadFileRequest) {
 	}
 }
 
+// rangeNumber parses 1*DIGIT (no sign, no spaces) that fits an int64.
+func rangeNumber(s string) (int64, bool) {
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
 // contentDisposition builds an attachment header with an ASCII fallback and
-// the RFC 5987 UTF-8 name.
+// the RFC 8187 UTF-8 name.
 func contentDisposition(name string) string {
 	ascii := strings.Map(func(r rune) rune {
 		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
@@ -68,7 +77,26 @@ func contentDisposition(name string) string {
 	if v := mime.FormatMediaType("attachment", map[string]string{"filename": name}); v != "" && ascii == name {
 		return v
 	}
-	return fmt.Sprintf(`attachment; filename="%s"; filename*=UTF-8''%s`, ascii, url.PathEscape(name))
+	return fmt.Sprintf(`attachment; filename="%s"; filename*=UTF-8''%s`, ascii, extValue(name))
+}
+
+// extValue percent-encodes s as the value-chars of an RFC 8187 ext-value:
+// attr-chars stay, every other byte becomes %XX. (url.PathEscape is not
+// this: it leaves ":", "=" and "@" alone, which strict parsers refuse.)
+func extValue(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$&+-.^_`|~", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&0xf])
+	}
+	return b.String()
 }
 
 func etagMatches(header, etag string) bool {
@@ -150,15 +178,44 @@ func (g *Gateway) download(w http.ResponseWriter, r *http.Request, params map[st
 	if h := r.Header.Get("Range"); h != "" {
 		parseRange(h, req)
 	}
+	ranged := req.RangeFirst != nil || req.RangeSuffix != nil
 	ds, err := g.openDownload(r, req)
+	var unsatisfiable error
+	if err != nil && ranged && apierr.HTTPStatus(status.Convert(err)) == http.StatusRequestedRangeNotSatisfiable {
+		// The 416 must say how big the file is (Content-Range: bytes
+		// */SIZE), and If-None-Match and If-Range still come first (RFC
+		// 9110 §13.2.2): open the whole file for its header.
+		unsatisfiable = err
+		req.RangeFirst, req.RangeLast, req.RangeSuffix = nil, nil, nil
+		ds, err = g.openDownload(r, req)
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
 	etag := `"` + ds.hdr.GetSha256() + `"`
-	if ir := r.Header.Get("If-Range"); ir != "" && ds.hdr.GetPartial() &&
-		!ifRangeMatches(ir, etag, ds.hdr.GetLastModified().AsTime()) {
+	var lastModified time.Time
+	if lm := ds.hdr.GetLastModified(); lm != nil {
+		lastModified = lm.AsTime()
+	}
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, etag) {
+		ds.cancel()
+		g.downloadValidators(w, ds.hdr, etag)
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	staleRange := false
+	if ir := r.Header.Get("If-Range"); ir != "" && ranged && !ifRangeMatches(ir, etag, lastModified) {
 		// The client's copy is outdated: send the whole file instead.
+		staleRange = true
+	}
+	switch {
+	case unsatisfiable != nil && !staleRange:
+		ds.cancel()
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", ds.hdr.GetSize()))
+		writeError(w, r, unsatisfiable)
+		return
+	case staleRange && ds.hdr.GetPartial():
 		ds.cancel()
 		req.RangeFirst, req.RangeLast, req.RangeSuffix = nil, nil, nil
 		if ds, err = g.openDownload(r, req); err != nil {
@@ -169,15 +226,7 @@ func (g *Gateway) download(w http.ResponseWriter, r *http.Request, params map[st
 	defer ds.cancel()
 	hdr := ds.hdr
 	h := w.Header()
-	h.Set("ETag", etag)
-	h.Set("Accept-Ranges", "bytes")
-	if lm := hdr.GetLastModified(); lm != nil {
-		h.Set("Last-Modified", lm.AsTime().UTC().Format(http.TimeFormat))
-	}
-	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
+	g.downloadValidators(w, hdr, etag)
 	ct := hdr.GetContentType()
 	if ct == "" {
 		ct = "application/octet-stream"
@@ -218,5 +267,15 @@ func (g *Gateway) download(w http.ResponseWriter, r *http.Request, params map[st
 	}
 	if sent != length {
 		panic(http.ErrAbortHandler)
+	}
+}
+
+// downloadValidators sets the headers a download and its 304 share.
+func (g *Gateway) downloadValidators(w http.ResponseWriter, hdr *documentv1.DownloadHeader, etag string) {
+	h := w.Header()
+	h.Set("ETag", etag)
+	h.Set("Accept-Ranges", "bytes")
+	if lm := hdr.GetLastModified(); lm != nil {
+		h.Set("Last-Modified", lm.AsTime().UTC().Format(http.TimeFormat))
 	}
 }

@@ -605,6 +605,10 @@ func (b *builder) errorResponses(op *openapi3.Operation, statuses []int) {
 	for _, st := range slices.Compact(statuses) {
 		resp := openapi3.NewResponse().WithDescription(http.StatusText(st)).
 			WithContent(openapi3.NewContentWithJSONSchemaRef(openapi3.NewSchemaRef("#/components/schemas/Error", b.schemas["Error"].Value)))
+		if st == http.StatusRequestedRangeNotSatisfiable {
+			resp.Headers = openapi3.Headers{"Content-Range": header("`bytes */SIZE`: the size of the whole file (RFC 9110).", true,
+				openapi3.NewStringSchema().WithPattern(`^bytes \*/\d+$`))}
+		}
 		if st == http.StatusTooManyRequests {
 			resp.Headers = openapi3.Headers{"Retry-After": &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
 				Description: "Seconds until the key may call again.", Required: true,
