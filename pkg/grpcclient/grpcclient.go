@@ -20,6 +20,11 @@ import (
 	"github.com/docrepo/docrepo/pkg/logging"
 )
 
+// KeepaliveTime is how long a connection may be silent before the client
+// pings the server; servers (grpcserver.KeepalivePolicy) must allow pings
+// this often.
+const KeepaliveTime = 30 * time.Second
+
 type options struct {
 	serviceToken string
 	extra        []grpc.DialOption
@@ -49,7 +54,7 @@ func Dial(target string, opts ...Option) (*grpc.ClientConn, error) {
 	p := propagator{serviceToken: o.serviceToken}
 	dialOpts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: KeepaliveTime, Timeout: 10 * time.Second}),
 		grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
 		grpc.WithChainUnaryInterceptor(p.unary),
 		grpc.WithChainStreamInterceptor(p.stream),

@@ -41,6 +41,10 @@ var (
 	}, []string{"service", "method"})
 )
 
+// KeepalivePolicy is the servers' keepalive enforcement: clients may ping
+// this often, with or without calls in flight.
+var KeepalivePolicy = keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}
+
 // Options configure a Server.
 type Options struct {
 	// Name of the service, used in logs and metrics.
@@ -79,6 +83,13 @@ func New(opts Options) *Server {
 		// minutes, so pods added by scaling get their share of calls; a
 		// call in flight keeps its connection for up to the grace period.
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: 5 * time.Minute, MaxConnectionAgeGrace: 30 * time.Minute}),
+		// Accept the keepalive pings grpcclient sends (every
+		// grpcclient.KeepaliveTime of silence). grpc-go's default policy
+		// allows one ping per 5 minutes and answers more with GOAWAY
+		// too_many_pings, which closes the connection and every call on
+		// it: a download paused by a slow client or a quiet stream would
+		// take the gateway's shared connection down with it.
+		grpc.KeepaliveEnforcementPolicy(KeepalivePolicy),
 		// Spans (and the trace context of incoming metadata) come first,
 		// so every log record of the call carries the trace id.
 		grpc.StatsHandler(otelgrpc.NewServerHandler()),
