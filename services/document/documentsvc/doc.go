@@ -137,7 +137,8 @@
 //     doc_status, doc_number, description, from_entity, to_entity,
 //     reference_number, entry_person, rev_number, account_number,
 //     subdoctype, main_doc_number, date and entry_date as YYYY-MM-DD in UTC,
-//     privileged and islocked as true/false, filesbelongto as folder ids)
+//     privileged and islocked as true/false, filesbelongto as folder ids,
+//     only of folders the caller can see, as with include=folders)
 //     or a custom-field column; only visible documents count; non-empty
 //     values, case-insensitive substring search, ordered case-insensitively
 //     (custom numbers numerically); limit 1..500, default 100.

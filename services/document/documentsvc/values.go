@@ -2,12 +2,15 @@ package documentsvc
 
 import (
 	"context"
+	"slices"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/docrepo/docrepo/pkg/apierr"
+	"github.com/docrepo/docrepo/pkg/auth"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+	folderv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/folder/v1"
 )
 
 // Distinct-value limits (spec §8).
@@ -78,12 +81,11 @@ func (s *Service) ListDistinctValues(ctx context.Context, req *documentv1.ListDi
 			GROUP BY v, n ORDER BY n NULLS LAST, lower(v) COLLATE "C", v COLLATE "C" LIMIT $4`
 		args = append(args, req.GetTemplateId(), strconv.FormatInt(req.GetColumnId(), 10))
 	} else if req.GetColumn() == "filesbelongto" {
-		// The folders visible documents are assigned to, as ids in
-		// numeric order.
-		sql = `SELECT v::text FROM (SELECT DISTINCT df.folder_id AS v
-				FROM document_folders df JOIN documents d ON d.id = df.doc_id WHERE ` + visibleSQL + `) x
-			WHERE $3::text IS NULL OR strpos(v::text, $3) > 0
-			ORDER BY v LIMIT $4`
+		values, err := s.folderValues(ctx, p, search, int(limit))
+		if err != nil {
+			return nil, err
+		}
+		return &documentv1.ListDistinctValuesResponse{Values: values}, nil
 	} else {
 		expr, ok := valueColumns[req.GetColumn()]
 		if !ok {
@@ -106,6 +108,58 @@ func (s *Service) ListDistinctValues(ctx context.Context, req *documentv1.ListDi
 	}
 	return &documentv1.ListDistinctValuesResponse{Values: values}, nil
 }
+
+// folderValues lists the folders visible documents are assigned to, as ids
+// in numeric order, leaving out the folders the caller cannot see (a
+// visible document may sit in another group's folder): the same folders
+// GetDocument's include=folders shows. Visibility is the folder service's,
+// asked as the caller, a page of candidates at a time.
+func (s *Service) folderValues(ctx context.Context, p *auth.Principal, search *string, limit int) ([]string, error) {
+	values := []string{}
+	var after int64
+	for {
+		rows, err := s.pool.Query(ctx, `SELECT v FROM (SELECT DISTINCT df.folder_id AS v
+				FROM document_folders df JOIN documents d ON d.id = df.doc_id WHERE `+visibleSQL+`) x
+			WHERE v > $5 AND ($3::text IS NULL OR strpos(v::text, $3) > 0)
+			ORDER BY v LIMIT $4`, p.Unrestricted(), p.GroupIDs, search, folderValuesPage, after)
+		if err != nil {
+			return nil, apierr.Internal(err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return nil, apierr.Internal(err)
+		}
+		if len(ids) == 0 {
+			return values, nil
+		}
+		after = ids[len(ids)-1]
+		visible := ids
+		if !p.Unrestricted() {
+			resp, err := s.folders.GetFolders(ctx, &folderv1.GetFoldersRequest{FolderIds: ids})
+			if err != nil {
+				return nil, downstream(err, "folder service", apierr.Unavailable("folder service is unavailable"))
+			}
+			seen := make(map[int64]bool, len(resp.GetFolders()))
+			for _, f := range resp.GetFolders() {
+				seen[f.GetFolderId()] = true
+			}
+			visible = slices.DeleteFunc(ids, func(id int64) bool { return !seen[id] })
+		}
+		for _, id := range visible {
+			values = append(values, strconv.FormatInt(id, 10))
+			if len(values) == limit {
+				return values, nil
+			}
+		}
+		if len(ids) < folderValuesPage {
+			return values, nil
+		}
+	}
+}
+
+// folderValuesPage is how many candidate folder ids folderValues checks
+// with one GetFolders call (at most the folder service's limit per call).
+const folderValuesPage = 1000
 
 func truncate(s string, n int) string {
 	r := []rune(s)
