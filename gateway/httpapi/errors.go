@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -44,6 +45,10 @@ func clientDetail(st *status.Status) string {
 
 // errorHandler writes gRPC errors as spec §7 errors.
 func errorHandler(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+	if bodyTooLarge(r.Context()) {
+		writeDetail(w, http.StatusRequestEntityTooLarge, tooLargeDetail)
+		return
+	}
 	st := status.Convert(err)
 	code := apierr.HTTPStatus(st)
 	detail := clientDetail(st)
@@ -65,12 +70,24 @@ func errorHandler(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler,
 	writeDetail(w, code, detail)
 }
 
-// routingErrorHandler answers unknown routes and wrong methods.
-func routingErrorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, _ *http.Request, httpStatus int) {
+// routingErrorHandler answers unknown routes and wrong methods. HEAD is
+// served wherever GET is (RFC 9110 §9.1): a HEAD that only finds a GET
+// route is run as that GET, and the server drops the body.
+func routingErrorHandler(_ context.Context, mux *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, httpStatus int) {
+	if httpStatus == http.StatusMethodNotAllowed && r.Method == http.MethodHead && mux != nil &&
+		slices.Contains(allowedMethods(r.URL.Path), http.MethodGet) {
+		get := r.Clone(r.Context())
+		get.Method = http.MethodGet
+		mux.ServeHTTP(w, get)
+		return
+	}
 	switch httpStatus {
 	case http.StatusNotFound:
 		writeDetail(w, http.StatusNotFound, "Not Found")
 	case http.StatusMethodNotAllowed:
+		if allow := allowedMethods(r.URL.Path); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+		}
 		writeDetail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
 	case http.StatusBadRequest:
 		writeDetail(w, http.StatusBadRequest, "Bad Request")

@@ -83,9 +83,9 @@ func serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 }
 
 // commonErrors are the error statuses every API route can answer: a
-// malformed request, authentication, scope, the per-key rate limit, and a
-// failing, unreachable or slow service.
-var commonErrors = []int{400, 401, 403, 429, 500, 503, 504}
+// malformed request, authentication, scope, a request body over the limit,
+// the per-key rate limit, and a failing, unreachable or slow service.
+var commonErrors = []int{400, 401, 403, 413, 429, 500, 503, 504}
 
 // routeErrors are the further statuses of each route.
 var routeErrors = map[string][]int{

@@ -167,7 +167,13 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	}
 	// The trace span wraps everything, so the access log and every call to
 	// a service carry its trace id.
-	var h http.Handler = g.mux
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hasEmptySegment(r.URL.Path) {
+			writeDetail(w, http.StatusNotFound, "Not Found")
+			return
+		}
+		g.mux.ServeHTTP(w, r)
+	})
 	if cfg.RateLimit > 0 {
 		h = newRateLimiter(cfg.RateLimit, cfg.RateBurst).middleware(h)
 	}
@@ -297,8 +303,9 @@ func (g *Gateway) middleware(next http.Handler) http.Handler {
 	})
 }
 
-// routeMetrics records the matched route pattern for metrics and logs, and
-// applies the per-call deadline to unary routes.
+// routeMetrics records the matched route pattern for metrics and logs,
+// refuses query parameters the route does not declare, and applies the
+// JSON body limit and the per-call deadline to unary routes.
 func (g *Gateway) routeMetrics(next runtime.HandlerFunc) runtime.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, params map[string]string) {
 		route := ""
@@ -308,10 +315,21 @@ func (g *Gateway) routeMetrics(next runtime.HandlerFunc) runtime.HandlerFunc {
 				sw.route = route
 			}
 		}
-		if g.cfg.RequestTimeout > 0 && !streamingRoute(r.Method, route) {
-			ctx, cancel := context.WithTimeout(r.Context(), g.cfg.RequestTimeout)
-			defer cancel()
-			r = r.WithContext(ctx)
+		if name := unknownQueryParam(r.Method, route, r.URL.Query()); name != "" {
+			writeDetail(w, http.StatusBadRequest, "Unknown query parameter: "+name)
+			return
+		}
+		if !streamingRoute(r.Method, route) {
+			if r.ContentLength > maxJSONBody {
+				writeDetail(w, http.StatusRequestEntityTooLarge, tooLargeDetail)
+				return
+			}
+			r = limitBody(r)
+			if g.cfg.RequestTimeout > 0 {
+				ctx, cancel := context.WithTimeout(r.Context(), g.cfg.RequestTimeout)
+				defer cancel()
+				r = r.WithContext(ctx)
+			}
 		}
 		next(w, r, params)
 	}
