@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -24,6 +25,9 @@ import (
 type Store struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
+	// touched maps a key id to when this process last wrote its
+	// last_used_at (see claimTouch).
+	touched sync.Map
 }
 
 // NewStore returns a store on pool.
@@ -239,7 +243,7 @@ func (s *Store) Authenticate(ctx context.Context, token string) (*auth.Principal
 	if revoked != nil || (expires != nil && !now.Before(*expires)) {
 		return nil, auth.ErrInvalidToken()
 	}
-	if lastUsed == nil || now.Sub(*lastUsed) > lastUsedResolution {
+	if (lastUsed == nil || now.Sub(*lastUsed) > lastUsedResolution) && s.claimTouch(p.KeyID, now) {
 		// Best effort and off the request path: a lost update only makes
 		// last_used_at a little older.
 		go func(id int64) {
@@ -249,4 +253,24 @@ func (s *Store) Authenticate(ctx context.Context, token string) (*auth.Principal
 		}(p.KeyID)
 	}
 	return &p, nil
+}
+
+// claimTouch reports whether this process should write key id's
+// last_used_at now: at most once per lastUsedResolution. Without it, every
+// request of a burst that read the old value before the first write
+// committed started its own UPDATE of the same row, each holding a pooled
+// connection while it waited for the row lock.
+func (s *Store) claimTouch(id int64, now time.Time) bool {
+	for {
+		prev, loaded := s.touched.LoadOrStore(id, now)
+		if !loaded {
+			return true
+		}
+		if now.Sub(prev.(time.Time)) <= lastUsedResolution {
+			return false
+		}
+		if s.touched.CompareAndSwap(id, prev, now) {
+			return true
+		}
+	}
 }

@@ -3,6 +3,7 @@ package identity_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,5 +108,56 @@ func TestCreateKeyValidation(t *testing.T) {
 				t.Fatalf("err = %v, want kind %v", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestLastUsedWrittenOncePerBurst: a burst of requests with one key writes
+// last_used_at once, not once per request: every write takes a pooled
+// connection and the key's row lock, so a burst of concurrent requests
+// would otherwise queue as many UPDATEs of one row, each holding a
+// connection the requests' own queries need.
+func TestLastUsedWrittenOncePerBurst(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	s := identity.NewStore(pool)
+	if _, err := s.CreateUser(ctx, "carol", []string{"g"}); err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := s.CreateKey(ctx, "carol", []string{"search"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE TABLE key_writes (n int);
+		CREATE FUNCTION count_key_write() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN INSERT INTO key_writes VALUES (1); RETURN NULL; END $$;
+		CREATE TRIGGER count_key_write AFTER UPDATE ON api_keys FOR EACH ROW EXECUTE FUNCTION count_key_write();`); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.Authenticate(ctx, token); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	// The write is off the request path: wait for it, then a little
+	// longer for any others.
+	count := func() (n int) {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM key_writes`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for deadline := time.Now().Add(5 * time.Second); count() == 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	writes := count()
+	if writes != 1 {
+		t.Fatalf("last_used_at written %d times for one burst, want 1", writes)
 	}
 }
