@@ -67,3 +67,21 @@ func TestReviewFolderPathTooLong(t *testing.T) {
 		t.Fatalf("full_path after the refused move = %q", path)
 	}
 }
+
+// TestReviewFolderCreateWithoutGroups: a folder gets the creator's groups;
+// a user in no group would create a folder nobody can see, list, use or
+// delete, so it is refused (as an upload is) and nothing is created.
+func TestReviewFolderCreateWithoutGroups(t *testing.T) {
+	t.Parallel()
+	lonely := newUser(t, nil)
+	name := uniq("Orphan")
+	expect(t, lonely.do("POST", "/apiv2/pub/folders", map[string]any{"name": name}), 403,
+		"You belong to no group, so nobody could see the folder")
+	var n int
+	if err := stk.pool.QueryRow(context.Background(), `SELECT count(*) FROM folders WHERE name = $1`, name).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("%d folders created", n)
+	}
+}

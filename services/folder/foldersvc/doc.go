@@ -4,6 +4,8 @@
 // Rules beyond the spec, decided here:
 //   - A folder is visible to a user iff it shares a group with the user;
 //     callers holding the internal scope (docrepo's own services) see all.
+//     A new folder gets the creator's groups; a creator without any group
+//     is refused (403), since nobody could ever see the folder.
 //   - Names: 1 to 255 characters after trimming, no "->" (the path
 //     separator) and no control characters; otherwise 422 "Missing or
 //     invalid name". Sibling names may repeat: folders are identified by id

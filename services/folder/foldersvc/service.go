@@ -166,6 +166,10 @@ func (s *Service) CreateFolder(ctx context.Context, req *folderv1.CreateFolderRe
 	if req.Name == nil || !ValidName(req.GetName()) {
 		return nil, errInvalidName()
 	}
+	if !p.Unrestricted() && len(p.GroupIDs) == 0 {
+		// The folder would get no group: nobody could ever see it.
+		return nil, apierr.PermissionDenied("You belong to no group, so nobody could see the folder")
+	}
 	name := req.GetName()
 	var out *folderv1.Folder
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
