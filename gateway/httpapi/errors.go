@@ -3,12 +3,14 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -16,12 +18,31 @@ import (
 	"github.com/docrepo/docrepo/pkg/logging"
 )
 
-// writeDetail writes the {"detail": ...} body every error response has.
+// writeDetail writes the {"detail": ...} body every error response has,
+// without HTML escaping, like every other body (Marshaler).
 func writeDetail(w http.ResponseWriter, code int, detail string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Del("Content-Length")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(map[string]string{"detail": detail})
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(map[string]string{"detail": detail})
+}
+
+// internalDetail is what a client learns of a server-side failure.
+const internalDetail = "Internal server error"
+
+// ownError reports whether st carries docrepo's ErrorInfo, i.e. was made
+// by apierr from a domain error whose detail is written for clients.
+// Anything else (grpc-go's transport and codec errors, a downstream status
+// passed through) may carry internal text.
+func ownError(st *status.Status) bool {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == apierr.Domain {
+			return true
+		}
+	}
+	return false
 }
 
 var typeMismatch = regexp.MustCompile(`^type mismatch, parameter: ([a-z_.]+), error: .*`)
@@ -49,8 +70,19 @@ func errorHandler(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler,
 		writeDetail(w, http.StatusRequestEntityTooLarge, tooLargeDetail)
 		return
 	}
+	var hse *runtime.HTTPStatusError
+	if errors.As(err, &hse) {
+		// grpc-gateway's own routing errors (e.g. a malformed escape).
+		writeDetail(w, hse.HTTPStatus, http.StatusText(hse.HTTPStatus))
+		return
+	}
 	st := status.Convert(err)
+	own := ownError(st)
 	code := apierr.HTTPStatus(st)
+	if !own && st.Code() == codes.ResourceExhausted {
+		// grpc-go's message size limits, not docrepo's rate limit.
+		code = http.StatusInternalServerError
+	}
 	detail := clientDetail(st)
 	switch {
 	case st.Code() == codes.Unavailable:
@@ -60,7 +92,12 @@ func errorHandler(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler,
 		detail = "Gateway Timeout"
 	case code >= 500 && code != http.StatusGatewayTimeout:
 		logging.From(r.Context()).Error("backend error", "path", r.URL.Path, "code", st.Code().String(), "error", st.Message())
-		if st.Code() != codes.Internal {
+		switch {
+		case own && st.Code() == codes.Internal:
+			// apierr.Internal: the detail is already the generic one.
+		case code == http.StatusInternalServerError:
+			detail = internalDetail
+		default:
 			detail = http.StatusText(code)
 		}
 	}

@@ -91,12 +91,25 @@ func (m Marshaler) NewEncoder(w io.Writer) runtime.Encoder {
 	})
 }
 
-var protoErrorPrefix = regexp.MustCompile(`^proto:\s*(\(line \d+:\d+\):\s*)?`)
+var (
+	protoErrorPrefix = regexp.MustCompile(`^proto:\s*(\(line \d+:\d+\):\s*)?`)
+	// jsonFieldName is a field named by its JSON (lowerCamelCase) name.
+	jsonFieldName = regexp.MustCompile(`field ([a-z][a-z0-9]*[A-Z][A-Za-z0-9]*)`)
+	upperLetter   = regexp.MustCompile(`[A-Z]`)
+)
 
-// cleanDecodeError turns protojson's message into a client-facing detail.
+// cleanDecodeError turns protojson's message into a client-facing detail,
+// naming fields as the API spells them (snake_case).
 func cleanDecodeError(err error) string {
-	msg := protoErrorPrefix.ReplaceAllString(err.Error(), "")
-	msg = strings.ReplaceAll(msg, "\u00a0", " ") // protojson inserts NBSPs to discourage parsing
+	// protojson inserts NBSPs to discourage parsing; they must go before
+	// the prefix, whose \s does not match them.
+	msg := strings.ReplaceAll(err.Error(), "\u00a0", " ")
+	msg = protoErrorPrefix.ReplaceAllString(msg, "")
+	msg = jsonFieldName.ReplaceAllStringFunc(msg, func(m string) string {
+		return "field " + upperLetter.ReplaceAllStringFunc(strings.TrimPrefix(m, "field "), func(c string) string {
+			return "_" + strings.ToLower(c)
+		})
+	})
 	return "Invalid request body: " + msg
 }
 

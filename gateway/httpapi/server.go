@@ -292,8 +292,9 @@ func (g *Gateway) middleware(next http.Handler) http.Handler {
 				route = "unmatched"
 			}
 			elapsed := time.Since(start)
-			httpRequests.WithLabelValues(r.Method, route, fmt.Sprint(sw.status)).Inc()
-			httpDuration.WithLabelValues(r.Method, route).Observe(elapsed.Seconds())
+			method := metricMethod(r.Method)
+			httpRequests.WithLabelValues(method, route, fmt.Sprint(sw.status)).Inc()
+			httpDuration.WithLabelValues(method, route).Observe(elapsed.Seconds())
 			if !strings.HasPrefix(r.URL.Path, "/healthz") && !strings.HasPrefix(r.URL.Path, "/metrics") {
 				g.log.InfoContext(ctx, "http", "method", r.Method, "path", r.URL.Path, "route", route,
 					"status", sw.status, "duration_ms", float64(elapsed.Microseconds())/1000)
@@ -301,6 +302,17 @@ func (g *Gateway) middleware(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(sw, r.WithContext(ctx))
 	})
+}
+
+// metricMethod bounds the method label: clients may send any token as a
+// method, and each must not become a new time series.
+func metricMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
 }
 
 // routeMetrics records the matched route pattern for metrics and logs,
