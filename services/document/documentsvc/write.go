@@ -121,33 +121,7 @@ func (s *Service) UpdateDocument(ctx context.Context, req *documentv1.UpdateDocu
 // LockDocument locks a document for the caller (DESIGN §4). Locking a
 // document one already holds changes nothing.
 func (s *Service) LockDocument(ctx context.Context, req *documentv1.LockDocumentRequest) (*documentv1.LockDocumentResponse, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkDocID(req.GetDocId()); err != nil {
-		return nil, err
-	}
-	var out *documentv1.DocumentMetadata
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		st, err := lockDoc(ctx, tx, p, req.GetDocId())
-		if err != nil {
-			return err
-		}
-		switch {
-		case st.lockedBy == nil:
-			if _, err := tx.Exec(ctx, `UPDATE documents SET locked_by = $2, locked_at = now() WHERE id = $1`, st.id, p.UserID); err != nil {
-				return err
-			}
-			if _, err := bump(ctx, tx, st.id, kindLocked); err != nil {
-				return err
-			}
-		case *st.lockedBy != p.UserID:
-			return errLockedByOther()
-		}
-		out, err = loadMetadata(ctx, tx, st.id)
-		return err
-	})
+	out, err := s.setLock(ctx, req.GetDocId(), true)
 	if err != nil {
 		return nil, err
 	}
@@ -157,36 +131,52 @@ func (s *Service) LockDocument(ctx context.Context, req *documentv1.LockDocument
 // UnlockDocument releases the caller's lock (DESIGN §4). Unlocking an
 // unlocked document changes nothing; another user's lock is a 423.
 func (s *Service) UnlockDocument(ctx context.Context, req *documentv1.UnlockDocumentRequest) (*documentv1.UnlockDocumentResponse, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkDocID(req.GetDocId()); err != nil {
-		return nil, err
-	}
-	var out *documentv1.DocumentMetadata
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		st, err := lockDoc(ctx, tx, p, req.GetDocId())
-		if err != nil {
-			return err
-		}
-		switch {
-		case st.lockedBy == nil:
-		case *st.lockedBy == p.UserID:
-			if _, err := tx.Exec(ctx, `UPDATE documents SET locked_by = NULL, locked_at = NULL WHERE id = $1`, st.id); err != nil {
-				return err
-			}
-			if _, err := bump(ctx, tx, st.id, kindUnlocked); err != nil {
-				return err
-			}
-		default:
-			return errLockedByOther()
-		}
-		out, err = loadMetadata(ctx, tx, st.id)
-		return err
-	})
+	out, err := s.setLock(ctx, req.GetDocId(), false)
 	if err != nil {
 		return nil, err
 	}
 	return &documentv1.UnlockDocumentResponse{Document: out}, nil
+}
+
+// setLock takes (lock) or releases the caller's lock on a document. Only a
+// real change bumps rev and publishes an event; a lock held by another user
+// is a 423 either way.
+func (s *Service) setLock(ctx context.Context, docID int64, lock bool) (*documentv1.DocumentMetadata, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDocID(docID); err != nil {
+		return nil, err
+	}
+	var out *documentv1.DocumentMetadata
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		st, err := lockDoc(ctx, tx, p, docID)
+		if err != nil {
+			return err
+		}
+		if st.lockedBy != nil && *st.lockedBy != p.UserID {
+			return errLockedByOther()
+		}
+		if held := st.lockedBy != nil; held != lock {
+			if lock {
+				_, err = tx.Exec(ctx, `UPDATE documents SET locked_by = $2, locked_at = now() WHERE id = $1`, st.id, p.UserID)
+			} else {
+				_, err = tx.Exec(ctx, `UPDATE documents SET locked_by = NULL, locked_at = NULL WHERE id = $1`, st.id)
+			}
+			if err != nil {
+				return err
+			}
+			kind := kindUnlocked
+			if lock {
+				kind = kindLocked
+			}
+			if _, err := bump(ctx, tx, st.id, kind); err != nil {
+				return err
+			}
+		}
+		out, err = loadMetadata(ctx, tx, st.id)
+		return err
+	})
+	return out, err
 }
