@@ -178,6 +178,7 @@
 //
 //	run                       via gateway   direct    ratio   CPU s/GiB gw / doc   VmHWM gw / doc
 //	1 GiB, disk, quiet        168 MB/s      242 MB/s  0.69    -                    33 / 47 MiB
+//	1 GiB, disk, quiet (2nd)  352 MB/s      438 MB/s  0.80    2.3 / 2.1            39 / 50 MiB
 //	1 GiB, disk, loaded        67 MB/s       44 MB/s  1.52    3.7 / 5.0            33 / 50 MiB
 //	1 GiB, disk, loaded        62 MB/s       55 MB/s  1.13    4.1 / 5.5            33 / 45 MiB
 //	1 GiB, /dev/shm, loaded   117 MB/s       97 MB/s  1.20    3.9 / 4.0            33 / 44 MiB
