@@ -3,6 +3,7 @@ package bleveengine
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -170,7 +171,9 @@ func TestDifferentialFTS(t *testing.T) {
 }
 
 // TestNearestMatchesFullSort: the parallel, early-abandoning scan returns
-// exactly the k first of a full sort by (distance, id).
+// exactly the k first of a full sort by (distance, id), for a dense query
+// (the full difference) and a sparse one (the norm-and-dot form). Small
+// integer components keep both forms exact, so ties must break by id.
 func TestNearestMatchesFullSort(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
 	tab := newTable()
@@ -188,22 +191,34 @@ func TestNearestMatchesFullSort(t *testing.T) {
 		}
 		tab.put(rec)
 	}
-	q := make([]float32, 70)
-	for i := range q {
-		q[i] = float32(r.IntN(3))
+	dense := make([]float32, 70)
+	for i := range dense {
+		dense[i] = float32(r.IntN(3))
+	}
+	sparse := make([]float32, 70)
+	for _, i := range []int{3, 17, 40, 41, 69} {
+		sparse[i] = float32(1 + r.IntN(2))
+	}
+	tests := []struct {
+		name       string
+		q          []float32
+		wantSparse bool
+	}{
+		{name: "dense", q: dense},
+		{name: "sparse", q: sparse, wantSparse: true},
+		{name: "zero", q: make([]float32, 70), wantSparse: true},
 	}
 	run := &searchRun{ctx: context.Background(), tab: tab}
 	eligible := func(_ int32, r *record) bool { return !r.deleted && r.id%3 != 0 }
-	for _, k := range []int{1, 10, 1000} {
-		got, err := run.nearest(q, k, false, eligible)
-		if err != nil {
-			t.Fatal(err)
+	for _, tt := range tests {
+		if got := newKNN(tt.q, 1).sparse != nil; got != tt.wantSparse {
+			t.Fatalf("%s: sparse form %v, want %v", tt.name, got, tt.wantSparse)
 		}
 		var all []neighbour
 		for i := range tab.recs {
 			rec := &tab.recs[i]
 			if rec.cvec != nil && eligible(int32(i), rec) {
-				d, _ := l2(q, rec.cvec, -1)
+				d, _ := l2(tt.q, rec.cvec, -1)
 				all = append(all, neighbour{slot: int32(i), id: rec.id, d2: d})
 			}
 		}
@@ -216,8 +231,52 @@ func TestNearestMatchesFullSort(t *testing.T) {
 			}
 			return int(a.id - b.id)
 		})
-		if !slices.Equal(got, all[:k]) {
-			t.Errorf("k=%d: nearest differs from the full sort\n got %v\nwant %v", k, got[:min(5, len(got))], all[:min(5, k)])
+		for _, k := range []int{1, 10, 1000} {
+			got, err := run.nearest(tt.q, k, false, eligible)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, all[:k]) {
+				t.Errorf("%s, k=%d: nearest differs from the full sort\n got %v\nwant %v", tt.name, k, got[:min(5, len(got))], all[:min(5, k)])
+			}
+		}
+	}
+}
+
+// TestSparseL2Precision: the norm-and-dot form agrees with the float64
+// difference to float32 resolution, also for a vector next to the query,
+// where |q|² + |v|² - 2·q·v cancels.
+func TestSparseL2Precision(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const dim = 768
+	for trial := range 200 {
+		q := make([]float32, dim)
+		for range 1 + r.IntN(100) {
+			q[r.IntN(dim)] = float32(r.NormFloat64())
+		}
+		v := make([]float32, dim)
+		for i := range v {
+			v[i] = float32(r.NormFloat64() * 0.05)
+		}
+		if trial%2 == 0 { // a near neighbour: v = q + a small perturbation
+			for i := range v {
+				v[i] = q[i] + float32(r.NormFloat64()*1e-3)
+			}
+		}
+		kn := newKNN(q, 1)
+		if kn.sparse == nil {
+			t.Fatalf("trial %d: query with %d of %d non-zero is not sparse", trial, len(kn.sparse), dim)
+		}
+		var want float64
+		for i := range q {
+			d := float64(q[i]) - float64(v[i])
+			want += d * d
+		}
+		got := float64(sparseL2(kn.sparse, kn.qnorm, v, sqNorm(v)))
+		// float64 cancellation leaves an absolute error near 1e-16 of the
+		// norms; float32 rounding of the result a relative 6e-8.
+		if tol := 1e-7*want + 1e-12*(kn.qnorm+sqNorm(v)); math.Abs(got-want) > tol {
+			t.Errorf("trial %d: sparse L2 %g, want %g (off by %g)", trial, got, want, got-want)
 		}
 	}
 }

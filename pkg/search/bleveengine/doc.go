@@ -26,8 +26,8 @@
 // Open reads every record and vector back into memory (a table of slots
 // keyed by id), so filters, sorting, selecting, visibility and the vector
 // scan never touch the index. Memory is about the stored metadata plus
-// 4·dimensions bytes per vector (100,000 documents with two 768-dimension
-// vectors: about 615 MB).
+// 4·dimensions + 8 bytes per vector (100,000 documents with two
+// 768-dimension vectors: about 615 MB).
 //
 // Writes: one writer at a time (Upsert, Delete, Reset). Upsert keeps, per
 // id, the newest revision newer than the stored one (of a document or a
@@ -128,7 +128,14 @@
 //     exact squared L2 distance over the in-memory float32 vectors (ties by
 //     id; documents without a vector of the target's dimension are never
 //     neighbours). The scan runs in parallel chunks and abandons a vector
-//     as soon as its partial distance exceeds the current k-th nearest.
+//     as soon as its partial distance exceeds the current k-th nearest. A
+//     sparse query (at most a quarter of its components non-zero, as the
+//     hash embedder makes short queries) is scored as |q|² + |v|² - 2·q·v
+//     in float64 with each vector's squared norm kept in the table, one
+//     multiply per non-zero component: on 100,000 documents with
+//     768-dimension vectors (BenchmarkSearch100k, 2 cores) a two-word
+//     query's unrestricted scan went from 42 to 10 ms p50. Dense queries
+//     (e.g. from an OpenAI-compatible embedder) take the full difference.
 //  3. Each fts clause runs as a bleve searcher over the whole index (over
 //     the k nearest only, with a vector clause) and yields every matching
 //     document with its BM25 score. Matches are mapped to table slots

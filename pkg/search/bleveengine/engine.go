@@ -119,6 +119,7 @@ func (t *table) get(id int64) (*record, bool) {
 }
 
 func (t *table) put(r record) {
+	r.cnorm, r.mnorm = sqNorm(r.cvec), sqNorm(r.mvec)
 	if s, ok := t.slots[r.id]; ok {
 		old := &t.recs[s]
 		t.account(old, -1)

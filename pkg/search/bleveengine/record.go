@@ -61,6 +61,9 @@ type record struct {
 	privileged, locked    bool
 
 	cvec, mvec []float32 // content and metadata vectors, nil when absent
+	// cnorm and mnorm are the squared L2 norms of cvec and mvec, for the
+	// sparse-query distance (vector.go); table.put sets them.
+	cnorm, mnorm float64
 
 	// lens are the content's token counts in the stemmed, exact and grams
 	// fields (for BM25's average field length); hasLens is false for

@@ -279,12 +279,12 @@ func (run *searchRun) nearest(q []float32, k int, metadata bool, eligible func(i
 					}
 				}
 				r := &recs[i]
-				v := r.cvec
+				v, norm := r.cvec, r.cnorm
 				if metadata {
-					v = r.mvec
+					v, norm = r.mvec, r.mnorm
 				}
 				if v != nil && eligible(int32(i), r) {
-					kn.offer(int32(i), r.id, v)
+					kn.offer(int32(i), r.id, v, norm)
 				}
 			}
 			results[w] = kn.h

@@ -41,15 +41,49 @@ type knn struct {
 	q []float32
 	k int
 	h knnHeap
+
+	// A sparse query (most of its components zero, as the hash embedder
+	// makes them for short queries) is kept as its non-zero components:
+	// then |q-v|² = |q|² + |v|² - 2·q·v costs one multiply per non-zero
+	// component instead of one per dimension.
+	sparse []component
+	qnorm  float64
 }
+
+// component is one non-zero component of a sparse query.
+type component struct {
+	i int32
+	w float64
+}
+
+// sparseShare is the largest share of non-zero components for which a
+// query is treated as sparse: beyond it, the gathered loads of the sparse
+// dot product cost more than the sequential full difference.
+const sparseShare = 0.25
 
 func newKNN(q []float32, k int) *knn {
-	return &knn{q: q, k: k, h: make(knnHeap, 0, k)}
+	s := &knn{q: q, k: k, h: make(knnHeap, 0, k)}
+	nz := 0
+	for _, x := range q {
+		if x != 0 {
+			nz++
+		}
+	}
+	if len(q) > 0 && float64(nz) <= sparseShare*float64(len(q)) {
+		s.sparse = make([]component, 0, nz)
+		for i, x := range q {
+			if x != 0 {
+				s.sparse = append(s.sparse, component{i: int32(i), w: float64(x)})
+			}
+		}
+		s.qnorm = sqNorm(q)
+	}
+	return s
 }
 
-// offer considers one candidate. Vectors of another dimension than the
-// query are never neighbours.
-func (s *knn) offer(slot int32, id int64, v []float32) {
+// offer considers one candidate whose squared norm is norm. Vectors of
+// another dimension than the query are never neighbours.
+func (s *knn) offer(slot int32, id int64, v []float32, norm float64) {
 	if len(v) != len(s.q) || len(v) == 0 {
 		return
 	}
@@ -58,11 +92,44 @@ func (s *knn) offer(slot int32, id int64, v []float32) {
 	if full {
 		bound = s.h[0].d2
 	}
-	d2, ok := l2(s.q, v, bound)
-	if !ok {
-		return
+	var d2 float32
+	if s.sparse != nil {
+		d2 = sparseL2(s.sparse, s.qnorm, v, norm)
+		if full && d2 > bound {
+			return
+		}
+	} else {
+		var ok bool
+		if d2, ok = l2(s.q, v, bound); !ok {
+			return
+		}
 	}
 	s.push(neighbour{slot: slot, id: id, d2: d2})
+}
+
+// sparseL2 returns the squared L2 distance of the sparse query q (squared
+// norm qnorm) and v (squared norm vnorm), computed in float64 so that the
+// cancellation of |q|² + |v|² - 2·q·v for near vectors stays below
+// float32's resolution of the result.
+func sparseL2(q []component, qnorm float64, v []float32, vnorm float64) float32 {
+	var dot float64
+	for _, c := range q {
+		dot += c.w * float64(v[c.i])
+	}
+	d2 := qnorm + vnorm - 2*dot
+	if d2 < 0 {
+		d2 = 0
+	}
+	return float32(d2)
+}
+
+// sqNorm returns the squared L2 norm of v in float64.
+func sqNorm(v []float32) float64 {
+	var n float64
+	for _, x := range v {
+		n += float64(x) * float64(x)
+	}
+	return n
 }
 
 // push adds a neighbour whose distance is known, keeping the k nearest.
