@@ -84,29 +84,35 @@
 //
 // Results of the runs on this project's 2-CPU development machine are
 // committed under services/search/bench/results/; the latest
-// (2026-11-21-embedded-2cpu-run2.txt):
+// (2026-11-21-embedded-2cpu-run3.txt, a quiet machine):
 //
 //	## SciFact (BEIR test split) through the real indexing path
-//	corpus: 5183 abstracts uploaded (8 parallel) in 37.9s (137 docs/s); all searchable 65.0s after the first upload (80 docs/s end to end)
-//	BM25 (words joined by OR)              nDCG@10 0.6822  Recall@100 0.9276  (300 queries; latency p50 4.5 ms p99 21.0 ms)
-//	vector-only (hash embedder, content)   nDCG@10 0.5467  Recall@100 0.8467  (300 queries; latency p50 9.0 ms p99 16.9 ms)
+//	corpus: 5183 abstracts uploaded (8 parallel) in 23.0s (225 docs/s); all searchable 33.3s after the first upload (156 docs/s end to end)
+//	BM25 (words joined by OR)              nDCG@10 0.6822  Recall@100 0.9276  (300 queries; latency p50 2.4 ms p99 8.4 ms)
+//	vector-only (hash embedder, content)   nDCG@10 0.5467  Recall@100 0.8467  (300 queries; latency p50 3.9 ms p99 6.5 ms)
 //	targets: BM25 nDCG@10 >= 0.665, Recall@100 >= 0.90; vector-only (hash) nDCG@10 >= 0.45
 //
 //	## 100000 synthetic documents
-//	upload: 100000 documents through the gateway with 8 parallel clients in 13m17.5s: 125 docs/s accepted
-//	indexing throughput: all 100000 searchable 14m56.8s after the first upload: 112 docs/s end to end (upload, outbox, NATS, indexer, engine)
-//	index lag (upload accepted -> searchable, 200 sequential samples): p50 19.1 ms  p99 29.1 ms  max 35.3 ms  (target p99 <= 1 s)
+//	upload: 100000 documents through the gateway with 8 parallel clients in 6m39.1s: 251 docs/s accepted
+//	indexing throughput: all 100000 searchable 7m26.9s after the first upload: 224 docs/s end to end (upload, outbox, NATS, indexer, engine)
+//	index lag (upload accepted -> searchable, 200 sequential samples): p50 16.4 ms  p99 27.9 ms  max 40.5 ms  (target p99 <= 1 s)
 //	search latency through the gateway (one client, sequential, 200 queries per mode after 20 warm-up; limit 20, default select):
-//	  FTS (two words)                                  p50   1.8 ms  p99   6.3 ms
-//	  FTS phrase + NEAR                                p50   3.1 ms  p99  48.8 ms
-//	  vector (content)                                 p50  56.1 ms  p99  93.3 ms
-//	  FTS + vector                                     p50  51.5 ms  p99  73.5 ms
-//	  metadata only (type + 3-month range, sort date)  p50  10.4 ms  p99  14.9 ms
-//	  FTS + metadata                                   p50   4.5 ms  p99  15.5 ms
+//	  FTS (two words)                                  p50   1.4 ms  p99   4.2 ms
+//	  FTS phrase + NEAR                                p50   2.4 ms  p99  38.7 ms
+//	  vector (content)                                 p50  21.2 ms  p99  31.0 ms
+//	  FTS + vector                                     p50  17.8 ms  p99  28.1 ms
+//	  metadata only (type + 3-month range, sort date)  p50   9.1 ms  p99  11.9 ms
+//	  FTS + metadata                                   p50   1.9 ms  p99   8.6 ms
 //	targets: p99 <= 50 ms for the FTS and metadata modes
 //
+// Run2 (the machine shared with other tests during uploads) measured the
+// vector modes at 56.1 / 51.5 ms p50 before sparse queries were scored by
+// norm and dot product (bleveengine), upload at 125 docs/s and indexing at
+// 112 docs/s end to end.
+//
 // The vector modes scan every eligible vector exactly (100,000 × 768
-// float32 for a caller who may see everything); a caller restricted to a
+// float32 for a caller who may see everything; a sparse query reads only
+// its non-zero components of each); a caller restricted to a
 // few groups scans only their documents. Upload throughput, not indexing,
 // bounds the end-to-end rate on two CPUs (the engine alone indexes about
 // 1,250 documents/s in bulk).
