@@ -7,8 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -37,10 +35,11 @@ type DocType struct {
 // ErrExists is returned when creating something that already exists.
 var ErrExists = errors.New("already exists")
 
-// CreateDocType creates a document type.
+// CreateDocType creates a document type: 1 to MaxDocTypeLength characters
+// of valid UTF-8 without control characters (C0, DEL or C1) or surrounding
+// spaces, the rule of template names.
 func (s *Store) CreateDocType(ctx context.Context, name string) (DocType, error) {
-	if name == "" || strings.TrimSpace(name) != name || !utf8.ValidString(name) ||
-		utf8.RuneCountInString(name) > MaxDocTypeLength || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 }) {
+	if !validText(name, MaxDocTypeLength) {
 		return DocType{}, apierr.Invalid("invalid doc type %q: 1 to %d characters, no control characters or surrounding spaces", name, MaxDocTypeLength)
 	}
 	d := DocType{Name: name}

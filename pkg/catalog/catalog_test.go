@@ -30,9 +30,22 @@ func TestDocTypes(t *testing.T) {
 	if _, err := s.CreateDocType(ctx, "Invoice"); !errors.Is(err, ErrExists) {
 		t.Fatalf("duplicate: err = %v, want ErrExists", err)
 	}
-	for _, bad := range []string{"", " x", "x ", "a\nb", strings.Repeat("x", MaxDocTypeLength+1)} {
-		if _, err := s.CreateDocType(ctx, bad); !apierr.IsKind(err, apierr.KindInvalid) {
-			t.Errorf("CreateDocType(%q): err = %v, want invalid", bad, err)
+	invalid := []struct {
+		name    string
+		docType string
+	}{
+		{name: "empty", docType: ""},
+		{name: "leading space", docType: " x"},
+		{name: "trailing space", docType: "x "},
+		{name: "newline", docType: "a\nb"},
+		{name: "too long", docType: strings.Repeat("x", MaxDocTypeLength+1)},
+		{name: "DEL control character", docType: "a\x7fb"},
+		{name: "C1 control character", docType: "a\u0085b"},
+		{name: "invalid UTF-8", docType: "a\xffb"},
+	}
+	for _, tt := range invalid {
+		if _, err := s.CreateDocType(ctx, tt.docType); !apierr.IsKind(err, apierr.KindInvalid) {
+			t.Errorf("%s: CreateDocType(%q): err = %v, want invalid", tt.name, tt.docType, err)
 		}
 	}
 	d, err := s.DocType(ctx, "contract")
@@ -105,12 +118,18 @@ func TestCreateGridTemplate(t *testing.T) {
 	if _, err := s.CreateTemplate(ctx, gridSpec("Invoice lines")); !errors.Is(err, ErrExists) {
 		t.Fatalf("duplicate template: err = %v", err)
 	}
-	for _, lookup := range []func() error{
-		func() error { _, err := s.Template(ctx, g.ID+1000); return err },
-		func() error { _, err := s.TemplateByName(ctx, "invoice lines"); return err },
-	} {
-		if err := lookup(); !apierr.IsKind(err, apierr.KindNotFound) || err.Error() != ErrTemplateNotFound {
-			t.Errorf("missing template: err = %v", err)
+	missing := []struct {
+		name   string
+		lookup func() error
+	}{
+		{name: "unknown id", lookup: func() error { _, err := s.Template(ctx, g.ID+1000); return err }},
+		{name: "name differing in case", lookup: func() error { _, err := s.TemplateByName(ctx, "invoice lines"); return err }},
+		{name: "name that is not UTF-8", lookup: func() error { _, err := s.TemplateByName(ctx, "Invoice lines\xff"); return err }},
+		{name: "name with NUL", lookup: func() error { _, err := s.TemplateByName(ctx, "Invoice\x00lines"); return err }},
+	}
+	for _, tt := range missing {
+		if err := tt.lookup(); !apierr.IsKind(err, apierr.KindNotFound) || err.Error() != ErrTemplateNotFound {
+			t.Errorf("%s: err = %v, want not found", tt.name, err)
 		}
 	}
 }
@@ -159,6 +178,8 @@ func TestCreateTemplateValidation(t *testing.T) {
 		{name: "link to unknown template", spec: TemplateSpec{Name: "X", Kind: KindGridLink, Columns: col(ColumnSpec{Link: link("Nope", "status")})}, wantErr: `no template named "Nope"`},
 		{name: "link to unknown column", spec: TemplateSpec{Name: "X", Kind: KindGridLink, Columns: col(ColumnSpec{Link: link("Lines", "nope")})}, wantErr: `has no column "nope"`},
 		{name: "link to a gridlink template", spec: TemplateSpec{Name: "X", Kind: KindGridLink, Columns: col(ColumnSpec{Link: link("Links", "status")})}, wantErr: "is a gridlink template"},
+		{name: "link to a template name that is not UTF-8", spec: TemplateSpec{Name: "X", Kind: KindGridLink, Columns: col(ColumnSpec{Link: link("Lines\xff", "status")})}, wantErr: `no template named "Lines\xff"`},
+		{name: "link to a template name with NUL", spec: TemplateSpec{Name: "X", Kind: KindGridLink, Columns: col(ColumnSpec{Link: link("Li\x00nes", "status")})}, wantErr: `no template named "Li\x00nes"`},
 		{name: "two links defaulting to one name", spec: TemplateSpec{Name: "X", Kind: KindGridLink, Columns: col(ColumnSpec{Link: link("Lines", "status")}, ColumnSpec{Link: link("Lines", "status")})}, wantErr: `duplicate column name "status"`},
 	}
 	for _, tt := range tests {

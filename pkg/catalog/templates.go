@@ -142,6 +142,10 @@ type TemplateSpec struct {
 
 var columnNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
+// storable reports whether s can be sent to Postgres as text: valid UTF-8
+// without NUL. A lookup by a name that is not is a miss, not a query error.
+func storable(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
+
 // validText reports whether s is 1..max characters of valid UTF-8 without
 // control characters or surrounding spaces.
 func validText(s string, max int) bool {
@@ -326,6 +330,9 @@ func resolveColumns(ctx context.Context, tx pgx.Tx, spec TemplateSpec) ([]Column
 
 // linkTarget finds the Grid column a GridLink column links to.
 func linkTarget(ctx context.Context, tx pgx.Tx, ref ColumnRef) (Column, error) {
+	if !storable(ref.Template) {
+		return Column{}, apierr.Invalid("link %s: no template named %q", ref, ref.Template)
+	}
 	var kind string
 	var templateID int64
 	err := tx.QueryRow(ctx, `SELECT id, kind FROM cf_templates WHERE name = $1 FOR SHARE`, ref.Template).Scan(&templateID, &kind)
@@ -434,6 +441,9 @@ func (s *Store) Template(ctx context.Context, id int64) (Template, error) {
 // TemplateByName returns the template with the given name; a missing one is
 // an apierr.KindNotFound error.
 func (s *Store) TemplateByName(ctx context.Context, name string) (Template, error) {
+	if !storable(name) {
+		return Template{}, apierr.NotFound(ErrTemplateNotFound)
+	}
 	ts, err := s.templates(ctx, `t.name = $1`, name)
 	if err != nil {
 		return Template{}, err

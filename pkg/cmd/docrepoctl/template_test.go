@@ -115,6 +115,10 @@ func TestTemplateCommands(t *testing.T) {
 		}},
 		{name: "show", args: []string{"template", "show", "Refs"}, wantOut: []string{"template 3 Refs (gridlink)", "Invoice", "customfields_grid_3.cfield_7"}},
 		{name: "show unknown", args: []string{"template", "show", "Nope"}, wantErr: "Custom field template not found"},
+		{name: "show a name that is not UTF-8", args: []string{"template", "show", "Refs\xff"}, wantErr: "Custom field template not found"},
+		{name: "link to a name that is not UTF-8", args: []string{"template", "create", "X", "--kind", "gridlink", "--link", "Refs\xff.status"},
+			wantErr: `no template named "Refs\xff"`},
+		{name: "doctype with a control character", args: []string{"doctype", "create", "In\x7fvoice"}, wantErr: "invalid doc type"},
 		{name: "doctype", args: []string{"doctype", "create", "Invoice"}, wantOut: []string{"doctype 1 Invoice"}},
 		{name: "doctype list", args: []string{"doctype", "list"}, wantOut: []string{"1   Invoice"}},
 	}
