@@ -105,6 +105,25 @@ func TestSetCustomFields(t *testing.T) {
 			expect(t, put(u.client, tt.template, tt.row), tt.status, tt.detail)
 		})
 	}
+	// With several problems in a row, the one reported does not change from
+	// one request to the next: columns are checked in name order.
+	several := []struct {
+		name   string
+		row    map[string]any
+		detail string
+	}{
+		{name: "unknown column before a wrong type", row: map[string]any{"aaa": 1, "title": 5, "qty": "x"},
+			detail: fmt.Sprintf(`Unknown column "aaa" in custom field template %d`, grid.ID)},
+		{name: "two wrong types", row: map[string]any{"title": 5, "qty": "x", "done": "no", "due": 1, "state": "x"},
+			detail: "Invalid value for done in row 1: expected true or false"},
+	}
+	for _, tt := range several {
+		t.Run(tt.name, func(t *testing.T) {
+			for range 10 {
+				expect(t, put(u.client, grid.ID, tt.row), 400, tt.detail)
+			}
+		})
+	}
 	if got := docRev(t, res.DocID); got != rev {
 		t.Fatalf("refused writes changed rev %d -> %d", rev, got)
 	}

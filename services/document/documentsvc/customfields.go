@@ -3,7 +3,9 @@ package documentsvc
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -221,7 +223,11 @@ func (s *Service) SetCustomFields(ctx context.Context, req *documentv1.SetCustom
 	for i, row := range req.GetRows() {
 		stored[i] = map[string]any{}
 		named := map[string]any{}
-		for name, v := range row.GetFields() {
+		// Columns in name order, so that a row with several problems
+		// always reports the same one.
+		fields := row.GetFields()
+		for _, name := range slices.Sorted(maps.Keys(fields)) {
+			v := fields[name]
 			r, ok := rules[name]
 			if !ok {
 				return nil, apierr.Invalid("Unknown column %q in custom field template %d", name, t.GetId())

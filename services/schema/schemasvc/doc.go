@@ -118,7 +118,9 @@
 // Rows map column names to values of the column's type: number a JSON
 // number, boolean a JSON boolean, date "YYYY-MM-DD" or an RFC 3339
 // date-time, select one of the options, text a string; null or an absent
-// column means no value; an unknown column or a wrongly typed value is 400.
+// column means no value; an unknown column or a wrongly typed value is 400
+// (a row's columns are checked in name order and the first problem is
+// reported, so the same request always gets the same detail).
 // GridLink columns take values of their linked column's type. An empty rows
 // array removes the template's rows. The answer is the set as stored:
 // {"template_id", "template_name", "rows"}. A document the caller cannot see
