@@ -45,6 +45,9 @@ func TestSetCustomFields(t *testing.T) {
 	u := newDocUser(t)
 	res := u.uploadFile("cf.txt", uniqText(t, 10))
 	put := func(c *client, template int64, rows ...map[string]any) *response {
+		if rows == nil {
+			rows = []map[string]any{} // "rows": [], not null (which is a 400)
+		}
 		return c.do("PUT", fmt.Sprintf("/apiv3/pub/documents/%d/customfields/%d", res.DocID, template), map[string]any{"rows": rows})
 	}
 	r := put(u.client, grid.ID,

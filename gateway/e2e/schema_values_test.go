@@ -200,6 +200,9 @@ func TestSchemaCustomFieldValues(t *testing.T) {
 
 	put := func(c *client, doc, template int64, rows ...map[string]any) *response {
 		t.Helper()
+		if rows == nil {
+			rows = []map[string]any{} // "rows": [], not null (which is a 400)
+		}
 		return c.do("PUT", fmt.Sprintf("/apiv3/pub/documents/%d/customfields/%d", doc, template), map[string]any{"rows": rows})
 	}
 	inv := func(n int) string { return fmt.Sprintf("INV-%s-%d", tag, n) }

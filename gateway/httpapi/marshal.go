@@ -54,7 +54,7 @@ func (Marshaler) Unmarshal(data []byte, v any) error {
 		if err := (protojson.UnmarshalOptions{}).Unmarshal(data, m); err != nil {
 			return errors.New(cleanDecodeError(err))
 		}
-		return nil
+		return checkBodyKeys(data, m.ProtoReflect().Descriptor())
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("Invalid request body: %v", err)
@@ -73,6 +73,11 @@ func (m Marshaler) NewDecoder(r io.Reader) runtime.Decoder {
 			return fmt.Errorf("Invalid request body: larger than %d bytes", maxJSONBody)
 		}
 		if len(bytes.TrimSpace(data)) == 0 {
+			if m, ok := v.(proto.Message); ok {
+				if req := bodyRequired[m.ProtoReflect().Descriptor().FullName()]; len(req) > 0 {
+					return missingField(req[0])
+				}
+			}
 			return io.EOF
 		}
 		return m.Unmarshal(data, v)
@@ -89,6 +94,60 @@ func (m Marshaler) NewEncoder(w io.Writer) runtime.Encoder {
 		_, err = w.Write(b)
 		return err
 	})
+}
+
+// bodyRequired are request body fields whose absence the service cannot
+// see (a repeated field reads the same absent, null or empty), so the
+// gateway requires them: an empty PUT customfields body must not delete
+// every row of the template.
+var bodyRequired = map[protoreflect.FullName][]string{
+	"docrepo.document.v1.SetCustomFieldsRequest": {"rows"},
+}
+
+// missingField is the spec's message for a missing required field (§7).
+func missingField(name string) error { return errors.New("Missing required field: " + name) }
+
+// checkBodyKeys applies what protojson cannot to a decoded JSON body: a
+// body "*" must not name a path parameter (the path would silently win;
+// OpenAPI leaves them out of the body schema), and bodyRequired fields must
+// be present and not null. data has already decoded as a JSON object.
+func checkBodyKeys(data []byte, md protoreflect.MessageDescriptor) error {
+	if _, err := OpenAPI(); err != nil {
+		return err
+	}
+	params, req := bodyPathParams[md.FullName()], bodyRequired[md.FullName()]
+	if len(params) == 0 && len(req) == 0 {
+		return nil
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(data, &keys); err != nil {
+		return fmt.Errorf("Invalid request body: %v", err)
+	}
+	for _, p := range params {
+		fd := md.Fields().ByName(protoreflect.Name(p))
+		if fd == nil {
+			continue
+		}
+		// protojson accepts a field by its proto name and its JSON name.
+		for _, k := range []string{fd.TextName(), fd.JSONName()} {
+			if _, ok := keys[k]; ok {
+				return fmt.Errorf("Invalid request body: unknown field %q", k)
+			}
+		}
+	}
+	for _, r := range req {
+		fd := md.Fields().ByName(protoreflect.Name(r))
+		present := false
+		for _, k := range []string{fd.TextName(), fd.JSONName()} {
+			if v, ok := keys[k]; ok && string(bytes.TrimSpace(v)) != "null" {
+				present = true
+			}
+		}
+		if !present {
+			return missingField(r)
+		}
+	}
+	return nil
 }
 
 var (

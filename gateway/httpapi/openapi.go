@@ -48,18 +48,20 @@ import (
 // get against this document (gateway/e2e/openapi_test.go).
 
 var (
-	openAPIOnce sync.Once
-	openAPIDoc  *openapi3.T
-	openAPIJSON []byte
-	openAPIErr  error
+	openAPIOnce    sync.Once
+	openAPIDoc     *openapi3.T
+	openAPIJSON    []byte
+	openAPIErr     error
+	bodyPathParams map[protoreflect.FullName][]string
 )
 
 // OpenAPI returns the OpenAPI 3 document of the REST API. It is shared:
 // callers must not modify it.
 func OpenAPI() (*openapi3.T, error) {
 	openAPIOnce.Do(func() {
-		openAPIDoc, openAPIErr = buildOpenAPI(openapiDoc)
-		if openAPIErr == nil {
+		var b *builder
+		if b, openAPIErr = build(openapiDoc); openAPIErr == nil {
+			openAPIDoc, bodyPathParams = b.doc, b.bodyPathParams
 			openAPIJSON, openAPIErr = json.Marshal(openAPIDoc)
 		}
 	})
@@ -125,10 +127,13 @@ var uploadLimits = map[string]uint64{
 	"reference_number": 255, "from_entity": 255, "to_entity": 255, "rev_number": 10,
 }
 
-// requestRequired are the request body fields the spec requires.
+// requestRequired are the request body fields the spec requires (the
+// services check them, except those of bodyRequired, which the gateway
+// checks).
 var requestRequired = map[protoreflect.FullName][]string{
-	"docrepo.folder.v1.CreateFolderRequest": {"name"},
-	"docrepo.folder.v1.MoveFolderRequest":   {"new_parent_id"},
+	"docrepo.folder.v1.CreateFolderRequest":      {"name"},
+	"docrepo.folder.v1.MoveFolderRequest":        {"new_parent_id"},
+	"docrepo.document.v1.SetCustomFieldsRequest": {"rows"},
 }
 
 // schemaMode says which side of the API a schema describes.
@@ -156,6 +161,9 @@ type builder struct {
 	// components describes each generated component (for tests).
 	components map[string]component
 	schemas    openapi3.Schemas
+	// bodyPathParams maps a request message whose body is "*" to the path
+	// parameters its JSON body must not carry (marshal.go).
+	bodyPathParams map[protoreflect.FullName][]string
 }
 
 // component is what a generated schema component describes.
@@ -184,7 +192,8 @@ func build(swagger []byte) (*builder, error) {
 		return nil, fmt.Errorf("openapi: convert to OpenAPI 3: %w", err)
 	}
 	b := &builder{doc: doc, names: map[string]protoreflect.MessageDescriptor{}, services: map[string]protoreflect.ServiceDescriptor{},
-		built: map[string]string{}, components: map[string]component{}, schemas: openapi3.Schemas{}}
+		built: map[string]string{}, components: map[string]component{}, schemas: openapi3.Schemas{},
+		bodyPathParams: map[protoreflect.FullName][]string{}}
 	if doc.Components != nil {
 		b.swagger = doc.Components.Schemas
 	}
@@ -347,6 +356,9 @@ func (b *builder) rpcOperation(method, path string, op *openapi3.Operation) erro
 			// A body "*" minus the path parameters: generated as
 			// <Service><Method>Body.
 			name = strings.ReplaceAll(op.OperationID, "_", "") + "Body"
+			if len(pathParams) > 0 {
+				b.bodyPathParams[m.Input().FullName()] = pathParams
+			}
 		} else {
 			exclude = nil
 		}
@@ -457,7 +469,7 @@ func (b *builder) messageSchema(name string, md protoreflect.MessageDescriptor, 
 		omit, _ := proto.GetExtension(fd.Options(), apiv1.E_JsonOmitUnset).(bool)
 		// protojson reads null as "unset" for any field; the Marshaler
 		// writes null only for unset fields with presence.
-		if mode == request || (presence && !omit) {
+		if (mode == request && !slices.Contains(bodyRequired[md.FullName()], fname)) || (presence && !omit) {
 			ps = nullable(ps)
 		}
 		if mode == response && !realOneof && !(presence && omit) {

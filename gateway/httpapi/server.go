@@ -8,9 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/prometheus/client_golang/prometheus"
@@ -331,6 +334,10 @@ func (g *Gateway) routeMetrics(next runtime.HandlerFunc) runtime.HandlerFunc {
 			writeDetail(w, http.StatusBadRequest, "Unknown query parameter: "+name)
 			return
 		}
+		if name := notUTF8Param(params, r.URL.Query()); name != "" {
+			writeDetail(w, http.StatusBadRequest, notUTF8Detail(name))
+			return
+		}
 		if !streamingRoute(r.Method, route) {
 			if r.ContentLength > maxJSONBody {
 				writeDetail(w, http.StatusRequestEntityTooLarge, tooLargeDetail)
@@ -345,6 +352,40 @@ func (g *Gateway) routeMetrics(next runtime.HandlerFunc) runtime.HandlerFunc {
 		}
 		next(w, r, params)
 	}
+}
+
+// notUTF8Param returns the first path or query parameter (path first, each
+// in name order) whose value is not UTF-8 text: protobuf strings must be,
+// so such a value would fail to encode for the backend call.
+func notUTF8Param(params map[string]string, query url.Values) string {
+	for _, set := range []map[string][]string{pathValues(params), query} {
+		names := make([]string, 0, len(set))
+		for name := range set {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			for _, v := range set[name] {
+				if !utf8.ValidString(v) {
+					return name
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func pathValues(params map[string]string) map[string][]string {
+	out := make(map[string][]string, len(params))
+	for k, v := range params {
+		out[k] = []string{v}
+	}
+	return out
+}
+
+// notUTF8Detail is the 400 detail for a value that is not UTF-8 text.
+func notUTF8Detail(name string) string {
+	return "Invalid value for " + name + ": not valid UTF-8 text"
 }
 
 // streamingRoute reports whether a route moves file bytes: those run as

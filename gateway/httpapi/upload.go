@@ -133,7 +133,7 @@ func readField(p *multipart.Part) (string, error) {
 		return "", apierr.Invalid("Field %s is too large", p.FormName())
 	}
 	if !utf8.Valid(b) {
-		return "", apierr.Invalid("Invalid value for %s: not valid UTF-8 text", p.FormName())
+		return "", apierr.Invalid("%s", notUTF8Detail(p.FormName()))
 	}
 	return string(b), nil
 }
@@ -200,13 +200,21 @@ func uploadField(name, v string) (*documentv1.UploadMetadata, error) {
 	return m, nil
 }
 
-// fileHeader describes a file part.
-func fileHeader(p *multipart.Part) *documentv1.FileHeader {
-	return &documentv1.FileHeader{
+// fileHeader describes a file part. The filename is kept as data and the
+// content type is recorded, so both must be text.
+func fileHeader(p *multipart.Part) (*documentv1.FileHeader, error) {
+	h := &documentv1.FileHeader{
 		Filename:     p.FileName(),
 		ContentType:  p.Header.Get("Content-Type"),
 		DeclaredSize: -1,
 	}
+	if !utf8.ValidString(h.Filename) {
+		return nil, apierr.Invalid("%s", notUTF8Detail("filename"))
+	}
+	if !utf8.ValidString(h.ContentType) {
+		return nil, apierr.Invalid("%s", notUTF8Detail("Content-Type"))
+	}
+	return h, nil
 }
 
 // pump copies a file part to send in chunkSize pieces. It returns io.EOF
@@ -294,7 +302,11 @@ func (g *Gateway) upload(w http.ResponseWriter, r *http.Request, _ map[string]st
 					return apierr.Invalid("Only one file may be uploaded")
 				}
 				fileStarted = true
-				if err := stream.Send(&documentv1.UploadDocumentRequest{Part: &documentv1.UploadDocumentRequest_File{File: fileHeader(part)}}); err != nil {
+				hdr, err := fileHeader(part)
+				if err != nil {
+					return err
+				}
+				if err := stream.Send(&documentv1.UploadDocumentRequest{Part: &documentv1.UploadDocumentRequest_File{File: hdr}}); err != nil {
 					return err
 				}
 				if err := pump(part, func(b []byte) error {
@@ -400,7 +412,11 @@ func (g *Gateway) uploadVersion(w http.ResponseWriter, r *http.Request, params m
 				return apierr.Invalid("Only one file may be uploaded")
 			}
 			fileStarted = true
-			hdr := &documentv1.UploadVersionHeader{DocId: docID, File: fileHeader(part)}
+			fh, err := fileHeader(part)
+			if err != nil {
+				return err
+			}
+			hdr := &documentv1.UploadVersionHeader{DocId: docID, File: fh}
 			if err := stream.Send(&documentv1.UploadVersionRequest{Part: &documentv1.UploadVersionRequest_Header{Header: hdr}}); err != nil {
 				return err
 			}

@@ -122,7 +122,10 @@
 // (a row's columns are checked in name order and the first problem is
 // reported, so the same request always gets the same detail).
 // GridLink columns take values of their linked column's type. An empty rows
-// array removes the template's rows. The answer is the set as stored:
+// array removes the template's rows; "rows" itself is required (an empty
+// body, {} or "rows": null is 400 `Missing required field: rows`, checked
+// by the gateway, so a forgotten body never deletes rows), and doc_id and
+// template_id come from the path only (in the body they are unknown fields). The answer is the set as stored:
 // {"template_id", "template_name", "rows"}. A document the caller cannot see
 // is 404, an unknown template 404 "Custom field template not found", a
 // locked document 423.
