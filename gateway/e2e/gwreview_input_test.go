@@ -93,3 +93,31 @@ func TestGWRBodyFieldsOfTheRoute(t *testing.T) {
 		})
 	}
 }
+
+// TestGWRStrictJSONBodies: a quoted number is a wrong type (400), and a body
+// nested deeper than the services decode is a 400 at the gateway, not a 500
+// from the service.
+func TestGWRStrictJSONBodies(t *testing.T) {
+	t.Parallel()
+	u := newDocUser(t)
+	deep := `{"where":` + strings.Repeat(`{"not":`, 5000) + `{"eq":{"field":"description","value":"b"}}` +
+		strings.Repeat(`}`, 5000) + `}`
+	tests := []struct {
+		name, method, path, body, detail string
+	}{
+		{name: "quoted limit", method: "POST", path: "/apiv2/pub/search", body: `{"limit":"20"}`,
+			detail: `Invalid request body: invalid value for int32 field limit: "20"`},
+		{name: "quoted highlight_length", method: "POST", path: "/apiv2/pub/search",
+			body:   `{"where":{"fts":{"field":"content","query":"a"}},"options":{"include_highlights":true,"highlight_length":"300"}}`,
+			detail: `Invalid request body: invalid value for int32 field highlight_length: "300"`},
+		{name: "quoted parent_id", method: "POST", path: "/apiv2/pub/folders", body: `{"name":"x","parent_id":"0"}`,
+			detail: `Invalid request body: invalid value for int64 field parent_id: "0"`},
+		{name: "5000 nested clauses", method: "POST", path: "/apiv2/pub/search", body: deep,
+			detail: "Invalid request body: nested too deeply (at most 256 levels)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			expect(t, u.do(tt.method, tt.path, tt.body), 400, tt.detail)
+		})
+	}
+}

@@ -14,9 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/docrepo/docrepo/pkg/apierr"
 	folderv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/folder/v1"
+	searchv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/search/v1"
 )
 
 func errorResponse(t *testing.T, err error) (int, http.Header, string) {
@@ -109,3 +111,64 @@ func TestMetricsMethodLabelIsBounded(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestBodiesAreStrictJSON: protojson reads proto3's lenient JSON (numbers
+// as strings, int64 as "5"); the API's JSON has numbers as numbers (DESIGN
+// §2), so a quoted number is a wrong type (spec §7: 400). Free-form values
+// (a where clause's value) keep whatever JSON type they have.
+func TestBodiesAreStrictJSON(t *testing.T) {
+	tests := []struct {
+		name, body string
+		msg        proto.Message
+		wantErr    string
+	}{
+		{name: "quoted int32", body: `{"limit":"20"}`, msg: &searchv1.SearchRequest{},
+			wantErr: `Invalid request body: invalid value for int32 field limit: "20"`},
+		{name: "quoted nested int32", body: `{"options":{"highlight_length":"300"}}`, msg: &searchv1.SearchRequest{},
+			wantErr: `Invalid request body: invalid value for int32 field highlight_length: "300"`},
+		{name: "quoted camelCase int32", body: `{"options":{"highlightLength":"300"}}`, msg: &searchv1.SearchRequest{},
+			wantErr: `Invalid request body: invalid value for int32 field highlight_length: "300"`},
+		{name: "quoted int64", body: `{"name":"a","parent_id":"3"}`, msg: &folderv1.CreateFolderRequest{},
+			wantErr: `Invalid request body: invalid value for int64 field parent_id: "3"`},
+		{name: "quoted number in a list of messages", body: `{"sort":[{"field":"date","direction":"desc"}],"offset":"1"}`, msg: &searchv1.SearchRequest{},
+			wantErr: `Invalid request body: invalid value for int32 field offset: "1"`},
+		{name: "numbers", body: `{"limit":20,"offset":0,"options":{"highlight_length":300}}`, msg: &searchv1.SearchRequest{}},
+		{name: "null number", body: `{"limit":null}`, msg: &searchv1.SearchRequest{}},
+		{name: "free-form string value", body: `{"where":{"eq":{"field":"rev_number","value":"20"}}}`, msg: &searchv1.SearchRequest{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Marshaler{}.Unmarshal([]byte(tt.body), tt.msg)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("unexpected error %v", err)
+			case tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr):
+				t.Fatalf("error %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestBodyNestingIsBounded: a body nested deeper than any request needs is
+// a 400 at the gateway; it must not reach a service whose decoder refuses
+// it (a 500: protobuf's recursion limit is about 3,300 JSON levels of a
+// Struct).
+func TestBodyNestingIsBounded(t *testing.T) {
+	deep := func(n int) string {
+		return `{"where":` + strings.Repeat(`{"not":`, n) + `{"eq":{"field":"description","value":"b"}}` + strings.Repeat(`}`, n) + `}`
+	}
+	if err := (Marshaler{}).Unmarshal([]byte(deep(30)), &searchv1.SearchRequest{}); err != nil {
+		t.Fatalf("30 levels: %v", err)
+	}
+	for _, n := range []int{maxJSONDepth, 5000, 20000} {
+		err := Marshaler{}.Unmarshal([]byte(deep(n)), &searchv1.SearchRequest{})
+		if err == nil || !strings.Contains(err.Error(), "nested too deeply") {
+			t.Errorf("%d levels: %v, want a nesting error", n, err)
+		}
+	}
+	// Brackets inside strings do not count.
+	body := `{"where":{"eq":{"field":"description","value":"` + strings.Repeat("[{", 5000) + `"}}}`
+	if err := (Marshaler{}).Unmarshal([]byte(body), &searchv1.SearchRequest{}); err != nil {
+		t.Fatalf("brackets in a string: %v", err)
+	}
+}

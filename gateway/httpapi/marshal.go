@@ -51,10 +51,17 @@ func (Marshaler) Marshal(v any) ([]byte, error) {
 // Unmarshal implements runtime.Marshaler.
 func (Marshaler) Unmarshal(data []byte, v any) error {
 	if m, ok := v.(proto.Message); ok {
+		if jsonDepth(data) > maxJSONDepth {
+			return fmt.Errorf("Invalid request body: nested too deeply (at most %d levels)", maxJSONDepth)
+		}
 		if err := (protojson.UnmarshalOptions{}).Unmarshal(data, m); err != nil {
 			return errors.New(cleanDecodeError(err))
 		}
-		return checkBodyKeys(data, m.ProtoReflect().Descriptor())
+		md := m.ProtoReflect().Descriptor()
+		if err := checkJSONNumbers(data, md); err != nil {
+			return err
+		}
+		return checkBodyKeys(data, md)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("Invalid request body: %v", err)
@@ -94,6 +101,91 @@ func (m Marshaler) NewEncoder(w io.Writer) runtime.Encoder {
 		_, err = w.Write(b)
 		return err
 	})
+}
+
+// maxJSONDepth bounds the nesting of a request body: far more than any
+// request needs (a where tree is at most 32 clauses deep, two levels each),
+// far less than the services' protobuf decoders accept (a deeper body
+// would pass the gateway and fail in the service, a 500).
+const maxJSONDepth = 256
+
+// jsonDepth returns the deepest nesting of objects and arrays in data,
+// not counting brackets inside strings.
+func jsonDepth(data []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range data {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
+
+// checkJSONNumbers refuses a number written as a string, which protojson
+// accepts (proto3's JSON mapping reads "20" as 20 and int64 as "5"): the
+// API's numbers are JSON numbers (DESIGN §2), so a quoted one is a wrong
+// type (spec §7: 400). It walks the fields of md present in data (already
+// decoded by protojson, so well-formed), into nested messages; the
+// well-known types (a Struct's free-form values) are left as they are.
+func checkJSONNumbers(data []byte, md protoreflect.MessageDescriptor) error {
+	if strings.HasPrefix(string(md.FullName()), "google.protobuf.") {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return nil // not an object: protojson has judged it already
+	}
+	for key, raw := range obj {
+		fd := md.Fields().ByTextName(key)
+		if fd == nil {
+			fd = md.Fields().ByJSONName(key)
+		}
+		if fd == nil || fd.IsMap() {
+			continue
+		}
+		vals := []json.RawMessage{raw}
+		if fd.IsList() {
+			vals = nil
+			_ = json.Unmarshal(raw, &vals)
+		}
+		for _, v := range vals {
+			if err := checkJSONNumber(v, fd); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func checkJSONNumber(v json.RawMessage, fd protoreflect.FieldDescriptor) error {
+	switch fd.Kind() {
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return checkJSONNumbers(v, fd.Message())
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind,
+		protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind,
+		protoreflect.FloatKind, protoreflect.DoubleKind:
+		if t := bytes.TrimSpace(v); len(t) > 0 && t[0] == '"' {
+			return fmt.Errorf("Invalid request body: invalid value for %s field %s: %s", fd.Kind(), fd.TextName(), t)
+		}
+	}
+	return nil
 }
 
 // bodyRequired are request body fields whose absence the service cannot
