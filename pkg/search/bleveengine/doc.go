@@ -72,9 +72,12 @@
 //   - prefix: the exact tokens of the prefix text, the last one expanded to
 //     every indexed exact token starting with it ("e-ma*" is the phrase "e"
 //     followed by a token starting with "ma"). At most
-//     Options.MaxPrefixTerms expansions (default 10,000): more fails the
-//     search with a *dsl.Error (a 400) asking for a longer prefix, rather
-//     than silently matching a subset.
+//     Options.MaxPrefixTerms expansions (default 10,000) for all the
+//     prefixes of a query together (so 500 short prefixes ORed together
+//     cannot cost seconds of CPU): more fails the search with a *dsl.Error
+//     (a 400) asking for fewer or longer prefixes, rather than silently
+//     matching a subset. (OpenSearch rewrites prefixes itself and has no
+//     such limit.)
 //   - NEAR: the exact tokens of each clause (a clause of several tokens is a
 //     phrase); a document matches when one occurrence of every clause lies
 //     in a window with at most n other tokens between the first and the

@@ -204,6 +204,7 @@ type searcherBuilder struct {
 	grams          bool // the index has the common grams field
 	stats          collectionStats
 	maxPrefixTerms int
+	prefixTerms    *int // terms expanded so far by the query's prefixes
 }
 
 // singleTerm reports whether parts hold one term only, at the first
@@ -305,8 +306,37 @@ func (b *searcherBuilder) buildAll(qs []*qnode, opts search.SearcherOptions) ([]
 }
 
 // expand returns the exact terms starting with prefix, failing with a
-// *dsl.Error when there are more than maxPrefixTerms.
+// *dsl.Error when the query's prefixes together expand to more than
+// maxPrefixTerms (one prefix, or many short ones ORed together, would
+// otherwise make one request cost seconds of CPU).
 func (b *searcherBuilder) expand(field, prefix string) ([]string, error) {
+	before := 0
+	if b.prefixTerms != nil {
+		before = *b.prefixTerms
+	}
+	terms, err := b.expandUpTo(field, prefix, b.maxPrefixTerms-before)
+	if err != nil {
+		return nil, err
+	}
+	if terms == nil && before > 0 {
+		return nil, &dsl.Error{Detail: fmt.Sprintf(
+			"Invalid fts query: the prefixes of the query match more than %d words together; use fewer or longer prefixes",
+			b.maxPrefixTerms)}
+	}
+	if terms == nil {
+		return nil, &dsl.Error{Detail: fmt.Sprintf(
+			"Invalid fts query: the prefix %s* matches more than %d words; use a longer prefix",
+			displayPrefix(prefix), b.maxPrefixTerms)}
+	}
+	if b.prefixTerms != nil {
+		*b.prefixTerms += len(terms)
+	}
+	return terms, nil
+}
+
+// expandUpTo returns the exact terms starting with prefix (non-nil, maybe
+// empty), or nil when there are more than limit.
+func (b *searcherBuilder) expandUpTo(field, prefix string, limit int) ([]string, error) {
 	dict, err := b.r.FieldDictPrefix(field, []byte(prefix))
 	if err != nil {
 		return nil, err
@@ -324,12 +354,13 @@ func (b *searcherBuilder) expand(field, prefix string) ([]string, error) {
 			return nil, err
 		}
 		if de == nil {
+			if terms == nil {
+				terms = []string{}
+			}
 			return terms, nil
 		}
-		if len(terms) == b.maxPrefixTerms {
-			return nil, &dsl.Error{Detail: fmt.Sprintf(
-				"Invalid fts query: the prefix %s* matches more than %d words; use a longer prefix",
-				displayPrefix(prefix), b.maxPrefixTerms)}
+		if len(terms) >= limit {
+			return nil, nil
 		}
 		terms = append(terms, de.Term)
 	}

@@ -41,6 +41,9 @@ type searchRun struct {
 	res  *resolver
 	// translated fts clauses
 	nodes map[*dsl.FTS]*qnode
+	// prefixTerms counts the terms the prefixes of all fts clauses have
+	// expanded to: Options.MaxPrefixTerms bounds the whole query.
+	prefixTerms int
 }
 
 // Search executes req (see the package documentation for the semantics).
@@ -355,7 +358,7 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 	ctx := run.ctx
 	b := &searcherBuilder{
 		ctx: ctx, r: run.r, an: run.e.an, grams: run.e.grams, stats: run.stats(),
-		maxPrefixTerms: run.e.opts.MaxPrefixTerms,
+		maxPrefixTerms: run.e.opts.MaxPrefixTerms, prefixTerms: &run.prefixTerms,
 	}
 	s, err := b.build(qn, scoring)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -200,6 +201,31 @@ func TestPrefixLimit(t *testing.T) {
 	res, err := search("word1*")
 	if err != nil || res.Total != 1 {
 		t.Errorf("word1*: %+v, %v", res, err)
+	}
+	// The limit bounds the whole query: many prefixes ORed together cost
+	// as much as one broad prefix.
+	res, err = search("word1* OR word2* OR word3*")
+	if err != nil || res.Total != 3 {
+		t.Errorf("three prefixes of one word each: %+v, %v", res, err)
+	}
+	_, err = search("word1* OR word2* OR word3* OR word4*")
+	if !errors.As(err, &de) || !strings.Contains(de.Detail, "together") {
+		t.Errorf("four prefixes of one word each, limit 3: %v, want a *dsl.Error about the prefixes together", err)
+	}
+	// Also across fts clauses.
+	or := &dsl.Or{}
+	for _, q := range []string{"word1* OR word2*", "word3* OR word4*"} {
+		root, err := dsl.ParseFTS(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		or.Clauses = append(or.Clauses, &dsl.FTS{Query: q, Root: root})
+	}
+	_, err = e.Search(t.Context(), engine.Request{Unrestricted: true, Query: &dsl.Query{
+		Where: or, Limit: 10, Sort: []dsl.Sort{{Field: dsl.FieldScore, Desc: true}},
+	}})
+	if !errors.As(err, &de) {
+		t.Errorf("two fts clauses of two prefixes each, limit 3: %v, want a *dsl.Error", err)
 	}
 }
 
