@@ -103,6 +103,7 @@ func TestSearchModes(t *testing.T) {
 		{name: "fts", body: map[string]any{"where": fts("renewable")}, want: []int64{solar, wind}, wantTotal: 2, score: "number"},
 		{name: "vector on content", body: map[string]any{"where": vector("content", "sunlight solar panels")}, want: []int64{solar}, ordered: true, wantTotal: 3, score: "number"},
 		{name: "vector total is min(k, eligible)", body: map[string]any{"where": vector("content", "chocolate butter"), "options": map[string]any{"vector_k": 2}}, want: []int64{cake}, ordered: true, wantTotal: 2, score: "number"},
+		{name: "vector of stop words only matches nothing", body: map[string]any{"where": vector("content", "the of and")}, want: nil, wantTotal: 0},
 		{name: "vector on metadata", body: map[string]any{"where": vector("metadata", "chocolate cake recipe")}, want: []int64{cake}, ordered: true, wantTotal: 3, score: "number"},
 		{name: "fts and vector: the fts matches among the k nearest", body: map[string]any{"where": and(fts("renewable"), vector("content", "chocolate cake")), "options": map[string]any{"vector_k": 1}}, want: nil, wantTotal: 0},
 		{name: "fts and vector ranked by fts", body: map[string]any{"where": and(fts("renewable"), vector("content", "wind turbines")), "options": map[string]any{"vector_k": 2}}, want: []int64{solar, wind}, wantTotal: 2, score: "number"},

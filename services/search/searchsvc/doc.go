@@ -5,7 +5,9 @@
 // A request is converted to the DSL (pkg/search/dsl), parsed and planned;
 // every DSL error is a 400 with its detail (unknown fields in the spec §7
 // wording). The vector clause's text is embedded with the same embedder the
-// indexer uses. The caller's groups are the visibility pre-filter of every
+// indexer uses; a text that embeds to the zero vector (only stop words or
+// punctuation, with the hash embedder) is near nothing, so the search
+// matches no document (total 0) instead of k arbitrary ones. The caller's groups are the visibility pre-filter of every
 // mode and of total; callers holding the internal scope see everything.
 // The search, embedding included, runs under DOCREPO_SEARCH_TIMEOUT
 // (default 10s); past it the answer is 504 "Gateway Timeout".

@@ -96,6 +96,13 @@ func (s *Service) Search(ctx context.Context, req *searchv1.SearchRequest) (*sea
 			return nil, s.searchError(ctx, err, "embed query")
 		}
 		ereq.QueryVector = vecs[0]
+		if zeroVector(vecs[0]) {
+			// Nothing to be near: a query of stop words or punctuation
+			// only embeds to the zero vector, equidistant from every
+			// normalised vector; k arbitrary "nearest" documents would be
+			// noise. The vector clause is a conjunct, so nothing matches.
+			return buildResponse(q, engine.Result{})
+		}
 	}
 	res, err := s.eng.Search(ctx, ereq)
 	if err != nil {
@@ -259,4 +266,14 @@ func fieldValue(v any) (*structpb.Value, error) {
 		return structpb.NewListValue(&structpb.ListValue{Values: vals}), nil
 	}
 	return nil, errors.New("searchsvc: unsupported field value type")
+}
+
+// zeroVector reports whether v has no non-zero component.
+func zeroVector(v []float32) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
 }
