@@ -57,11 +57,7 @@ func (Marshaler) Unmarshal(data []byte, v any) error {
 		if err := (protojson.UnmarshalOptions{}).Unmarshal(data, m); err != nil {
 			return errors.New(cleanDecodeError(err))
 		}
-		md := m.ProtoReflect().Descriptor()
-		if err := checkJSONNumbers(data, md); err != nil {
-			return err
-		}
-		return checkBodyKeys(data, md)
+		return checkBody(data, m.ProtoReflect().Descriptor())
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("Invalid request body: %v", err)
@@ -137,19 +133,56 @@ func jsonDepth(data []byte) int {
 	return deepest
 }
 
-// checkJSONNumbers refuses a number written as a string, which protojson
-// accepts (proto3's JSON mapping reads "20" as 20 and int64 as "5"): the
-// API's numbers are JSON numbers (DESIGN §2), so a quoted one is a wrong
-// type (spec §7: 400). It walks the fields of md present in data (already
-// decoded by protojson, so well-formed), into nested messages; the
-// well-known types (a Struct's free-form values) are left as they are.
-func checkJSONNumbers(data []byte, md protoreflect.MessageDescriptor) error {
-	if strings.HasPrefix(string(md.FullName()), "google.protobuf.") {
-		return nil
-	}
+// checkBody applies what protojson cannot to a body it has decoded (so
+// well-formed), reading the top-level object once:
+//
+//   - a body "*" must not name a path parameter (the path would silently
+//     win; OpenAPI leaves them out of the body schema);
+//   - bodyRequired fields must be present and not null;
+//   - a number written as a string, which protojson accepts (proto3's JSON
+//     mapping reads "20" as 20 and int64 as "5"), is a wrong type (spec
+//     §7: 400): the API's numbers are JSON numbers (DESIGN §2).
+func checkBody(data []byte, md protoreflect.MessageDescriptor) error {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(data, &obj); err != nil {
 		return nil // not an object: protojson has judged it already
+	}
+	if _, err := OpenAPI(); err != nil {
+		return err
+	}
+	for _, p := range bodyPathParams[md.FullName()] {
+		fd := md.Fields().ByName(protoreflect.Name(p))
+		if fd == nil {
+			continue
+		}
+		// protojson accepts a field by its proto name and its JSON name.
+		for _, k := range []string{fd.TextName(), fd.JSONName()} {
+			if _, ok := obj[k]; ok {
+				return fmt.Errorf("Invalid request body: unknown field %q", k)
+			}
+		}
+	}
+	for _, r := range bodyRequired[md.FullName()] {
+		fd := md.Fields().ByName(protoreflect.Name(r))
+		present := false
+		for _, k := range []string{fd.TextName(), fd.JSONName()} {
+			if v, ok := obj[k]; ok && string(bytes.TrimSpace(v)) != "null" {
+				present = true
+			}
+		}
+		if !present {
+			return missingField(r)
+		}
+	}
+	return checkJSONNumbers(obj, md)
+}
+
+// checkJSONNumbers refuses a quoted number in the fields of md present in
+// obj, and in nested messages; the well-known types (a Struct's free-form
+// values) are left as they are.
+func checkJSONNumbers(obj map[string]json.RawMessage, md protoreflect.MessageDescriptor) error {
+	if strings.HasPrefix(string(md.FullName()), "google.protobuf.") {
+		return nil
 	}
 	for key, raw := range obj {
 		fd := md.Fields().ByTextName(key)
@@ -176,7 +209,11 @@ func checkJSONNumbers(data []byte, md protoreflect.MessageDescriptor) error {
 func checkJSONNumber(v json.RawMessage, fd protoreflect.FieldDescriptor) error {
 	switch fd.Kind() {
 	case protoreflect.MessageKind, protoreflect.GroupKind:
-		return checkJSONNumbers(v, fd.Message())
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(v, &obj) != nil {
+			return nil // null, or a well-known type's JSON form
+		}
+		return checkJSONNumbers(obj, fd.Message())
 	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
 		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind,
 		protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind,
@@ -198,49 +235,6 @@ var bodyRequired = map[protoreflect.FullName][]string{
 
 // missingField is the spec's message for a missing required field (§7).
 func missingField(name string) error { return errors.New("Missing required field: " + name) }
-
-// checkBodyKeys applies what protojson cannot to a decoded JSON body: a
-// body "*" must not name a path parameter (the path would silently win;
-// OpenAPI leaves them out of the body schema), and bodyRequired fields must
-// be present and not null. data has already decoded as a JSON object.
-func checkBodyKeys(data []byte, md protoreflect.MessageDescriptor) error {
-	if _, err := OpenAPI(); err != nil {
-		return err
-	}
-	params, req := bodyPathParams[md.FullName()], bodyRequired[md.FullName()]
-	if len(params) == 0 && len(req) == 0 {
-		return nil
-	}
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(data, &keys); err != nil {
-		return fmt.Errorf("Invalid request body: %v", err)
-	}
-	for _, p := range params {
-		fd := md.Fields().ByName(protoreflect.Name(p))
-		if fd == nil {
-			continue
-		}
-		// protojson accepts a field by its proto name and its JSON name.
-		for _, k := range []string{fd.TextName(), fd.JSONName()} {
-			if _, ok := keys[k]; ok {
-				return fmt.Errorf("Invalid request body: unknown field %q", k)
-			}
-		}
-	}
-	for _, r := range req {
-		fd := md.Fields().ByName(protoreflect.Name(r))
-		present := false
-		for _, k := range []string{fd.TextName(), fd.JSONName()} {
-			if v, ok := keys[k]; ok && string(bytes.TrimSpace(v)) != "null" {
-				present = true
-			}
-		}
-		if !present {
-			return missingField(r)
-		}
-	}
-	return nil
-}
 
 var (
 	protoErrorPrefix = regexp.MustCompile(`^proto:\s*(\(line \d+:\d+\):\s*)?`)

@@ -127,13 +127,12 @@ var uploadLimits = map[string]uint64{
 	"reference_number": 255, "from_entity": 255, "to_entity": 255, "rev_number": 10,
 }
 
-// requestRequired are the request body fields the spec requires (the
-// services check them, except those of bodyRequired, which the gateway
-// checks).
+// requestRequired are the request body fields the spec requires that the
+// services check; the document requires bodyRequired's too (marshal.go:
+// the gateway checks those).
 var requestRequired = map[protoreflect.FullName][]string{
-	"docrepo.folder.v1.CreateFolderRequest":      {"name"},
-	"docrepo.folder.v1.MoveFolderRequest":        {"new_parent_id"},
-	"docrepo.document.v1.SetCustomFieldsRequest": {"rows"},
+	"docrepo.folder.v1.CreateFolderRequest": {"name"},
+	"docrepo.folder.v1.MoveFolderRequest":   {"new_parent_id"},
 }
 
 // schemaMode says which side of the API a schema describes.
@@ -487,7 +486,7 @@ func (b *builder) messageSchema(name string, md protoreflect.MessageDescriptor, 
 		s.Properties[fname] = ps
 	}
 	if mode == request {
-		s.Required = requestRequired[md.FullName()]
+		s.Required = slices.Concat(requestRequired[md.FullName()], bodyRequired[md.FullName()])
 	}
 	return s
 }

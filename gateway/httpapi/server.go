@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -330,11 +331,12 @@ func (g *Gateway) routeMetrics(next runtime.HandlerFunc) runtime.HandlerFunc {
 				sw.route = route
 			}
 		}
-		if name := unknownQueryParam(r.Method, route, r.URL.Query()); name != "" {
+		query := r.URL.Query()
+		if name := unknownQueryParam(r.Method, route, query); name != "" {
 			writeDetail(w, http.StatusBadRequest, "Unknown query parameter: "+name)
 			return
 		}
-		if name := notUTF8Param(params, r.URL.Query()); name != "" {
+		if name := notUTF8Param(params, query); name != "" {
 			writeDetail(w, http.StatusBadRequest, notUTF8Detail(name))
 			return
 		}
@@ -358,29 +360,19 @@ func (g *Gateway) routeMetrics(next runtime.HandlerFunc) runtime.HandlerFunc {
 // in name order) whose value is not UTF-8 text: protobuf strings must be,
 // so such a value would fail to encode for the backend call.
 func notUTF8Param(params map[string]string, query url.Values) string {
-	for _, set := range []map[string][]string{pathValues(params), query} {
-		names := make([]string, 0, len(set))
-		for name := range set {
-			names = append(names, name)
+	for _, name := range slices.Sorted(maps.Keys(params)) {
+		if !utf8.ValidString(params[name]) {
+			return name
 		}
-		sort.Strings(names)
-		for _, name := range names {
-			for _, v := range set[name] {
-				if !utf8.ValidString(v) {
-					return name
-				}
+	}
+	for _, name := range slices.Sorted(maps.Keys(query)) {
+		for _, v := range query[name] {
+			if !utf8.ValidString(v) {
+				return name
 			}
 		}
 	}
 	return ""
-}
-
-func pathValues(params map[string]string) map[string][]string {
-	out := make(map[string][]string, len(params))
-	for k, v := range params {
-		out[k] = []string{v}
-	}
-	return out
 }
 
 // notUTF8Detail is the 400 detail for a value that is not UTF-8 text.

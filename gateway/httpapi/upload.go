@@ -217,6 +217,24 @@ func fileHeader(p *multipart.Part) (*documentv1.FileHeader, error) {
 	return h, nil
 }
 
+// forwardFile sends the one file part of an upload: its header, then its
+// bytes in chunks. *started records that file bytes may have gone out (so
+// a later failure abandons the stream rather than closing it).
+func forwardFile(part *multipart.Part, started *bool, sendHeader func(*documentv1.FileHeader) error, sendChunk func([]byte) error) error {
+	if *started {
+		return apierr.Invalid("Only one file may be uploaded")
+	}
+	*started = true
+	hdr, err := fileHeader(part)
+	if err != nil {
+		return err
+	}
+	if err := sendHeader(hdr); err != nil {
+		return err
+	}
+	return pump(part, sendChunk)
+}
+
 // pump copies a file part to send in chunkSize pieces. It returns io.EOF
 // from send unchanged (the server ended the stream: its status explains).
 // Each chunk gets a fresh buffer: a sent message must not be modified, as
@@ -298,18 +316,9 @@ func (g *Gateway) upload(w http.ResponseWriter, r *http.Request, _ map[string]st
 			case name == "":
 				return apierr.Invalid("Malformed multipart body: a part has no field name")
 			case name == "file":
-				if fileStarted {
-					return apierr.Invalid("Only one file may be uploaded")
-				}
-				fileStarted = true
-				hdr, err := fileHeader(part)
-				if err != nil {
-					return err
-				}
-				if err := stream.Send(&documentv1.UploadDocumentRequest{Part: &documentv1.UploadDocumentRequest_File{File: hdr}}); err != nil {
-					return err
-				}
-				if err := pump(part, func(b []byte) error {
+				if err := forwardFile(part, &fileStarted, func(hdr *documentv1.FileHeader) error {
+					return stream.Send(&documentv1.UploadDocumentRequest{Part: &documentv1.UploadDocumentRequest_File{File: hdr}})
+				}, func(b []byte) error {
 					return stream.Send(&documentv1.UploadDocumentRequest{Part: &documentv1.UploadDocumentRequest_Chunk{Chunk: b}})
 				}); err != nil {
 					return err
@@ -408,19 +417,10 @@ func (g *Gateway) uploadVersion(w http.ResponseWriter, r *http.Request, params m
 			if part.FormName() != "file" {
 				return apierr.Invalid("Unknown field: %s", part.FormName())
 			}
-			if fileStarted {
-				return apierr.Invalid("Only one file may be uploaded")
-			}
-			fileStarted = true
-			fh, err := fileHeader(part)
-			if err != nil {
-				return err
-			}
-			hdr := &documentv1.UploadVersionHeader{DocId: docID, File: fh}
-			if err := stream.Send(&documentv1.UploadVersionRequest{Part: &documentv1.UploadVersionRequest_Header{Header: hdr}}); err != nil {
-				return err
-			}
-			if err := pump(part, func(b []byte) error {
+			if err := forwardFile(part, &fileStarted, func(fh *documentv1.FileHeader) error {
+				hdr := &documentv1.UploadVersionHeader{DocId: docID, File: fh}
+				return stream.Send(&documentv1.UploadVersionRequest{Part: &documentv1.UploadVersionRequest_Header{Header: hdr}})
+			}, func(b []byte) error {
 				return stream.Send(&documentv1.UploadVersionRequest{Part: &documentv1.UploadVersionRequest_Chunk{Chunk: b}})
 			}); err != nil {
 				return err
