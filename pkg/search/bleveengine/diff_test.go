@@ -211,7 +211,7 @@ func TestNearestMatchesFullSort(t *testing.T) {
 	run := &searchRun{ctx: context.Background(), tab: tab}
 	eligible := func(_ int32, r *record) bool { return !r.deleted && r.id%3 != 0 }
 	for _, tt := range tests {
-		if got := newKNN(tt.q, 1).sparse != nil; got != tt.wantSparse {
+		if got := newVecQuery(tt.q).sparse != nil; got != tt.wantSparse {
 			t.Fatalf("%s: sparse form %v, want %v", tt.name, got, tt.wantSparse)
 		}
 		var all []neighbour
@@ -263,7 +263,7 @@ func TestSparseL2Precision(t *testing.T) {
 				v[i] = q[i] + float32(r.NormFloat64()*1e-3)
 			}
 		}
-		kn := newKNN(q, 1)
+		kn := newVecQuery(q)
 		if kn.sparse == nil {
 			t.Fatalf("trial %d: query with %d of %d non-zero is not sparse", trial, len(kn.sparse), dim)
 		}

@@ -204,7 +204,7 @@ type searcherBuilder struct {
 	grams          bool // the index has the common grams field
 	stats          collectionStats
 	maxPrefixTerms int
-	prefixTerms    *int // terms expanded so far by the query's prefixes
+	prefixTerms    *int // terms expanded so far by the query's prefixes (shared by its fts clauses)
 }
 
 // singleTerm reports whether parts hold one term only, at the first
@@ -310,10 +310,7 @@ func (b *searcherBuilder) buildAll(qs []*qnode, opts search.SearcherOptions) ([]
 // maxPrefixTerms (one prefix, or many short ones ORed together, would
 // otherwise make one request cost seconds of CPU).
 func (b *searcherBuilder) expand(field, prefix string) ([]string, error) {
-	before := 0
-	if b.prefixTerms != nil {
-		before = *b.prefixTerms
-	}
+	before := *b.prefixTerms
 	terms, err := b.expandUpTo(field, prefix, b.maxPrefixTerms-before)
 	if err != nil {
 		return nil, err
@@ -328,9 +325,7 @@ func (b *searcherBuilder) expand(field, prefix string) ([]string, error) {
 			"Invalid fts query: the prefix %s* matches more than %d words; use a longer prefix",
 			displayPrefix(prefix), b.maxPrefixTerms)}
 	}
-	if b.prefixTerms != nil {
-		*b.prefixTerms += len(terms)
-	}
+	*b.prefixTerms += len(terms)
 	return terms, nil
 }
 

@@ -261,6 +261,7 @@ func (run *searchRun) execute() (engine.Result, error) {
 // metadata vectors), scanning the table in parallel chunks.
 func (run *searchRun) nearest(q []float32, k int, metadata bool, eligible func(int32, *record) bool) ([]neighbour, error) {
 	recs := run.tab.recs
+	vq := newVecQuery(q)
 	workers := min(runtime.GOMAXPROCS(0), (len(recs)+minScanChunk-1)/minScanChunk)
 	if workers < 1 {
 		workers = 1
@@ -273,7 +274,7 @@ func (run *searchRun) nearest(q []float32, k int, metadata bool, eligible func(i
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			kn := newKNN(q, k)
+			kn := newKNN(vq, k)
 			for i := w * chunk; i < min(len(recs), (w+1)*chunk); i++ {
 				if i%checkEvery == 0 {
 					if err := run.checkCtx(); err != nil {
@@ -299,7 +300,7 @@ func (run *searchRun) nearest(q []float32, k int, metadata bool, eligible func(i
 			return nil, err
 		}
 	}
-	all := newKNN(q, k)
+	all := newKNN(vq, k)
 	for _, part := range results {
 		for _, n := range part {
 			all.push(n)

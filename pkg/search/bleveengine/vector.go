@@ -36,17 +36,14 @@ func (h *knnHeap) Pop() any {
 	return x
 }
 
-// knn finds the k nearest of the candidate vectors by exact L2 distance.
-type knn struct {
-	q []float32
-	k int
-	h knnHeap
-
-	// A sparse query (most of its components zero, as the hash embedder
-	// makes them for short queries) is kept as its non-zero components:
-	// then |q-v|² = |q|² + |v|² - 2·q·v costs one multiply per non-zero
-	// component instead of one per dimension.
-	sparse []component
+// vecQuery is a query vector in the form the scan scores it in, computed
+// once per search. A sparse query (most of its components zero, as the
+// hash embedder makes them for short queries) is kept as its non-zero
+// components: then |q-v|² = |q|² + |v|² - 2·q·v costs one multiply per
+// non-zero component instead of one per dimension.
+type vecQuery struct {
+	q      []float32
+	sparse []component // nil: dense, scored by l2
 	qnorm  float64
 }
 
@@ -61,8 +58,8 @@ type component struct {
 // dot product cost more than the sequential full difference.
 const sparseShare = 0.25
 
-func newKNN(q []float32, k int) *knn {
-	s := &knn{q: q, k: k, h: make(knnHeap, 0, k)}
+func newVecQuery(q []float32) *vecQuery {
+	vq := &vecQuery{q: q}
 	nz := 0
 	for _, x := range q {
 		if x != 0 {
@@ -70,15 +67,26 @@ func newKNN(q []float32, k int) *knn {
 		}
 	}
 	if len(q) > 0 && float64(nz) <= sparseShare*float64(len(q)) {
-		s.sparse = make([]component, 0, nz)
+		vq.sparse = make([]component, 0, nz)
 		for i, x := range q {
 			if x != 0 {
-				s.sparse = append(s.sparse, component{i: int32(i), w: float64(x)})
+				vq.sparse = append(vq.sparse, component{i: int32(i), w: float64(x)})
 			}
 		}
-		s.qnorm = sqNorm(q)
+		vq.qnorm = sqNorm(q)
 	}
-	return s
+	return vq
+}
+
+// knn finds the k nearest of the candidate vectors by exact L2 distance.
+type knn struct {
+	*vecQuery
+	k int
+	h knnHeap
+}
+
+func newKNN(vq *vecQuery, k int) *knn {
+	return &knn{vecQuery: vq, k: k, h: make(knnHeap, 0, k)}
 }
 
 // offer considers one candidate whose squared norm is norm. Vectors of
