@@ -1,10 +1,13 @@
 package deploytest
 
 import (
+	"context"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -14,13 +17,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/docrepo/docrepo/gateway/httpapi"
-	"github.com/docrepo/docrepo/pkg/config"
-	"github.com/docrepo/docrepo/services/document/documentsvc"
-	"github.com/docrepo/docrepo/services/folder/foldersvc"
-	"github.com/docrepo/docrepo/services/indexer/indexersvc"
-	"github.com/docrepo/docrepo/services/schema/schemasvc"
-	"github.com/docrepo/docrepo/services/search/searchsvc"
+	"github.com/docrepo/docrepo/pkg/launcher"
 )
 
 // root is the repository root (this package is gateway/deploytest).
@@ -32,16 +29,50 @@ var root = func() string {
 	return abs
 }()
 
-// registrations maps each deployable command to the Config.Register its
-// main.go calls. A command directory with a main.go that is neither here nor
-// a tool (pkg/cmd/...) fails TestEveryCommandIsKnown.
-var registrations = map[string]func(l *config.Loader){
-	"gateway":  func(l *config.Loader) { new(httpapi.Config).Register(l) },
-	"document": func(l *config.Loader) { new(documentsvc.Config).Register(l) },
-	"folder":   func(l *config.Loader) { new(foldersvc.Config).Register(l) },
-	"schema":   func(l *config.Loader) { new(schemasvc.Config).Register(l) },
-	"search":   func(l *config.Loader) { new(searchsvc.Config).Register(l) },
-	"indexer":  func(l *config.Loader) { new(indexersvc.Config).Register(l) },
+var (
+	registeredOnce sync.Once
+	registeredMemo map[string][]string
+	registeredErr  error
+)
+
+var usageEnv = regexp.MustCompile(`\(env ([A-Z][A-Z0-9_]*)\)`)
+
+// registered lists, for each service, the variables its configuration
+// registers, as the built binary reports them in its -h usage ("(env
+// NAME)"): the test reads the program users run, not a copy of its
+// registrations.
+func registered(t testing.TB) map[string][]string {
+	t.Helper()
+	registeredOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "docrepo-deploytest-bin-")
+		if err != nil {
+			registeredErr = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		bins, err := launcher.Build(context.Background(), root, dir, services...)
+		if err != nil {
+			registeredErr = err
+			return
+		}
+		registeredMemo = map[string][]string{}
+		for name, bin := range bins {
+			out, _ := exec.Command(bin, "-h").CombinedOutput() // exits 1 after printing its usage
+			var vars []string
+			for _, m := range usageEnv.FindAllStringSubmatch(string(out), -1) {
+				vars = append(vars, m[1])
+			}
+			if len(vars) == 0 {
+				registeredErr = fmt.Errorf("%s -h printed no (env NAME) settings:\n%s", name, out)
+				return
+			}
+			registeredMemo[name] = vars
+		}
+	})
+	if registeredErr != nil {
+		t.Fatal(registeredErr)
+	}
+	return registeredMemo
 }
 
 // services are the long-running commands every deployment runs.
@@ -93,11 +124,9 @@ func commands(t testing.TB) map[string]*command {
 		commandsMemo = map[string]*command{}
 		for name, dir := range commandDirs(t) {
 			c := &command{name: name, dir: dir, vars: map[string]bool{}}
-			if reg, ok := registrations[name]; ok {
-				l := config.New(name, func(string) string { return "" })
-				reg(l)
-				for _, v := range l.Vars() {
-					c.vars[v.Env] = true
+			if vars, ok := registered(t)[name]; ok {
+				for _, v := range vars {
+					c.vars[v] = true
 				}
 				c.tracing = true
 			} else if !strings.HasPrefix(dir, "pkg/cmd/") {
@@ -242,17 +271,12 @@ func envReads(dir string) ([]string, error) {
 }
 
 // TestEveryCommandIsKnown makes sure no command escapes these checks: a new
-// service needs its Config.Register in registrations.
+// service needs its name in services.
 func TestEveryCommandIsKnown(t *testing.T) {
 	dirs := commandDirs(t)
 	for name, dir := range dirs {
-		if _, ok := registrations[name]; !ok && !strings.HasPrefix(dir, "pkg/cmd/") {
-			t.Errorf("command %s (%s) is not in deploytest's registrations: add its Config.Register", name, dir)
-		}
-	}
-	for name := range registrations {
-		if _, ok := dirs[name]; !ok {
-			t.Errorf("registrations names %s, but there is no %s/main.go", name, name)
+		if !slices.Contains(services, name) && !strings.HasPrefix(dir, "pkg/cmd/") {
+			t.Errorf("command %s (%s) is not in deploytest's services: add it", name, dir)
 		}
 	}
 	for _, s := range services {

@@ -290,8 +290,8 @@ func checkCompose(t testing.TB, p *types.Project) []string {
 			}
 		}
 		if cmd.vars["DOCREPO_MIGRATE"] {
-			if e["DOCREPO_MIGRATE"] != "false" {
-				add(name, "DOCREPO_MIGRATE=%q: the %s one-shot owns migrations, set it to \"false\"", e["DOCREPO_MIGRATE"], migrate)
+			if v, ok := e["DOCREPO_MIGRATE"]; ok && v != "true" {
+				add(name, "DOCREPO_MIGRATE=%q: each service migrates its own schema at start-up, set it to \"true\"", v)
 			}
 			if d, ok := s.DependsOn[migrate]; !ok || d.Condition != types.ServiceConditionCompletedSuccessfully {
 				add(name, "does not wait for %s (service_completed_successfully)", migrate)
@@ -487,10 +487,10 @@ func TestComposeCheckCatchesMistakes(t *testing.T) {
 			want: "service indexer: DOCREPO_SERVICE_TOKEN is not passed",
 		},
 		{
-			name: "services migrate themselves",
-			old:  "DOCREPO_MIGRATE: \"false\"",
-			new:  "DOCREPO_MIGRATE: \"true\"",
-			want: "service folder: DOCREPO_MIGRATE=\"true\"",
+			name: "services not migrating their own schemas",
+			old:  "DOCREPO_MIGRATE: \"true\"",
+			new:  "DOCREPO_MIGRATE: \"false\"",
+			want: "service folder: DOCREPO_MIGRATE=\"false\"",
 		},
 		{
 			name: "not waiting for the migrate one-shot",

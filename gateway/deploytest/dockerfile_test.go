@@ -115,10 +115,25 @@ func TestDockerfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := stages(parseDockerfile(string(content)))
-	if len(st) != 2 {
-		t.Fatalf("deploy/Dockerfile has %d stages, want a build stage and a runtime stage", len(st))
+	if len(st) < 2 {
+		t.Fatalf("deploy/Dockerfile has %d stages, want a build stage, runtime bases and the runtime stage", len(st))
 	}
 	build, final := st[0], st[len(st)-1]
+	// Named stages by name ("FROM base AS name"), with the base they start
+	// from.
+	named := map[string][]instruction{}
+	baseOf := map[string]string{}
+	for _, s := range st[1 : len(st)-1] {
+		from, name, ok := strings.Cut(s[0].args, " AS ")
+		if !ok {
+			from, name, ok = strings.Cut(s[0].args, " as ")
+		}
+		if !ok {
+			t.Fatalf("deploy/Dockerfile: stage %q has no name", s[0].args)
+		}
+		named[strings.TrimSpace(name)] = s
+		baseOf[strings.TrimSpace(name)] = strings.TrimSpace(from)
+	}
 
 	t.Run("static build", func(t *testing.T) {
 		found := false
@@ -129,6 +144,35 @@ func TestDockerfile(t *testing.T) {
 		}
 		if !found {
 			t.Error("the build stage does not set CGO_ENABLED=0: the binaries must be static for a distroless image")
+		}
+	})
+
+	// Each command's runtime base: the OCR base (Tesseract and poppler, as
+	// programs the static binaries run) for the two commands that run the
+	// indexing pipeline, distroless static for the others.
+	t.Run("runtime bases", func(t *testing.T) {
+		if from := baseOf["runtime-static"]; !strings.HasPrefix(from, "gcr.io/distroless/static") || !strings.Contains(from, "nonroot") {
+			t.Errorf("runtime-static is %q: want distroless static, nonroot", from)
+		}
+		ocrRun := ""
+		for _, in := range named["runtime-ocr"] {
+			if in.cmd == "RUN" {
+				ocrRun += in.args + "\n"
+			}
+		}
+		for _, want := range []string{"tesseract-ocr", "tesseract-ocr-$", "poppler-utils", "useradd -u 65532", "rm -rf /var/lib/apt/lists"} {
+			if !strings.Contains(ocrRun, want) {
+				t.Errorf("runtime-ocr does not %q: %s", want, ocrRun)
+			}
+		}
+		for _, cmd := range append(slices.Clone(services), "docrepoctl") {
+			want := "runtime-static"
+			if cmd == "search" || cmd == "indexer" {
+				want = "runtime-ocr"
+			}
+			if got := baseOf["runtime-"+cmd]; got != want {
+				t.Errorf("CMD=%s runs on %q, want %s", cmd, got, want)
+			}
 		}
 	})
 
@@ -149,8 +193,8 @@ func TestDockerfile(t *testing.T) {
 				}
 			}
 		}
-		if !strings.HasPrefix(from, "gcr.io/distroless/static") || !strings.Contains(from, "nonroot") {
-			t.Errorf("runtime image %q: want distroless static, nonroot", from)
+		if from != "runtime-${CMD}" {
+			t.Errorf("runtime image %q: want runtime-${CMD} (the command's base)", from)
 		}
 		if u, _, _ := strings.Cut(user, ":"); u == "" || u == "0" || u == "root" {
 			t.Errorf("USER %q: the image must run as a non-root user", user)

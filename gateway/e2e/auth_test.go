@@ -19,7 +19,7 @@ type route struct {
 	scope   string
 }
 
-// publicRoutes lists every route of spec §4 and DESIGN §4 that needs a scope.
+// publicRoutes lists every route of docs/api.md §4 and docs/design.md §4 that needs a scope.
 var publicRoutes = []route{
 	{service: "document", method: "POST", path: "/apiv2/pub/documents/upload", scope: auth.ScopeDocumentsWrite},
 	{service: "document", method: "GET", path: "/apiv2/pub/documents/1", scope: auth.ScopeDocumentsRead},

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -156,7 +157,7 @@ func TestInternalCallers(t *testing.T) {
 		t.Fatalf("ListDocumentIds never returned document %d", res.DocID)
 	}
 	_, err = docs.ListDocumentIds(ctx, &documentv1.ListDocumentIdsRequest{Limit: 10_001})
-	wantGRPC(t, err, codes.InvalidArgument, "Invalid value for limit: must be between 1 and 10000")
+	wantGRPC(t, err, codes.InvalidArgument, "limit must be between 1 and 10000")
 
 	// A public key may not call the internal RPCs.
 	public, pctx := documentClient(t, owner.client)
@@ -223,10 +224,11 @@ func TestDocNumbersUnderConcurrency(t *testing.T) {
 	}
 }
 
-// TestFolderDeletionUnassignsDocuments: deleting a folder (folder service)
-// removes the document's assignment by cascade; the trigger bumps the
-// document's rev and writes a folders_changed event in the same
-// transaction. The document itself stays.
+// TestFolderDeletionUnassignsDocuments: deleting a folder unassigns its
+// documents at once for readers (the folder is gone from include=folders,
+// and an upload into it is refused), and as a document change (rev bumped
+// once, a folders_changed event) as soon as the folder service's deleted
+// event reaches the document service. The document itself stays.
 func TestFolderDeletionUnassignsDocuments(t *testing.T) {
 	t.Parallel()
 	u := newDocUser(t)
@@ -246,9 +248,14 @@ func TestFolderDeletionUnassignsDocuments(t *testing.T) {
 	if d.Folders == nil || len(d.Folders) != 0 {
 		t.Fatalf("folders after deletion = %+v", d.Folders)
 	}
-	if got := docRev(t, up.DocID); got != rev+1 {
-		t.Fatalf("rev = %d, want %d", got, rev+1)
-	}
+	expect(t, u.upload(field("folder_id", strconv.FormatInt(sub.FolderID, 10)), filePart("late.txt", uniqText(t, 40))),
+		404, "Folder not found")
+	eventually(t, 15*time.Second, func() error {
+		if got := docRev(t, up.DocID); got != rev+1 {
+			return fmt.Errorf("rev = %d, want %d", got, rev+1)
+		}
+		return nil
+	})
 	ev := docEvents(t, up.DocID)
 	if len(ev) != 2 || ev[1] != (outboxEvent{"folders_changed", rev + 1}) {
 		t.Fatalf("events = %+v", ev)
@@ -258,7 +265,7 @@ func TestFolderDeletionUnassignsDocuments(t *testing.T) {
 }
 
 // TestInvalidDocIDs: ids that are not positive integers are a 400 on every
-// document route (spec §4.4: "400 invalid docID").
+// document route (docs/api.md §4.4: "400 invalid docID").
 func TestInvalidDocIDs(t *testing.T) {
 	t.Parallel()
 	u := newDocUser(t)

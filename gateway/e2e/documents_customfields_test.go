@@ -190,7 +190,7 @@ func TestDistinctValuesRPC(t *testing.T) {
 	_, err := docs.ListDistinctValues(ctx, &documentv1.ListDistinctValuesRequest{Column: "rev; DROP TABLE documents"})
 	wantGRPC(t, err, codes.InvalidArgument, `Unknown document column: "rev; DROP TABLE documents"`)
 	_, err = docs.ListDistinctValues(ctx, &documentv1.ListDistinctValuesRequest{Column: "doc_type", Limit: 501})
-	wantGRPC(t, err, codes.InvalidArgument, "Invalid value for limit: must be between 1 and 500")
+	wantGRPC(t, err, codes.InvalidArgument, "limit must be between 1 and 500")
 	_, err = docs.ListDistinctValues(ctx, &documentv1.ListDistinctValuesRequest{TemplateId: 1})
 	wantGRPC(t, err, codes.InvalidArgument, "Invalid custom field: template_id and column_id must both be positive")
 }

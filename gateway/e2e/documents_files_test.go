@@ -18,7 +18,7 @@ func downloadPath(id int64, query string) string {
 }
 
 // TestDownloadRoundTrip uploads 5 MB of random bytes and downloads them
-// byte for byte, with the headers of DESIGN §4.
+// byte for byte, with the headers of docs/design.md §4.
 func TestDownloadRoundTrip(t *testing.T) {
 	t.Parallel()
 	u := newDocUser(t)

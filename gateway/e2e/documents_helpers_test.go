@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// document mirrors spec §2.1 (plus the locked_by and customfields
+// document mirrors docs/api.md §2.1 (plus the locked_by and customfields
 // extensions).
 type document struct {
 	ID              int64              `json:"id"`
@@ -46,9 +46,10 @@ type document struct {
 	VersionHistory  []archiveEntry     `json:"version_history"`
 	Folders         []folderAssignment `json:"folders"`
 	Customfields    []customFieldSet   `json:"customfields"`
+	ContentSource   *string            `json:"content_source"`
 }
 
-// linkedFile mirrors spec §2.2.
+// linkedFile mirrors docs/api.md §2.2.
 type linkedFile struct {
 	Ownid            int64   `json:"ownid"`
 	ID               int64   `json:"id"`
@@ -63,7 +64,7 @@ type linkedFile struct {
 	PdfImageName     *string `json:"pdf_image_name"`
 }
 
-// archiveEntry mirrors spec §2.3.
+// archiveEntry mirrors docs/api.md §2.3.
 type archiveEntry struct {
 	OwnID       int64  `json:"own_id"`
 	ImageName   string `json:"image_name"`
@@ -76,7 +77,7 @@ type archiveEntry struct {
 	FileHash    string `json:"file_hash"`
 }
 
-// folderAssignment mirrors spec §2.4.
+// folderAssignment mirrors docs/api.md §2.4.
 type folderAssignment struct {
 	FolderID int64  `json:"folder_id"`
 	Code     string `json:"code"`
@@ -92,7 +93,7 @@ type customFieldSet struct {
 	Rows         []map[string]any `json:"rows"`
 }
 
-// uploadResult mirrors spec §2.9.
+// uploadResult mirrors docs/api.md §2.9.
 type uploadResult struct {
 	DocID        int64   `json:"doc_id"`
 	LinkedFileID int64   `json:"linked_file_id"`
@@ -101,7 +102,7 @@ type uploadResult struct {
 	DocNumber    *string `json:"doc_number"`
 }
 
-// versionListing mirrors spec §2.6.
+// versionListing mirrors docs/api.md §2.6.
 type versionListing struct {
 	Current *struct {
 		OwnID        int64  `json:"own_id"`
@@ -252,7 +253,7 @@ func (c *client) getDoc(id int64, include string) document {
 func docRev(t testing.TB, id int64) int64 {
 	t.Helper()
 	var rev int64
-	if err := stk.pool.QueryRow(context.Background(), `SELECT rev FROM documents WHERE id = $1`, id).Scan(&rev); err != nil {
+	if err := stk.pool.QueryRow(context.Background(), `SELECT rev FROM document.documents WHERE id = $1`, id).Scan(&rev); err != nil {
 		t.Fatal(err)
 	}
 	return rev
@@ -267,7 +268,7 @@ type outboxEvent struct {
 // docEvents lists the outbox rows of a document in insertion order.
 func docEvents(t testing.TB, id int64) []outboxEvent {
 	t.Helper()
-	rows, err := stk.pool.Query(context.Background(), `SELECT kind, rev FROM outbox
+	rows, err := stk.pool.Query(context.Background(), `SELECT kind, rev FROM document.outbox
 		WHERE aggregate = 'document' AND aggregate_id = $1 ORDER BY id`, id)
 	if err != nil {
 		t.Fatal(err)
@@ -329,11 +330,7 @@ func blobsWithContent(t testing.TB, dir string, content []byte) []string {
 // stackBlobsWithContent is blobsWithContent over the stack's blob dir.
 func stackBlobsWithContent(t testing.TB, content []byte) []string {
 	t.Helper()
-	dir, err := documentBlobDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return blobsWithContent(t, dir, content)
+	return blobsWithContent(t, blobDir, content)
 }
 
 // eventually retries check until it returns nil or the deadline passes.

@@ -109,8 +109,8 @@ func TestUploadAndGetDocument(t *testing.T) {
 	}
 	// The committed file is no longer recorded as pending.
 	var pending bool
-	if err := stk.pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM document_pending_blobs p
-		JOIN linked_files f ON f.blob_key = p.blob_key WHERE f.ownid = $1)`, res.LinkedFileID).Scan(&pending); err != nil || pending {
+	if err := stk.pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM document.document_pending_blobs p
+		JOIN document.linked_files f ON f.blob_key = p.blob_key WHERE f.ownid = $1)`, res.LinkedFileID).Scan(&pending); err != nil || pending {
 		t.Fatalf("committed file still pending (%v)", err)
 	}
 	// The created event is in the outbox with rev 1.
@@ -185,7 +185,7 @@ func TestUploadMetadataOrder(t *testing.T) {
 	}
 }
 
-// TestUploadFieldLimits checks every limit of spec §8: exactly the maximum
+// TestUploadFieldLimits checks every limit of docs/api.md §8: exactly the maximum
 // is accepted, one character more is a 400. Characters, not bytes, count.
 func TestUploadFieldLimits(t *testing.T) {
 	t.Parallel()
@@ -233,7 +233,7 @@ func TestUploadFieldLimits(t *testing.T) {
 	}
 }
 
-// TestUploadValidation covers the refusals of spec §4.1 and DESIGN §4, each
+// TestUploadValidation covers the refusals of docs/api.md §4.1 and docs/design.md §4, each
 // with the metadata before the file (refused before any byte is stored)
 // and after it (refused at the end, the stored bytes removed). Either way
 // no blob with the file's content may remain.
@@ -385,16 +385,12 @@ func TestUploadAbortedByClient(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // let the first half reach the store
 	conn.Close()
 
-	dir, err := documentBlobDir()
-	if err != nil {
-		t.Fatal(err)
-	}
 	eventually(t, 10*time.Second, func() error {
-		if left := blobsStartingWith(t, dir, content[:64<<10]); len(left) != 0 {
+		if left := blobsStartingWith(t, blobDir, content[:64<<10]); len(left) != 0 {
 			return fmt.Errorf("aborted upload left (partial) blobs: %v", left)
 		}
 		var docs int
-		if err := stk.pool.QueryRow(context.Background(), `SELECT count(*) FROM documents WHERE entry_person = $1`,
+		if err := stk.pool.QueryRow(context.Background(), `SELECT count(*) FROM document.documents WHERE entry_person = $1`,
 			u.username).Scan(&docs); err != nil {
 			return err
 		}

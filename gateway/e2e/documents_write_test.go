@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// metadataKeys are exactly the fields of the spec §4.3 response.
+// metadataKeys are exactly the fields of the docs/api.md §4.3 response.
 var metadataKeys = []string{"date", "description", "doc_status", "doc_type", "from_entity", "id", "islocked",
 	"privileged", "reference_number", "rev_number", "to_entity"}
 
@@ -137,7 +137,7 @@ func TestLockUnlock(t *testing.T) {
 	// Others cannot lock or unlock it.
 	expect(t, bob.do("POST", base+"/lock", nil), 423, "Document is locked by another user")
 	expect(t, bob.do("POST", base+"/unlock", nil), 423, "Document is locked by another user")
-	// Nobody may modify a locked document, the holder included (spec §3).
+	// Nobody may modify a locked document, the holder included (docs/api.md §3).
 	for _, c := range []*client{alice, bob} {
 		expect(t, c.do("PATCH", base, map[string]any{"description": "changed"}), 423, "Document is locked")
 		expect(t, c.do("POST", base+"/versions", multipartParts(t, filePart("v2.txt", uniqText(t, 10)))), 423, "Document is locked")

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// folder mirrors spec §2.5.
+// folder mirrors docs/api.md §2.5.
 type folder struct {
 	FolderID   int64  `json:"folder_id"`
 	Name       string `json:"name"`
@@ -276,7 +276,7 @@ func TestDeleteFolder(t *testing.T) {
 	// narrowed to a group u does not have.
 	both := newUser(t, []string{g, uniq("g")})
 	sub := both.createFolder("Mixed", parent.FolderID)
-	if _, err := stk.pool.Exec(context.Background(), `DELETE FROM folder_groups WHERE folder_id = $1 AND group_id = (SELECT id FROM groups WHERE name = $2)`, sub.FolderID, g); err != nil {
+	if _, err := stk.pool.Exec(context.Background(), `DELETE FROM folder.folder_groups WHERE folder_id = $1 AND group_id = (SELECT id FROM identity.groups WHERE name = $2)`, sub.FolderID, g); err != nil {
 		t.Fatal(err)
 	}
 	_ = hidden

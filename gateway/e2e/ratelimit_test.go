@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/docrepo/docrepo/gateway/httpapi"
@@ -64,4 +66,18 @@ func TestRateLimitPerKey(t *testing.T) {
 		t.Fatalf("another key: %d, want 200", r.StatusCode)
 	}
 
+	// A second Authorization header cannot slip past the limit: a request
+	// with two is refused outright, whatever they hold.
+	req, _ := http.NewRequest("GET", base+"/apiv2/pub/folders", nil)
+	req.Header.Add("Authorization", "Basic eDp5")
+	req.Header.Add("Authorization", "Bearer "+a.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "Only one Authorization header is allowed") {
+		t.Fatalf("two Authorization headers: %d %s, want 400", resp.StatusCode, body)
+	}
 }

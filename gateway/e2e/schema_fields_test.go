@@ -15,7 +15,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/search/dsl"
 )
 
-// schemaField mirrors spec §2.7 plus the values and inputType extensions.
+// schemaField mirrors docs/api.md §2.7 plus the values and inputType extensions.
 type schemaField struct {
 	Name      string `json:"name"`
 	Label     string `json:"label"`

@@ -78,7 +78,7 @@ func TestSearchOperators(t *testing.T) {
 	}
 }
 
-// TestSearchModes covers the six modes of spec §4.8.
+// TestSearchModes covers the six modes of docs/api.md §4.8.
 func TestSearchModes(t *testing.T) {
 	t.Parallel()
 	u := newDocUser(t)

@@ -7,7 +7,7 @@ import (
 
 // TestSearchFTSConstructs uploads documents through the document service,
 // waits for the real indexer path (outbox → NATS → indexer → engine), and
-// checks every construct of the FTS syntax (spec §4.8, DESIGN §6).
+// checks every construct of the FTS syntax (docs/api.md §4.8, docs/design.md §6).
 func TestSearchFTSConstructs(t *testing.T) {
 	t.Parallel()
 	u := newDocUser(t)

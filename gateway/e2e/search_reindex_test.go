@@ -13,11 +13,9 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/docrepo/docrepo/pkg/auth"
-	"github.com/docrepo/docrepo/pkg/config"
 	indexerv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/indexer/v1"
 	searchv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/search/v1"
 	"github.com/docrepo/docrepo/pkg/grpcclient"
-	"github.com/docrepo/docrepo/services/search/searchsvc"
 )
 
 // TestSearchReindex runs a second search service that consumes no events:
@@ -31,27 +29,15 @@ func TestSearchReindex(t *testing.T) {
 	b := u.uploadText("r2.txt", "another quokka document")
 	u.waitIndexed(a, b) // committed and visible to the main stack
 
-	lis, err := listen()
+	env, err := searchEnv(context.Background(), stk)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	env := serviceEnv{common: config.Common{DatabaseURL: stk.dbURL, LogLevel: "warn"}, listener: lis, logger: testLogger(), addrs: stk.addrs, stack: stk}
-	cfg, err := searchConfig(ctx, env, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.OpenSearch.URL = ""
-	cfg.NATSURL = "" // no events: only reindex writes this index
-	done := make(chan error, 1)
-	go func() { done <- searchsvc.Run(ctx, cfg) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("second search service: %v", err)
-		}
-	})
-	conn, err := grpcclient.Dial(lis.Addr().String())
+	addr := startExtra(t, "search", append(env,
+		"OPENSEARCH_URL=",
+		"NATS_URL=", // no events: only reindex writes this index
+		"DOCREPO_INDEX_DIR="+t.TempDir())...)
+	conn, err := grpcclient.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,4 +121,58 @@ func (p *prepended) Recv() (*indexerv1.ReindexResponse, error) {
 		return f, nil
 	}
 	return p.rest.Recv()
+}
+
+// TestVerifyRepairsALostEvent: a document written without its event (as if
+// the event were lost) is never indexed by the consumer; the anti-entropy
+// pass (reindex -verify, which also runs at start-up and every
+// DOCREPO_INDEX_VERIFY_INTERVAL) finds it missing and indexes it, without
+// a rebuild.
+func TestVerifyRepairsALostEvent(t *testing.T) {
+	u := newDocUser(t)
+	kept := u.uploadText("kept.txt", "numbat with its event", field("description", "numbat with its event"))
+	u.waitIndexed(kept)
+	// A document row with no outbox row: its event is "lost".
+	var lost int64
+	if err := stk.pool.QueryRow(context.Background(), `WITH d AS (
+			INSERT INTO document.documents (description, entry_person_id, entry_person) VALUES ('numbat without an event', 1, 'x')
+			RETURNING id)
+		INSERT INTO document.document_groups (doc_id, group_id)
+		SELECT d.id, g.id FROM d, identity.groups g WHERE g.name = $1 RETURNING doc_id`, u.group).Scan(&lost); err != nil {
+		t.Fatal(err)
+	}
+	byDescription := map[string]any{"where": map[string]any{"contains": map[string]any{"field": "description", "value": "numbat"}}}
+	time.Sleep(time.Second) // give a (non-existent) event every chance
+	if r := u.searchOK(byDescription); r.Total != 1 {
+		t.Fatalf("before verify: %d numbat documents, want only the one with an event", r.Total)
+	}
+
+	admin := u.withKey(auth.ScopeAdmin)
+	conn, err := grpcclient.Dial(stk.addrs["search"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	actx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+admin.token)
+	stream, err := indexerv1.NewIndexerServiceClient(conn).Reindex(actx, &indexerv1.ReindexRequest{Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last *indexerv1.ReindexResponse
+	for {
+		p, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = p
+	}
+	if last == nil || !last.GetFinished() || last.GetMissing() < 1 || last.GetFailed() != 0 {
+		t.Fatalf("verify progress = %v, want finished with the lost document repaired", last)
+	}
+	if r := u.searchOK(byDescription); r.Total != 2 {
+		t.Fatalf("after verify: %d numbat documents, want 2 (ids %v, lost %d)", r.Total, r.ids(), lost)
+	}
 }

@@ -4,68 +4,54 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/docrepo/docrepo/pkg/auth"
-	"github.com/docrepo/docrepo/pkg/indexing"
-	"github.com/docrepo/docrepo/pkg/search/opensearchengine"
-	"github.com/docrepo/docrepo/services/search/searchsvc"
 )
 
 // searchOpenSearchIndex is the index of this run when OPENSEARCH_URL is
 // set: the search service reads it and the indexer writes it.
 var searchOpenSearchIndex = fmt.Sprintf("docrepo-e2e-%d", os.Getpid())
 
-// searchServiceToken creates the identity the search service's indexing
-// pipeline reads documents with (scope internal, no groups).
-func searchServiceToken(ctx context.Context, env serviceEnv) (string, error) {
+// searchServiceToken creates the identity the indexing pipeline reads
+// documents with (scope internal, no groups).
+func searchServiceToken(ctx context.Context, s *stack) (string, error) {
 	name := uniq("svc-indexer")
-	if _, err := env.stack.identity.CreateUser(ctx, name, nil); err != nil {
+	if _, err := s.identity.CreateUser(ctx, name, nil); err != nil {
 		return "", err
 	}
-	token, _, err := env.stack.identity.CreateKey(ctx, name, []string{auth.ScopeInternal}, 0)
+	token, _, err := s.identity.CreateKey(ctx, name, []string{auth.ScopeInternal}, 0)
 	return token, err
 }
 
-// searchConfig is the stack's search service configuration: the embedded
-// engine in a temporary directory (or OpenSearch when OPENSEARCH_URL is
-// set, with the indexer process registered in stack_indexer_test.go), and
-// in embedded mode the indexing pipeline consuming the stack's NATS.
-func searchConfig(ctx context.Context, env serviceEnv, indexDir string) (searchsvc.Config, error) {
-	token, err := searchServiceToken(ctx, env)
+// searchEnv is the environment of a search service (or indexer) of the
+// stack: the service token its indexing pipeline uses, and OpenSearch when
+// OPENSEARCH_URL is set (then the indexer process of stack_indexer_test.go
+// writes the index).
+func searchEnv(ctx context.Context, s *stack) ([]string, error) {
+	token, err := searchServiceToken(ctx, s)
 	if err != nil {
-		return searchsvc.Config{}, fmt.Errorf("search service token: %w", err)
+		return nil, fmt.Errorf("search service token: %w", err)
 	}
-	return searchsvc.Config{
-		Common:   env.common,
-		IndexDir: indexDir,
-		Indexing: indexing.Settings{
-			DocumentAddr: env.addrs["document"],
-			ServiceToken: token,
-			Durable:      "e2e-" + uniq("search"),
-		},
-		OpenSearch: opensearchengine.Settings{
-			URL:      os.Getenv("OPENSEARCH_URL"),
-			Username: os.Getenv("OPENSEARCH_USERNAME"),
-			Password: os.Getenv("OPENSEARCH_PASSWORD"),
-			Index:    searchOpenSearchIndex,
-			Insecure: os.Getenv("OPENSEARCH_INSECURE") == "true",
-		},
-		Listener: env.listener,
-		Logger:   env.logger,
-	}, nil
+	env := []string{"DOCREPO_SERVICE_TOKEN=" + token}
+	if u := os.Getenv("OPENSEARCH_URL"); u != "" {
+		env = append(env, "OPENSEARCH_URL="+u, "OPENSEARCH_INDEX="+searchOpenSearchIndex,
+			"OPENSEARCH_USERNAME="+os.Getenv("OPENSEARCH_USERNAME"),
+			"OPENSEARCH_PASSWORD="+os.Getenv("OPENSEARCH_PASSWORD"),
+			"OPENSEARCH_INSECURE="+os.Getenv("OPENSEARCH_INSECURE"))
+	}
+	return env, nil
 }
 
 func init() {
-	registry["search"] = func(ctx context.Context, env serviceEnv) error {
-		dir, err := os.MkdirTemp("", "docrepo-e2e-index-")
+	// The embedded engine in a directory of the run; in embedded mode the
+	// search service runs the indexing pipeline, consuming the stack's NATS.
+	registry["search"] = func(ctx context.Context, env serviceEnv) ([]string, error) {
+		e, err := searchEnv(ctx, env.stack)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer os.RemoveAll(dir)
-		cfg, err := searchConfig(ctx, env, dir)
-		if err != nil {
-			return err
-		}
-		return searchsvc.Run(ctx, cfg)
+		return append(e, "DOCREPO_INDEX_DIR="+filepath.Join(env.tempDir, "index"),
+			"DOCREPO_INDEX_CONSUMER=e2e-"+uniq("search")), nil
 	}
 }

@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,9 +23,10 @@ import (
 
 	"github.com/docrepo/docrepo/gateway/httpapi"
 	"github.com/docrepo/docrepo/pkg/auth"
-	"github.com/docrepo/docrepo/pkg/config"
+	"github.com/docrepo/docrepo/pkg/catalog"
 	"github.com/docrepo/docrepo/pkg/database"
 	"github.com/docrepo/docrepo/pkg/identity"
+	"github.com/docrepo/docrepo/pkg/launcher"
 	"github.com/docrepo/docrepo/pkg/logging"
 	"github.com/docrepo/docrepo/pkg/testenv/pgtest"
 )
@@ -33,6 +35,7 @@ import (
 type stack struct {
 	baseURL  string
 	dbURL    string
+	natsURL  string
 	pool     *pgxpool.Pool
 	identity *identity.Store
 	addrs    map[string]string
@@ -89,7 +92,9 @@ func TestMain(m *testing.M) {
 func runMain(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	dbURL, drop, err := pgtest.CreateDatabase(ctx)
+	// The identity tables hold the test users; each service migrates its
+	// own tables when it starts, as in a deployment.
+	dbURL, drop, err := pgtest.CreateDatabase(ctx, identity.Migrations)
 	var unavailable pgtest.ErrUnavailable
 	if errors.As(err, &unavailable) && os.Getenv("DOCREPO_TEST_STRICT") != "1" {
 		fmt.Println("skipping end-to-end tests:", err)
@@ -133,22 +138,27 @@ func runMain(m *testing.M) int {
 
 func listen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
 
-// serviceEnv is what a registered service gets to start with.
+// serviceEnv is what the environment function of a service gets.
 type serviceEnv struct {
-	common   config.Common
-	listener net.Listener
-	logger   *slog.Logger
 	// addrs maps every service name to its gRPC address.
 	addrs map[string]string
 	stack *stack
+	// tempDir is a directory of the run, removed when the stack stops.
+	tempDir string
 }
 
-// registry maps a service name to how the stack runs it; each service's
-// stack_<name>_test.go file registers itself in an init function.
-var registry = map[string]func(ctx context.Context, env serviceEnv) error{}
+// registry maps a service name to the environment (beyond the stack's
+// common one) its binary runs with; each service's stack_<name>_test.go
+// file registers itself in an init function.
+var registry = map[string]func(ctx context.Context, env serviceEnv) ([]string, error){}
 
-// startStack starts every service and the gateway in this process, each on
-// its own port, and returns a function that stops them all.
+// binaries are the stack's commands, built once per test run.
+var binaries map[string]string
+
+// startStack builds the services' binaries and starts each as its own
+// process, as a deployment runs them, configured only through its
+// environment; the gateway runs in this process (it is the code under
+// test here). It returns a function that stops them all.
 func startStack(ctx context.Context, dbURL, natsURL string) (*stack, func(), error) {
 	// Every process's logs go to one captured stream (tests read it, e.g.
 	// to follow a trace id), and to stderr with DOCREPO_E2E_LOG=1.
@@ -156,59 +166,90 @@ func startStack(ctx context.Context, dbURL, natsURL string) (*stack, func(), err
 	if os.Getenv("DOCREPO_E2E_LOG") != "" {
 		logOut = io.MultiWriter(&logs, os.Stderr)
 	}
-	newLogger := func(service string) *slog.Logger { return logging.NewTo(logOut, service, "info", "json") }
-	pool, err := database.Open(ctx, dbURL)
+	root, err := launcher.RepoRoot(".")
 	if err != nil {
 		return nil, nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	var runErrs sync.Map
-	start := func(name string, run func(ctx context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := run(ctx); err != nil && ctx.Err() == nil {
-				runErrs.Store(name, err)
-				fmt.Fprintf(os.Stderr, "e2e: %s stopped: %v\n", name, err)
-			}
-		}()
+	tempDir, err := os.MkdirTemp("", "docrepo-e2e-")
+	if err != nil {
+		return nil, nil, err
 	}
-	common := config.Common{DatabaseURL: dbURL, Migrate: false, LogLevel: "warn", NATSURL: natsURL}
-	s := &stack{dbURL: dbURL, pool: pool, identity: identity.NewStore(pool), addrs: map[string]string{}, running: map[string]bool{}}
+	names := make([]string, 0, len(registry))
+	for name := range registry {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	if binaries, err = launcher.Build(ctx, root, filepath.Join(tempDir, "bin"), names...); err != nil {
+		os.RemoveAll(tempDir)
+		return nil, nil, err
+	}
+	// Tests read the services' tables (qualified by schema) and write doc
+	// types and templates as docrepoctl does, in the schema service's schema.
+	pool, err := database.Open(ctx, dbURL, catalog.Schema)
+	if err != nil {
+		os.RemoveAll(tempDir)
+		return nil, nil, err
+	}
+	s := &stack{dbURL: dbURL, natsURL: natsURL, pool: pool, identity: identity.NewStore(pool), addrs: map[string]string{}, running: map[string]bool{}}
 
-	// Bind every listener first, so each service knows the others'
-	// addresses before any starts. Services not registered get an address
-	// nothing listens on, so their routes answer 503 rather than pretending.
-	listeners := map[string]net.Listener{}
+	// Every service gets an address first, so each knows the others'
+	// before any starts. Services not registered get an address nothing
+	// listens on, so their routes answer 503 rather than pretending.
 	for _, name := range []string{"document", "folder", "search", "schema", "indexer"} {
-		l, err := listen()
-		if err != nil {
-			cancel()
+		if s.addrs[name], err = launcher.FreeAddr(); err != nil {
+			pool.Close()
+			os.RemoveAll(tempDir)
 			return nil, nil, err
 		}
-		s.addrs[name] = l.Addr().String()
-		if _, ok := registry[name]; ok {
-			listeners[name] = l
-			s.running[name] = true
-		} else {
-			l.Close()
+	}
+	var procs []*launcher.Process
+	stopProcs := func() {
+		for i := len(procs) - 1; i >= 0; i-- {
+			if err := procs[i].Stop(30 * time.Second); err != nil {
+				fmt.Fprintf(os.Stderr, "e2e: %s: %v\n", procs[i].Name(), err)
+			}
 		}
 	}
-	for name, runService := range registry {
-		env := serviceEnv{common: common, listener: listeners[name], logger: newLogger(name), addrs: s.addrs, stack: s}
-		start(name, func(ctx context.Context) error { return runService(ctx, env) })
-	}
-	gwLis, err := listen()
-	if err != nil {
-		cancel()
+	fail := func(err error) (*stack, func(), error) {
+		stopProcs()
+		pool.Close()
+		os.RemoveAll(tempDir)
 		return nil, nil, err
 	}
+	for _, name := range names {
+		extra, err := registry[name](ctx, serviceEnv{addrs: s.addrs, stack: s, tempDir: tempDir})
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", name, err))
+		}
+		metrics, err := launcher.FreeAddr()
+		if err != nil {
+			return fail(err)
+		}
+		env := append(s.commonEnv(), "DOCREPO_GRPC_ADDR="+s.addrs[name], "DOCREPO_METRICS_ADDR="+metrics)
+		p, err := launcher.Start(launcher.Spec{Name: name, Path: binaries[name], Env: append(env, extra...), Output: logOut})
+		if err != nil {
+			return fail(err)
+		}
+		procs = append(procs, p)
+		s.running[name] = true
+	}
+	for _, p := range procs {
+		if err := launcher.WaitTCP(ctx, p, s.addrs[p.Name()], 60*time.Second); err != nil {
+			return fail(err)
+		}
+	}
+
+	gwLis, err := listen()
+	if err != nil {
+		return fail(err)
+	}
 	s.baseURL = "http://" + gwLis.Addr().String()
-	start("gateway", func(ctx context.Context) error {
-		return httpapi.Run(ctx, httpapi.Config{
+	gwCtx, cancel := context.WithCancel(ctx)
+	gwDone := make(chan error, 1)
+	go func() {
+		gwDone <- httpapi.Run(gwCtx, httpapi.Config{
 			Listener:       gwLis,
-			Logger:         newLogger("gateway"),
+			Logger:         logging.NewTo(logOut, "gateway", "info", "json"),
 			DocumentAddr:   s.addrs["document"],
 			FolderAddr:     s.addrs["folder"],
 			SearchAddr:     s.addrs["search"],
@@ -216,13 +257,73 @@ func startStack(ctx context.Context, dbURL, natsURL string) (*stack, func(), err
 			MaxUploadBytes: 64 << 20,
 			RequestTimeout: 30 * time.Second,
 		})
-	})
+	}()
 	stop := func() {
 		cancel()
-		wg.Wait()
+		if err := <-gwDone; err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: gateway stopped: %v\n", err)
+		}
+		stopProcs()
 		pool.Close()
+		os.RemoveAll(tempDir)
 	}
 	return s, stop, nil
+}
+
+// commonEnv is the environment every service process of the stack gets:
+// the database, NATS, every service's address and JSON logs at info level
+// (tests follow trace ids through them).
+func (s *stack) commonEnv() []string {
+	return []string{
+		"DATABASE_URL=" + s.dbURL,
+		"NATS_URL=" + s.natsURL,
+		"DOCREPO_MIGRATE=true",
+		"DOCREPO_LOG_LEVEL=info",
+		"DOCREPO_LOG_FORMAT=json",
+		"DOCREPO_DOCUMENT_ADDR=" + s.addrs["document"],
+		"DOCREPO_FOLDER_ADDR=" + s.addrs["folder"],
+		"DOCREPO_SEARCH_ADDR=" + s.addrs["search"],
+		"DOCREPO_SCHEMA_ADDR=" + s.addrs["schema"],
+	}
+}
+
+// startExtra starts one more process of a stack binary for a test, with the
+// stack's common environment, a fresh gRPC address and extra, and stops it
+// when the test ends. It returns the process's gRPC address once it
+// listens.
+func startExtra(t *testing.T, name string, extra ...string) string {
+	t.Helper()
+	addr, err := launcher.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(stk.commonEnv(), "DOCREPO_LOG_LEVEL=warn")
+	startProcess(t, name, addr, append(env, extra...)...)
+	return addr
+}
+
+// startProcess starts a stack binary for a test with env (later entries
+// win) listening on addr, waits until it listens, and stops it when the
+// test ends.
+func startProcess(t *testing.T, name, addr string, env ...string) {
+	t.Helper()
+	metrics, err := launcher.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env = append(env, "DOCREPO_GRPC_ADDR="+addr, "DOCREPO_METRICS_ADDR="+metrics)
+	p, err := launcher.Start(launcher.Spec{Name: name, Path: binaries[name], Env: env, Output: os.Stderr, Prefix: name + "(" + t.Name() + ") | "})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Stop(30 * time.Second); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	})
+	if err := launcher.WaitTCP(context.Background(), p, addr, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
 }
 
 var userSeq atomic.Int64
@@ -309,6 +410,13 @@ func (c *client) do(method, path string, body any, headers ...string) *response 
 
 func doRequest(t testing.TB, token, method, path string, body any, headers ...string) *response {
 	t.Helper()
+	return doRequestTo(t, stk.baseURL, token, method, path, body, headers...)
+}
+
+// doRequestTo is doRequest against the gateway at base (a test's own
+// stack, or the shared one).
+func doRequestTo(t testing.TB, base, token, method, path string, body any, headers ...string) *response {
+	t.Helper()
 	var rd io.Reader
 	contentType := ""
 	switch b := body.(type) {
@@ -332,7 +440,7 @@ func doRequest(t testing.TB, token, method, path string, body any, headers ...st
 		rd = bytes.NewReader(data)
 		contentType = "application/json"
 	}
-	req, err := http.NewRequest(method, stk.baseURL+path, rd)
+	req, err := http.NewRequest(method, base+path, rd)
 	if err != nil {
 		t.Fatalf("request: %v", err)
 	}

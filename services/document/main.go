@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"github.com/docrepo/docrepo/pkg/config"
-	"github.com/docrepo/docrepo/services/document/documentsvc"
+	"github.com/docrepo/docrepo/services/document/internal/documentsvc"
 )
 
 func main() {

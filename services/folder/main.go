@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"github.com/docrepo/docrepo/pkg/config"
-	"github.com/docrepo/docrepo/services/folder/foldersvc"
+	"github.com/docrepo/docrepo/services/folder/internal/foldersvc"
 )
 
 func main() {

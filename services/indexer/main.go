@@ -10,7 +10,7 @@ import (
 	"syscall"
 
 	"github.com/docrepo/docrepo/pkg/config"
-	"github.com/docrepo/docrepo/services/indexer/indexersvc"
+	"github.com/docrepo/docrepo/services/indexer/internal/indexersvc"
 )
 
 func main() {

@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"github.com/docrepo/docrepo/pkg/config"
-	"github.com/docrepo/docrepo/services/schema/schemasvc"
+	"github.com/docrepo/docrepo/services/schema/internal/schemasvc"
 )
 
 func main() {

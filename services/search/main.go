@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"github.com/docrepo/docrepo/pkg/config"
-	"github.com/docrepo/docrepo/services/search/searchsvc"
+	"github.com/docrepo/docrepo/services/search/internal/searchsvc"
 )
 
 func main() {

@@ -88,7 +88,9 @@ type bench struct {
 }
 
 func newBench(ctx context.Context, s settings, out io.Writer) (*bench, error) {
-	pool, err := database.Open(ctx, s.dbURL)
+	// The bench creates users, keys and doc types directly, as docrepoctl
+	// does: the identity tables, and the schema service's in its schema.
+	pool, err := database.Open(ctx, s.dbURL, catalog.Schema)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,150 @@
+package documentsvc
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/docrepo/docrepo/pkg/apierr"
+	"github.com/docrepo/docrepo/pkg/auth"
+	"github.com/docrepo/docrepo/pkg/fieldcheck"
+	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+)
+
+// ListDocumentIds limits.
+const (
+	DefaultIDsLimit = 1000
+	MaxIDsLimit     = 10000
+)
+
+// GetIndexDocument returns what the indexer needs about a document, read in
+// one snapshot: metadata with the current file, rev, groups and folder ids.
+// A missing document is reported as deleted, not as an error, so that the
+// indexer can remove it from the engine.
+func (s *Service) GetIndexDocument(ctx context.Context, req *documentv1.GetIndexDocumentRequest) (*documentv1.GetIndexDocumentResponse, error) {
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &documentv1.IndexDocument{}
+	deleted := false
+	err = s.readTx(ctx, func(tx pgx.Tx) error {
+		doc, rev, err := loadDocument(ctx, tx, p, req.GetDocId())
+		if apierr.IsKind(err, apierr.KindNotFound) {
+			deleted = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		out.Document, out.Rev = doc, rev
+		if doc.LinkedFiles, err = loadLinkedFiles(ctx, tx, doc.Id); err != nil {
+			return err
+		}
+		if out.GroupIds, err = loadGroupIDs(ctx, tx, doc.Id); err != nil {
+			return err
+		}
+		if out.FolderIds, err = loadFolderIDs(ctx, tx, doc.Id); err != nil {
+			return err
+		}
+		if len(doc.LinkedFiles) > 0 {
+			f := doc.LinkedFiles[0]
+			out.File = &documentv1.IndexFile{Ownid: f.Ownid, Origname: f.Origname, ImageType: f.ImageType,
+				ImageSize: f.ImageSize, Filehash: f.Filehash}
+			src, err := loadContentSource(ctx, tx, doc.Id)
+			if err != nil {
+				return err
+			}
+			out.File.ContentSource = src.String
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if deleted {
+		return &documentv1.GetIndexDocumentResponse{Deleted: true}, nil
+	}
+	return &documentv1.GetIndexDocumentResponse{Document: out}, nil
+}
+
+// ListDocumentIds pages through every document id in ascending order.
+func (s *Service) ListDocumentIds(ctx context.Context, req *documentv1.ListDocumentIdsRequest) (*documentv1.ListDocumentIdsResponse, error) {
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Internal callers leave limit 0 for the default.
+	limit, err := fieldcheck.Limit(req.GetLimit(), req.GetLimit() != 0, DefaultIDsLimit, MaxIDsLimit)
+	if err != nil {
+		return nil, err
+	}
+	resp := &documentv1.ListDocumentIdsResponse{}
+	err = s.readTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT d.id, d.rev FROM documents d WHERE d.id > $3 AND `+visibleSQL+` ORDER BY d.id LIMIT $4`,
+			p.Unrestricted(), p.GroupIDs, req.GetAfterId(), limit)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id, rev int64
+			if err := rows.Scan(&id, &rev); err != nil {
+				rows.Close()
+				return err
+			}
+			resp.Ids = append(resp.Ids, id)
+			resp.Revs = append(resp.Revs, rev)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `SELECT count(*) FROM documents d WHERE `+visibleSQL, p.Unrestricted(), p.GroupIDs).Scan(&resp.Total)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// contentSources are the values SetContentSource records.
+var contentSources = map[string]bool{"text": true, "ocr": true, "none": true}
+
+// SetContentSource records where the indexer got the text of a document's
+// current file. It changes nothing search sees: no rev bump, no event.
+func (s *Service) SetContentSource(ctx context.Context, req *documentv1.SetContentSourceRequest) (*documentv1.SetContentSourceResponse, error) {
+	if _, err := auth.Caller(ctx); err != nil {
+		return nil, err
+	}
+	if err := checkDocID(req.GetDocId()); err != nil {
+		return nil, err
+	}
+	if req.GetFileId() <= 0 {
+		return nil, apierr.Invalid("Invalid value for file_id: must be a positive integer")
+	}
+	if !contentSources[req.GetSource()] {
+		return nil, apierr.Invalid("Invalid value for source: must be text, ocr or none")
+	}
+	// Only the current file: a version uploaded meanwhile has a row of its
+	// own, which the indexer reads next.
+	tag, err := s.pool.Exec(ctx, `UPDATE linked_files f SET content_source = $3
+		WHERE f.doc_id = $1 AND f.ownid = $2
+		  AND f.ownid = (SELECT max(ownid) FROM linked_files WHERE doc_id = $1)`,
+		req.GetDocId(), req.GetFileId(), req.GetSource())
+	if err != nil {
+		return nil, err
+	}
+	return &documentv1.SetContentSourceResponse{Applied: tag.RowsAffected() == 1}, nil
+}
+
+// loadContentSource reads the content source of a document's current file:
+// NULL when the indexer has not read it yet, or when there is no file.
+func loadContentSource(ctx context.Context, q querier, docID int64) (pgtype.Text, error) {
+	var src pgtype.Text
+	err := q.QueryRow(ctx, `SELECT content_source FROM linked_files WHERE doc_id = $1 ORDER BY ownid DESC LIMIT 1`, docID).Scan(&src)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return pgtype.Text{}, nil
+	}
+	return src, err
+}

@@ -1,0 +1,273 @@
+package documentsvc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/docrepo/docrepo/pkg/apierr"
+	"github.com/docrepo/docrepo/pkg/auth"
+	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+	folderv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/folder/v1"
+	schemav1 "github.com/docrepo/docrepo/pkg/gen/docrepo/schema/v1"
+)
+
+// docFields are validated upload metadata.
+type docFields struct {
+	folderID        int64
+	description     *string
+	docType         *string
+	docStatus       *string
+	accountNumber   *string
+	referenceNumber *string
+	fromEntity      *string
+	toEntity        *string
+	revNumber       *string
+	subdoctype      *string
+	date            *time.Time
+	privileged      bool
+	prefix          *string
+}
+
+// parseUploadMeta validates the metadata known so far. With final set, the
+// required fields must be there.
+func parseUploadMeta(m *documentv1.UploadMetadata, final bool) (*docFields, error) {
+	f := &docFields{privileged: m.GetPrivileged()}
+	if m.FolderId == nil {
+		if final {
+			return nil, apierr.Invalid("Missing required field: folder_id")
+		}
+	} else if f.folderID = m.GetFolderId(); f.folderID < 0 {
+		return nil, apierr.Invalid("Invalid value for folder_id: must not be negative")
+	}
+	texts := []struct {
+		field textField
+		in    *string
+		out   **string
+	}{
+		{fieldDescription, m.Description, &f.description},
+		{fieldDocType, m.DocType, &f.docType},
+		{fieldDocStatus, m.DocStatus, &f.docStatus},
+		{fieldAccountNumber, m.AccountNumber, &f.accountNumber},
+		{fieldReferenceNumber, m.ReferenceNumber, &f.referenceNumber},
+		{fieldFromEntity, m.FromEntity, &f.fromEntity},
+		{fieldToEntity, m.ToEntity, &f.toEntity},
+		{fieldRevNumber, m.RevNumber, &f.revNumber},
+		{fieldSubdoctype, m.Subdoctype, &f.subdoctype},
+	}
+	for _, t := range texts {
+		v, err := optText(t.field, t.in)
+		if err != nil {
+			return nil, err
+		}
+		*t.out = v
+	}
+	var err error
+	if f.date, err = optDate(m.Date); err != nil {
+		return nil, err
+	}
+	if m.DocNumberPrefix != nil {
+		p := m.GetDocNumberPrefix()
+		if err := CheckDocNumberPrefix(p); err != nil {
+			return nil, err
+		}
+		f.prefix = &p
+	}
+	return f, nil
+}
+
+// uploadChecker validates upload metadata, remembering what other services
+// already confirmed so that the check at the end of the stream does not ask
+// again.
+type uploadChecker struct {
+	s          *Service
+	p          *auth.Principal
+	folderSeen *int64
+	typeSeen   *string
+}
+
+func (c *uploadChecker) check(ctx context.Context, m *documentv1.UploadMetadata, final bool) (*docFields, error) {
+	f, err := parseUploadMeta(m, final)
+	if err != nil {
+		return nil, err
+	}
+	if !c.p.Unrestricted() && len(c.p.GroupIDs) == 0 {
+		return nil, apierr.PermissionDenied("You belong to no group, so nobody could see the document")
+	}
+	if m.FolderId != nil && f.folderID != 0 && (c.folderSeen == nil || *c.folderSeen != f.folderID) {
+		if err := c.s.checkFolder(ctx, f.folderID); err != nil {
+			return nil, err
+		}
+		c.folderSeen = &f.folderID
+	}
+	if f.docType != nil && (c.typeSeen == nil || *c.typeSeen != *f.docType) {
+		if err := c.s.checkDocType(ctx, *f.docType); err != nil {
+			return nil, err
+		}
+		c.typeSeen = f.docType
+	}
+	return f, nil
+}
+
+// checkFolder asks the folder service, as the caller, whether the folder
+// exists and is visible.
+func (s *Service) checkFolder(ctx context.Context, id int64) error {
+	resp, err := s.folders.GetFolders(ctx, &folderv1.GetFoldersRequest{FolderIds: []int64{id}})
+	if err != nil {
+		return downstream(err, "folder service", errFolderNotFound())
+	}
+	if len(resp.GetFolders()) == 0 {
+		return errFolderNotFound()
+	}
+	return nil
+}
+
+// checkDocType asks the schema service whether the doc type exists.
+func (s *Service) checkDocType(ctx context.Context, name string) error {
+	_, err := s.schema.GetDocType(ctx, &schemav1.GetDocTypeRequest{Name: name})
+	if err != nil {
+		return downstream(err, "schema service", apierr.Unprocessable("Unknown doc_type: %s", name))
+	}
+	return nil
+}
+
+// UploadDocument creates a document and its first file (docs/api.md §4.1). The
+// stream is metadata, the file header, the chunks, and possibly more
+// metadata. Metadata that precedes the file is checked before any byte is
+// stored; everything is checked again at the end, and a failure then
+// removes the stored bytes.
+func (s *Service) UploadDocument(stream grpc.ClientStreamingServer[documentv1.UploadDocumentRequest, documentv1.UploadDocumentResponse]) error {
+	ctx := stream.Context()
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return err
+	}
+	meta := &documentv1.UploadMetadata{}
+	var hdr *documentv1.FileHeader
+	for hdr == nil {
+		msg, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return apierr.Invalid("Missing required field: file")
+		}
+		if err != nil {
+			return err
+		}
+		switch part := msg.GetPart().(type) {
+		case *documentv1.UploadDocumentRequest_Metadata:
+			proto.Merge(meta, part.Metadata)
+		case *documentv1.UploadDocumentRequest_File:
+			hdr = part.File
+			if hdr == nil {
+				hdr = &documentv1.FileHeader{}
+			}
+		case *documentv1.UploadDocumentRequest_Chunk:
+			return apierr.Invalid("File data arrived before the file header")
+		default:
+			return apierr.Invalid("Empty upload message")
+		}
+	}
+	checker := &uploadChecker{s: s, p: p}
+	if _, err := checker.check(ctx, meta, false); err != nil {
+		return err
+	}
+	f, err := s.receiveFile(ctx, hdr, func() ([]byte, error) {
+		for {
+			msg, err := stream.Recv()
+			if err != nil {
+				return nil, err
+			}
+			switch part := msg.GetPart().(type) {
+			case *documentv1.UploadDocumentRequest_Chunk:
+				return part.Chunk, nil
+			case *documentv1.UploadDocumentRequest_Metadata:
+				proto.Merge(meta, part.Metadata)
+			case *documentv1.UploadDocumentRequest_File:
+				return nil, apierr.Invalid("Only one file may be uploaded")
+			default:
+				return nil, apierr.Invalid("Empty upload message")
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	fields, err := checker.check(ctx, meta, true)
+	if err != nil {
+		s.discard(f.key)
+		return err
+	}
+	resp, err := s.createDocument(ctx, p, fields, f)
+	if err != nil {
+		s.discard(f.key)
+		return err
+	}
+	return stream.SendAndClose(resp)
+}
+
+// createDocument writes the document, its groups, folder, file, number and
+// created event in one transaction.
+func (s *Service) createDocument(ctx context.Context, p *auth.Principal, f *docFields, file *storedFile) (*documentv1.UploadDocumentResponse, error) {
+	resp := &documentv1.UploadDocumentResponse{ImageName: file.imageName}
+	description := defaultDescription(file.origname)
+	if f.description != nil {
+		description = *f.description
+	}
+	resp.Description = description
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if f.prefix != nil {
+			var seq int64
+			if err := tx.QueryRow(ctx, `INSERT INTO doc_number_sequences AS s (prefix, last_value) VALUES ($1, 1)
+				ON CONFLICT (prefix) DO UPDATE SET last_value = s.last_value + 1
+				RETURNING last_value`, *f.prefix).Scan(&seq); err != nil {
+				return err
+			}
+			n := FormatDocNumber(*f.prefix, seq)
+			resp.DocNumber = &n
+		}
+		if err := tx.QueryRow(ctx, `INSERT INTO documents (description, doc_number, doc_type, doc_status,
+				reference_number, date, from_entity, to_entity, entry_person_id, entry_person, rev_number,
+				privileged, account_number, subdoctype)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`,
+			description, resp.DocNumber, f.docType, f.docStatus, f.referenceNumber, f.date, f.fromEntity,
+			f.toEntity, p.UserID, p.Username, f.revNumber, f.privileged, f.accountNumber, f.subdoctype,
+		).Scan(&resp.DocId); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO document_groups (doc_id, group_id)
+			SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING`, resp.DocId, p.GroupIDs); err != nil {
+			return err
+		}
+		if f.folderID != 0 {
+			if err := assignFolder(ctx, tx, resp.DocId, f.folderID); err != nil {
+				return err
+			}
+		}
+		var err error
+		if resp.LinkedFileId, err = insertLinkedFile(ctx, tx, p, resp.DocId, file); err != nil {
+			return err
+		}
+		if err := committed(ctx, tx, file.key); err != nil {
+			return err
+		}
+		return insertEvent(ctx, tx, resp.DocId, 1, kindCreated)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// insertLinkedFile records a stored file as a document's current file.
+func insertLinkedFile(ctx context.Context, tx pgx.Tx, p *auth.Principal, docID int64, f *storedFile) (int64, error) {
+	var ownid int64
+	err := tx.QueryRow(ctx, `INSERT INTO linked_files (doc_id, image_name, image_type, image_size, page_count,
+			origname, filehash, blob_key, lastmodifieduser)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ownid`,
+		docID, f.imageName, f.mimeType, f.size, f.pageCount, f.origname, f.sha256, f.key, p.UserID).Scan(&ownid)
+	return ownid, err
+}

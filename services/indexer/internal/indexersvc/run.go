@@ -1,0 +1,78 @@
+package indexersvc
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+
+	"github.com/docrepo/docrepo/pkg/bootstrap"
+	"github.com/docrepo/docrepo/pkg/config"
+	"github.com/docrepo/docrepo/pkg/database"
+	indexerv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/indexer/v1"
+	"github.com/docrepo/docrepo/pkg/identity"
+	"github.com/docrepo/docrepo/pkg/indexing"
+	"github.com/docrepo/docrepo/pkg/search/opensearchengine"
+)
+
+// ErrEmbeddedMode is returned when OPENSEARCH_URL is empty.
+var ErrEmbeddedMode = errors.New("OPENSEARCH_URL is not set: the indexer process only runs with OpenSearch; " +
+	"with the embedded engine the search service indexes in its own process (its index has a single writer), " +
+	"so do not start the indexer")
+
+// Config is the indexer's configuration.
+type Config struct {
+	config.Common
+	Indexing   indexing.Settings
+	OpenSearch opensearchengine.Settings
+
+	// Listener, when set, replaces listening on GRPCAddr (tests).
+	Listener net.Listener
+	// Logger, when set, replaces the configured logger (tests).
+	Logger *slog.Logger
+}
+
+// Register adds the indexer's settings to l.
+func (c *Config) Register(l *config.Loader) {
+	l.RegisterCommon(&c.Common, "127.0.0.1:9105", "127.0.0.1:9115")
+	c.Indexing.Register(l)
+	c.OpenSearch.Register(l)
+}
+
+// Run runs the indexer until ctx is done.
+func Run(ctx context.Context, cfg Config) error {
+	if !cfg.OpenSearch.Enabled() {
+		return ErrEmbeddedMode
+	}
+	if cfg.NATSURL == "" {
+		return errors.New("NATS_URL is not set: the indexer consumes document events from NATS JetStream")
+	}
+	svc, err := bootstrap.Start(ctx, "indexer", cfg.Common, bootstrap.Options{Schema: "indexer", Migrations: []database.MigrationSet{identity.Migrations}, Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	svc.Listener = cfg.Listener
+	emb, err := cfg.Indexing.NewEmbedder(ctx)
+	if err != nil {
+		return err
+	}
+	eng, err := cfg.OpenSearch.Open(ctx, emb.Dimensions(), 0)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	pipe, err := cfg.Indexing.NewPipeline(eng, emb, svc.Logger)
+	if err != nil {
+		return err
+	}
+	defer pipe.Close()
+	indexerv1.RegisterIndexerServiceServer(svc.Server.GRPC(), pipe.Server)
+	svc.Ready = func(ctx context.Context) error {
+		_, err := eng.Count(ctx)
+		return err
+	}
+	svc.Go(func(ctx context.Context) error { return pipe.Consume(ctx, cfg.NATSURL) })
+	svc.Logger.Info("indexer started", "opensearch", cfg.OpenSearch.URL, "embedder", emb.Name())
+	return svc.Run(ctx)
+}

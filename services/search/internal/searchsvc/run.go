@@ -1,0 +1,177 @@
+package searchsvc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/docrepo/docrepo/pkg/bootstrap"
+	"github.com/docrepo/docrepo/pkg/config"
+	"github.com/docrepo/docrepo/pkg/database"
+	"github.com/docrepo/docrepo/pkg/embed"
+	folderv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/folder/v1"
+	indexerv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/indexer/v1"
+	searchv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/search/v1"
+	"github.com/docrepo/docrepo/pkg/grpcclient"
+	"github.com/docrepo/docrepo/pkg/identity"
+	"github.com/docrepo/docrepo/pkg/indexing"
+	"github.com/docrepo/docrepo/pkg/search/bleveengine"
+	"github.com/docrepo/docrepo/pkg/search/engine"
+	"github.com/docrepo/docrepo/pkg/search/opensearchengine"
+)
+
+// Config is the search service's configuration.
+type Config struct {
+	config.Common
+	// Indexing configures the embedder (always) and, in embedded mode, the
+	// indexing pipeline this process runs.
+	Indexing indexing.Settings
+	// IndexDir is where the embedded engine keeps its index.
+	IndexDir string
+	// SearchTimeout bounds each search (504 Gateway Timeout past it).
+	SearchTimeout time.Duration
+	// FolderAddr is the folder service's gRPC address: filesbelongto
+	// concerns only the folders the caller can see.
+	FolderAddr string
+	// OpenSearch: when its URL is set, the service searches OpenSearch and
+	// a separate indexer process writes it.
+	OpenSearch opensearchengine.Settings
+
+	// Listener, when set, replaces listening on GRPCAddr (tests).
+	Listener net.Listener
+	// Logger, when set, replaces the configured logger (tests).
+	Logger *slog.Logger
+}
+
+// Register adds the service's settings to l.
+func (c *Config) Register(l *config.Loader) {
+	l.RegisterCommon(&c.Common, "127.0.0.1:9103", "127.0.0.1:9113")
+	c.Indexing.Register(l)
+	l.String(&c.IndexDir, "index-dir", "DOCREPO_INDEX_DIR", "./.data/index", "directory of the embedded search index")
+	l.Duration(&c.SearchTimeout, "search-timeout", "DOCREPO_SEARCH_TIMEOUT", DefaultTimeout, "server-side search timeout (504 Gateway Timeout past it)")
+	l.String(&c.FolderAddr, "folder-addr", "DOCREPO_FOLDER_ADDR", "127.0.0.1:9102", "folder service gRPC address")
+	c.OpenSearch.Register(l)
+}
+
+// Embedded reports whether the service runs the embedded engine (and so
+// the indexing pipeline).
+func (c *Config) Embedded() bool { return !c.OpenSearch.Enabled() }
+
+// Run runs the search service until ctx is done.
+func Run(ctx context.Context, cfg Config) error {
+	svc, err := bootstrap.Start(ctx, "search", cfg.Common, bootstrap.Options{Schema: "search", Migrations: []database.MigrationSet{identity.Migrations}, Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	svc.Listener = cfg.Listener
+	log := svc.Logger
+	emb, err := cfg.Indexing.NewEmbedder(ctx)
+	if err != nil {
+		return err
+	}
+	opened, generation, err := openEngine(ctx, cfg, emb)
+	if err != nil {
+		return err
+	}
+	// Searches and the indexer use the index through a switch, so that a
+	// full rebuild can swap in a new index without downtime.
+	eng := engine.NewSwitchable(opened)
+	defer eng.Close()
+	folderConn, err := grpcclient.Dial(cfg.FolderAddr)
+	if err != nil {
+		return err
+	}
+	defer folderConn.Close()
+	searchv1.RegisterSearchServiceServer(svc.Server.GRPC(),
+		NewService(eng, emb, folderv1.NewFolderServiceClient(folderConn), cfg.SearchTimeout, log))
+	svc.Ready = func(ctx context.Context) error {
+		_, err := eng.Count(ctx)
+		return err
+	}
+	if cfg.Embedded() {
+		pipe, err := cfg.Indexing.NewPipeline(eng, emb, log.With("component", "indexer"))
+		if err != nil {
+			return fmt.Errorf("search: embedded mode runs the indexer: %w", err)
+		}
+		defer pipe.Close()
+		pipe.Server.RebuildInto(embeddedRebuild(cfg.IndexDir, eng, &generation, log))
+		indexerv1.RegisterIndexerServiceServer(svc.Server.GRPC(), pipe.Server)
+		if cfg.NATSURL != "" {
+			svc.Go(func(ctx context.Context) error { return pipe.Consume(ctx, cfg.NATSURL) })
+		} else {
+			log.Warn("NATS_URL is empty: not consuming document events; the index changes only by reindex")
+		}
+		log.Info("embedded search engine", "dir", cfg.IndexDir, "embedder", emb.Name())
+	} else {
+		log.Info("OpenSearch search engine; the indexer process writes it", "embedder", emb.Name())
+	}
+	return svc.Run(ctx)
+}
+
+// openEngine opens the configured engine; for the embedded one it also
+// returns the name of the index generation in use.
+func openEngine(ctx context.Context, cfg Config, emb embed.Embedder) (engine.Engine, string, error) {
+	if cfg.Embedded() {
+		if cfg.IndexDir == "" {
+			return nil, "", errors.New("search: DOCREPO_INDEX_DIR is empty")
+		}
+		e, gen, err := bleveengine.OpenCurrent(cfg.IndexDir, bleveengine.Options{})
+		if err != nil {
+			return nil, "", fmt.Errorf("search: open the embedded index at %s: %w", cfg.IndexDir, err)
+		}
+		return e, gen, nil
+	}
+	e, err := cfg.OpenSearch.Open(ctx, emb.Dimensions(), cfg.SearchTimeout)
+	return e, "", err
+}
+
+// embeddedRebuild is how a full rebuild of the embedded index runs: into
+// the next generation directory, which then becomes current (CURRENT is
+// replaced atomically) and takes the old one's place in the switch; the
+// old generation is closed and deleted.
+func embeddedRebuild(root string, sw *engine.Switchable, current *string, log *slog.Logger) func(context.Context) (indexing.Target, error) {
+	return func(context.Context) (indexing.Target, error) {
+		e, name, err := bleveengine.NewGeneration(root, bleveengine.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return &generationTarget{root: root, name: name, e: e, sw: sw, current: current, log: log}, nil
+	}
+}
+
+// generationTarget is a new generation of the embedded index being built.
+type generationTarget struct {
+	root, name string
+	e          *bleveengine.Engine
+	sw         *engine.Switchable
+	current    *string
+	log        *slog.Logger
+}
+
+func (t *generationTarget) Engine() engine.Engine { return t.e }
+
+func (t *generationTarget) Commit(context.Context) error {
+	if err := bleveengine.CommitGeneration(t.root, t.name); err != nil {
+		return err
+	}
+	old := t.sw.Switch(t.e)
+	oldName := *t.current
+	*t.current = t.name
+	if err := old.Close(); err != nil {
+		t.log.Warn("closing the replaced index generation", "generation", oldName, "error", err)
+	}
+	if err := bleveengine.RemoveGeneration(t.root, oldName); err != nil {
+		t.log.Warn("removing the replaced index generation", "generation", oldName, "error", err)
+	}
+	t.log.Info("the rebuilt index generation is in use", "generation", t.name, "replaced", oldName)
+	return nil
+}
+
+func (t *generationTarget) Abandon() {
+	_ = t.e.Close()
+	_ = bleveengine.RemoveGeneration(t.root, t.name)
+}

@@ -1,0 +1,219 @@
+package searchsvc
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/docrepo/docrepo/pkg/apierr"
+	"github.com/docrepo/docrepo/pkg/auth"
+	"github.com/docrepo/docrepo/pkg/embed"
+	folderv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/folder/v1"
+	searchv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/search/v1"
+	"github.com/docrepo/docrepo/pkg/search/bleveengine"
+	"github.com/docrepo/docrepo/pkg/search/engine"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// newTestService indexes docs into an in-memory embedded engine the way
+// the indexer does (vectors from the same embedder) and returns the service.
+func newTestService(t *testing.T, timeout time.Duration, wrap func(engine.Engine) engine.Engine, docs ...engine.Document) *Service {
+	t.Helper()
+	eng, err := bleveengine.Open("", bleveengine.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	emb, err := embed.NewHash(256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range docs {
+		v, _ := emb.Embed(context.Background(), []string{docs[i].Content, engine.MetadataText(&docs[i])})
+		docs[i].ContentVector, docs[i].MetadataVector = v[0], v[1]
+	}
+	if _, err := eng.Upsert(context.Background(), docs); err != nil {
+		t.Fatal(err)
+	}
+	var e engine.Engine = eng
+	if wrap != nil {
+		e = wrap(e)
+	}
+	return NewService(e, emb, visibleFolders{5, 6}, timeout, nil)
+}
+
+// visibleFolders stands in for the folder service's client: the caller
+// sees exactly these folders.
+type visibleFolders []int64
+
+func (v visibleFolders) VisibleFolderIds(context.Context, *folderv1.VisibleFolderIdsRequest, ...grpc.CallOption) (*folderv1.VisibleFolderIdsResponse, error) {
+	return &folderv1.VisibleFolderIdsResponse{FolderIds: v}, nil
+}
+
+func userCtx(groups ...int64) context.Context {
+	return auth.WithPrincipal(context.Background(), &auth.Principal{UserID: 1, GroupIDs: groups, Scopes: []string{auth.ScopeSearch}})
+}
+
+func request(t *testing.T, js string) *searchv1.SearchRequest {
+	t.Helper()
+	var r searchv1.SearchRequest
+	if err := protojson.Unmarshal([]byte(js), &r); err != nil {
+		t.Fatalf("request %s: %v", js, err)
+	}
+	return &r
+}
+
+var testDocs = []engine.Document{
+	{ID: 1, Rev: 1, GroupIDs: []int64{10}, FolderIDs: []int64{5, 6}, Description: ptr("Annual report"), DocType: ptr("report"),
+		Date: ptr(time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)), Content: "The annual report on vaccination <script>alert(1)</script> programmes."},
+	{ID: 2, Rev: 1, GroupIDs: []int64{10}, Description: ptr("Invoice"), DocType: ptr("invoice"), Content: "Invoice for vaccines delivered."},
+	{ID: 3, Rev: 1, GroupIDs: []int64{20}, Description: ptr("Secret report"), DocType: ptr("report"), Content: "A secret annual report on vaccination."},
+}
+
+func TestSearchResponseShapeAndVisibility(t *testing.T) {
+	s := newTestService(t, 0, nil, testDocs...)
+	tests := []struct {
+		name      string
+		ctx       context.Context
+		req       string
+		wantTotal int64
+		wantIDs   []float64
+	}{
+		{name: "fts sees only the caller's groups", ctx: userCtx(10), req: `{"where":{"fts":{"query":"report"}}}`, wantTotal: 1, wantIDs: []float64{1}},
+		{name: "other group", ctx: userCtx(20), req: `{"where":{"fts":{"query":"report"}}}`, wantTotal: 1, wantIDs: []float64{3}},
+		{name: "both groups", ctx: userCtx(10, 20), req: `{"where":{"fts":{"query":"annual report"}},"sort":[{"field":"id","direction":"asc"}]}`, wantTotal: 2, wantIDs: []float64{1, 3}},
+		{name: "no groups sees nothing", ctx: userCtx(), req: `{}`, wantTotal: 0},
+		{name: "metadata only", ctx: userCtx(10, 20), req: `{"where":{"eq":{"field":"doc_type","value":"report"}},"sort":[{"field":"id","direction":"desc"}]}`, wantTotal: 2, wantIDs: []float64{3, 1}},
+		{name: "internal caller sees all", ctx: auth.WithPrincipal(context.Background(), &auth.Principal{Scopes: []string{auth.ScopeInternal}}), req: `{"sort":[{"field":"id"}]}`, wantTotal: 3, wantIDs: []float64{1, 2, 3}},
+		{name: "vector", ctx: userCtx(10), req: `{"where":{"vector":{"target":"content","query":"vaccines invoice"}},"limit":1}`, wantTotal: 2, wantIDs: []float64{2}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := s.Search(tc.ctx, request(t, tc.req))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.GetTotal() != tc.wantTotal {
+				t.Errorf("total = %d, want %d", resp.GetTotal(), tc.wantTotal)
+			}
+			var ids []float64
+			for _, r := range resp.GetResults() {
+				ids = append(ids, r.GetFields()["id"].GetNumberValue())
+			}
+			if len(ids) != len(tc.wantIDs) {
+				t.Fatalf("ids = %v, want %v", ids, tc.wantIDs)
+			}
+			for i := range ids {
+				if ids[i] != tc.wantIDs[i] {
+					t.Fatalf("ids = %v, want %v", ids, tc.wantIDs)
+				}
+			}
+		})
+	}
+}
+
+func TestSearchFields(t *testing.T) {
+	s := newTestService(t, 0, nil, testDocs...)
+	resp, err := s.Search(userCtx(10), request(t, `{"where":{"fts":{"query":"\"vaccination\""}},"select":["date","filesbelongto","doc_number","_highlights"],"options":{"highlight_length":100}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetLimit() != 20 || resp.GetOffset() != 0 {
+		t.Errorf("limit/offset = %d/%d, want 20/0", resp.GetLimit(), resp.GetOffset())
+	}
+	if len(resp.GetResults()) != 1 {
+		t.Fatalf("results = %v", resp.GetResults())
+	}
+	f := resp.GetResults()[0].GetFields()
+	if got := f["date"].GetStringValue(); got != "2024-03-01T00:00:00Z" {
+		t.Errorf("date = %q, want RFC 3339", got)
+	}
+	if l := f["filesbelongto"].GetListValue().GetValues(); len(l) != 2 || l[0].GetNumberValue() != 5 || l[1].GetNumberValue() != 6 {
+		t.Errorf("filesbelongto = %v, want [5 6]", f["filesbelongto"])
+	}
+	if _, ok := f["doc_number"].GetKind().(*structpb.Value_NullValue); !ok {
+		t.Errorf("absent doc_number = %v, want null", f["doc_number"])
+	}
+	if _, ok := f["_score"].GetKind().(*structpb.Value_NumberValue); !ok {
+		t.Errorf("_score = %v, want a number in FTS mode", f["_score"])
+	}
+	hl := f["_highlights"].GetListValue().GetValues()
+	if len(hl) == 0 {
+		t.Fatalf("no highlights")
+	}
+	if h := hl[0].GetStringValue(); !contains(h, "<b>vaccination</b>") || contains(h, "<script>") {
+		t.Errorf("highlight = %q, want <b> marks and escaped markup", h)
+	}
+	if _, ok := f["description"]; ok {
+		t.Errorf("unselected description returned")
+	}
+
+	resp, err = s.Search(userCtx(10), request(t, `{"where":{"eq":{"field":"doc_type","value":"report"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := resp.GetResults()[0].GetFields()["_score"].GetKind().(*structpb.Value_NullValue); !ok {
+		t.Errorf("metadata-only _score = %v, want null", resp.GetResults()[0].GetFields()["_score"])
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+func TestSearchInvalid(t *testing.T) {
+	s := newTestService(t, 0, nil, testDocs...)
+	tests := []struct {
+		name, req, detail string
+	}{
+		{name: "unknown field", req: `{"where":{"eq":{"field":"Doc_Type","value":"x"}}}`, detail: "Unknown field Doc_Type in eq clause. Field names must be lowercase snake_case"},
+		{name: "limit 0", req: `{"limit":0}`},
+		{name: "limit 501", req: `{"limit":501}`},
+		{name: "bad fts", req: `{"where":{"fts":{"query":"a OR"}}}`},
+		{name: "unknown select", req: `{"select":["nope"]}`, detail: "Unknown field nope in select clause. Field names must be lowercase snake_case"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := s.Search(userCtx(10), request(t, tc.req))
+			var ae *apierr.Error
+			if !errors.As(err, &ae) || ae.Kind != apierr.KindInvalid {
+				t.Fatalf("err = %v, want a 400", err)
+			}
+			if tc.detail != "" && ae.Detail != tc.detail {
+				t.Errorf("detail = %q, want %q", ae.Detail, tc.detail)
+			}
+		})
+	}
+}
+
+// slowEngine delays every search until its context ends.
+type slowEngine struct{ engine.Engine }
+
+func (s slowEngine) Search(ctx context.Context, req engine.Request) (engine.Result, error) {
+	<-ctx.Done()
+	return engine.Result{}, ctx.Err()
+}
+
+func TestSearchTimeout(t *testing.T) {
+	s := newTestService(t, 50*time.Millisecond, func(e engine.Engine) engine.Engine { return slowEngine{e} }, testDocs...)
+	start := time.Now()
+	_, err := s.Search(userCtx(10), request(t, `{"where":{"fts":{"query":"report"}}}`))
+	var ae *apierr.Error
+	if !errors.As(err, &ae) || ae.Kind != apierr.KindTimeout || ae.Detail != "Gateway Timeout" {
+		t.Fatalf("err = %v, want 504 Gateway Timeout", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("timeout took %v", d)
+	}
+}
