@@ -1,8 +1,11 @@
-// Package bootstrap is the common start-up of a docrepo service process:
-// logger, Postgres pool and migrations, the identity store that
-// authenticates tokens, the gRPC server, and an HTTP side port with
-// /metrics, /healthz and /readyz. Run serves all of it under one errgroup and
-// stops it gracefully when the context ends.
+// Package bootstrap is the common start-up and shut-down of a docrepo
+// service process: logger, tracing, the Postgres pool scoped to the
+// service's own schema and its migrations, the identity store that
+// authenticates tokens, a NATS JetStream connection on demand, the gRPC
+// server, and an HTTP side port with /metrics, /healthz and /readyz. Run
+// serves all of it under one errgroup and stops it gracefully when the
+// context ends; Close (deferred right after Start) releases what Start
+// opened, once, whatever happened in between.
 package bootstrap
 
 import (
@@ -13,9 +16,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
@@ -44,36 +50,108 @@ type Service struct {
 
 	tasks       []func(ctx context.Context) error
 	stopTracing func(context.Context) error
+	closeOnce   sync.Once
+
+	natsOnce sync.Once
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	natsErr  error
 }
 
-// Start opens the database, applies migrations when configured, and builds
-// the gRPC server. Register gRPC services on s.Server.GRPC() before Run.
-func Start(ctx context.Context, name string, cfg config.Common, logger *slog.Logger) (*Service, error) {
+// Options are what differs between services at start-up.
+type Options struct {
+	// Schema is the Postgres schema the service owns: its pool's
+	// search_path, so its SQL reaches its own tables and no one else's.
+	Schema string
+	// Migrations are applied, in order, when the configuration asks for
+	// migrations at start-up.
+	Migrations []database.MigrationSet
+	// Logger, when set, replaces the configured logger (tests).
+	Logger *slog.Logger
+}
+
+// Start opens the database in the service's schema, applies its migrations
+// when configured, and builds the gRPC server. Register gRPC services on
+// s.Server.GRPC() before Run; defer s.Close() as soon as Start succeeds.
+// When Start fails it has released everything it opened.
+func Start(ctx context.Context, name string, cfg config.Common, opts Options) (_ *Service, err error) {
+	logger := opts.Logger
 	if logger == nil {
 		logger = logging.New(name, cfg.LogLevel, cfg.LogFormat)
 	}
-	stopTracing, err := tracing.Setup(ctx, name, os.Getenv)
-	if err != nil {
+	s := &Service{Name: name, Config: cfg, Logger: logger}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if s.stopTracing, err = tracing.Setup(ctx, name, os.Getenv); err != nil {
 		return nil, err
 	}
-	pool, err := database.Open(ctx, cfg.DatabaseURL)
-	if err != nil {
-		_ = stopTracing(ctx)
+	if s.Pool, err = database.Open(ctx, cfg.DatabaseURL, opts.Schema); err != nil {
 		return nil, err
 	}
 	if cfg.Migrate {
-		applied, err := database.Migrate(ctx, pool)
+		applied, err := database.Migrate(ctx, s.Pool, opts.Migrations...)
 		if err != nil {
-			pool.Close()
 			return nil, err
 		}
 		if len(applied) > 0 {
-			logger.Info("applied migrations", "versions", applied)
+			names := make([]string, len(applied))
+			for i, a := range applied {
+				names[i] = a.String()
+			}
+			logger.Info("applied migrations", "migrations", names)
 		}
 	}
-	ids := identity.NewStore(pool)
-	srv := grpcserver.New(grpcserver.Options{Name: name, Logger: logger, Authenticator: ids})
-	return &Service{Name: name, Config: cfg, Logger: logger, Pool: pool, Identity: ids, Server: srv, stopTracing: stopTracing}, nil
+	s.Identity = identity.NewStore(s.Pool)
+	s.Server = grpcserver.New(grpcserver.Options{Name: name, Logger: logger, Authenticator: s.Identity})
+	return s, nil
+}
+
+// Close releases what Start opened: the NATS connection, the pool, and the
+// tracing provider (flushing spans). It is safe to call more than once and
+// on a partly started service.
+func (s *Service) Close() {
+	s.closeOnce.Do(func() {
+		if s.nc != nil {
+			s.nc.Close()
+		}
+		if s.Pool != nil {
+			s.Pool.Close()
+		}
+		if s.stopTracing != nil {
+			flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = s.stopTracing(flushCtx)
+		}
+	})
+}
+
+// JetStream returns the process's one JetStream context on Config.NATSURL,
+// connecting on first use. The connection retries in the background (NATS
+// may start after the service, or restart) and is closed by Close.
+func (s *Service) JetStream() (jetstream.JetStream, error) {
+	s.natsOnce.Do(func() {
+		if s.Config.NATSURL == "" {
+			s.natsErr = errors.New("NATS_URL is empty")
+			return
+		}
+		nc, err := nats.Connect(s.Config.NATSURL, nats.Name("docrepo-"+s.Name),
+			nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second))
+		if err != nil {
+			s.natsErr = fmt.Errorf("%s: nats: %w", s.Name, err)
+			return
+		}
+		js, err := jetstream.New(nc)
+		if err != nil {
+			nc.Close()
+			s.natsErr = fmt.Errorf("%s: jetstream: %w", s.Name, err)
+			return
+		}
+		s.nc, s.js = nc, js
+	})
+	return s.js, s.natsErr
 }
 
 // Go adds a background task that runs alongside the server until ctx ends.
@@ -81,14 +159,8 @@ func Start(ctx context.Context, name string, cfg config.Common, logger *slog.Log
 func (s *Service) Go(task func(ctx context.Context) error) { s.tasks = append(s.tasks, task) }
 
 // Run serves until ctx is done or a part fails, then stops everything and
-// closes the pool.
+// waits for it; Close releases the rest.
 func (s *Service) Run(ctx context.Context) error {
-	defer s.Pool.Close()
-	defer func() {
-		flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.stopTracing(flushCtx)
-	}()
 	lis := s.Listener
 	if lis == nil {
 		var err error

@@ -15,7 +15,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/apierr"
 )
 
-// MaxDocTypeLength is the longest doc type name (spec §8: upload doc_type).
+// MaxDocTypeLength is the longest doc type name (docs/api.md §8: upload doc_type).
 const MaxDocTypeLength = 60
 
 // Store is the catalog store.

@@ -15,7 +15,7 @@ import (
 
 func newStore(t *testing.T) *Store {
 	t.Helper()
-	return NewStore(pgtest.NewPool(t))
+	return NewStore(pgtest.NewPool(t, Schema, Migrations))
 }
 
 func TestDocTypes(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 // column: "Documents.doc_type".
 const DocumentFieldPrefix = "Documents."
 
-// FieldName is the catalogue name of a custom-field column (spec §2.7):
+// FieldName is the catalogue name of a custom-field column (docs/api.md §2.7):
 // "customfields_grid_<template id>.cfield_<column id>".
 func FieldName(templateID, columnID int64) string {
 	return fmt.Sprintf("customfields_grid_%d.cfield_%d", templateID, columnID)

@@ -53,7 +53,7 @@ const (
 	MaxOptionLength       = 255
 )
 
-// ErrTemplateNotFound is the detail of a missing template (spec §7).
+// ErrTemplateNotFound is the detail of a missing template (docs/api.md §7).
 const ErrTemplateNotFound = "Custom field template not found"
 
 // Column is a typed column of a template.
@@ -75,7 +75,7 @@ type Column struct {
 	Position int
 }
 
-// FieldName is the column's name in the field catalogue (spec §2.7).
+// FieldName is the column's name in the field catalogue (docs/api.md §2.7).
 func (c Column) FieldName() string { return FieldName(c.TemplateID, c.ID) }
 
 // Template is a custom-field template and its columns in order.

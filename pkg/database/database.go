@@ -1,18 +1,29 @@
-// Package database opens docrepo's Postgres pool (pgx/v5) and applies the
-// one ordered migration set embedded in this package.
+// Package database opens docrepo's Postgres pools (pgx/v5) and applies
+// migrations.
 //
-// Migrations are plain SQL files named NNNN_<owner>.sql; each file says which
-// service owns the tables it creates. Migrate applies the missing ones in
-// order, each in its own transaction, under an advisory lock so that several
-// processes starting at once apply each migration exactly once.
+// Every service owns its data: its tables live in a Postgres schema of its
+// own (document, folder, schema; identity for the users, groups and keys
+// every service authenticates with), and its migrations are a MigrationSet
+// it carries and applies itself at start-up. A service's pool has
+// search_path set to its schema, so its SQL names its own tables unqualified
+// and cannot reach another service's tables by accident: those are only ever
+// reached through the owning service's gRPC API (docs/architecture.md).
+//
+// Migrations are plain SQL files named NNNN_<what>.sql. Migrate applies the
+// missing ones of each set in order, each in its own transaction with the
+// set's schema as search_path, records them in <schema>.schema_migrations
+// (per component, since a schema can hold several sets — the outbox table
+// is a set of its own in each service that writes events), and does it all
+// under an advisory lock, so that several processes starting at once apply
+// each migration exactly once.
 package database
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,14 +33,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
-
 // migrateLockID is the advisory lock key serialising migrations.
 const migrateLockID = 0x646f6372 // "docr"
 
-// Open connects a pool to url and checks the connection.
-func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
+// DefaultStatementTimeout bounds every statement of a pool unless the URL
+// sets statement_timeout itself (e.g. ?statement_timeout=0 for none): a
+// stuck query fails instead of holding a connection and a request for
+// ever. Migrations are not bounded.
+const DefaultStatementTimeout = "30s"
+
+// Open connects a pool to url and checks the connection. With schema set,
+// every connection's search_path is that schema alone.
+func Open(ctx context.Context, url string, schema string) (*pgxpool.Pool, error) {
 	if url == "" {
 		return nil, errors.New("database: DATABASE_URL is empty")
 	}
@@ -41,6 +56,15 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		cfg.MaxConns = 8
 	}
 	cfg.MaxConnIdleTime = 5 * time.Minute
+	if _, set := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !set {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = DefaultStatementTimeout
+	}
+	if schema != "" {
+		if !validSchema.MatchString(schema) {
+			return nil, fmt.Errorf("database: invalid schema name %q", schema)
+		}
+		cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("database: connect: %w", err)
@@ -54,16 +78,34 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// Migration is one embedded SQL file.
+// validSchema is what a schema (and component) name may be: it is spliced
+// into SQL as an identifier.
+var validSchema = regexp.MustCompile(`^[a-z][a-z0-9_]{0,40}$`)
+
+// MigrationSet is one owner's ordered migrations.
+type MigrationSet struct {
+	// Schema is the Postgres schema the migrations run in (and create).
+	Schema string
+	// Component names the set within the schema (e.g. "document" and
+	// "outbox" in schema document).
+	Component string
+	// FS holds the SQL files NNNN_<what>.sql at its root.
+	FS fs.FS
+}
+
+// Migration is one SQL file of a set.
 type Migration struct {
 	Version int
 	Name    string
 	SQL     string
 }
 
-// Migrations returns the embedded migrations in order.
-func Migrations() ([]Migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
+// Migrations returns the set's migrations in order.
+func (s MigrationSet) Migrations() ([]Migration, error) {
+	if !validSchema.MatchString(s.Schema) || !validSchema.MatchString(s.Component) {
+		return nil, fmt.Errorf("database: invalid migration set %q/%q", s.Schema, s.Component)
+	}
+	entries, err := fs.ReadDir(s.FS, ".")
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +120,7 @@ func Migrations() ([]Migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("database: bad migration version in %q", name)
 		}
-		body, err := fs.ReadFile(migrationFiles, "migrations/"+name)
+		body, err := fs.ReadFile(s.FS, name)
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +129,7 @@ func Migrations() ([]Migration, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	for i := 1; i < len(out); i++ {
 		if out[i].Version == out[i-1].Version {
-			return nil, fmt.Errorf("database: duplicate migration version %d", out[i].Version)
+			return nil, fmt.Errorf("database: duplicate migration version %d in %s/%s", out[i].Version, s.Schema, s.Component)
 		}
 	}
 	return out, nil
@@ -98,18 +140,26 @@ type Querier interface {
 	Acquire(ctx context.Context) (*pgxpool.Conn, error)
 }
 
-// Migrate applies every migration not yet recorded in schema_migrations.
-// It returns the versions it applied.
-func Migrate(ctx context.Context, pool Querier) ([]int, error) {
-	migrations, err := Migrations()
-	if err != nil {
-		return nil, err
-	}
+// Applied names one migration Migrate applied.
+type Applied struct {
+	Schema, Component, Name string
+}
+
+func (a Applied) String() string { return a.Schema + "/" + a.Component + "/" + a.Name }
+
+// Migrate applies, set by set in the order given, every migration not yet
+// recorded in its schema's schema_migrations. It returns what it applied.
+func Migrate(ctx context.Context, pool Querier, sets ...MigrationSet) ([]Applied, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("database: acquire: %w", err)
 	}
 	defer conn.Release()
+	// Waiting for another process's migrations, and the migrations
+	// themselves, may take longer than the pool's statement timeout.
+	if _, err := conn.Exec(ctx, `SELECT set_config('statement_timeout', '0', false)`); err != nil {
+		return nil, fmt.Errorf("database: lift the statement timeout for migrations: %w", err)
+	}
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrateLockID); err != nil {
 		return nil, fmt.Errorf("database: lock migrations: %w", err)
 	}
@@ -118,41 +168,69 @@ func Migrate(ctx context.Context, pool Querier) ([]int, error) {
 		unlockCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_, _ = conn.Exec(unlockCtx, `SELECT pg_advisory_unlock($1)`, migrateLockID)
+		_, _ = conn.Exec(unlockCtx, `RESET statement_timeout`)
 	}()
-	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version int PRIMARY KEY,
-		name text NOT NULL,
-		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		return nil, fmt.Errorf("database: create schema_migrations: %w", err)
+	var done []Applied
+	for _, set := range sets {
+		applied, err := migrateSet(ctx, conn.Conn(), set)
+		done = append(done, applied...)
+		if err != nil {
+			return done, err
+		}
 	}
-	applied := map[int]bool{}
-	rows, err := conn.Query(ctx, `SELECT version FROM schema_migrations`)
+	return done, nil
+}
+
+func migrateSet(ctx context.Context, conn *pgx.Conn, set MigrationSet) ([]Applied, error) {
+	migrations, err := set.Migrations()
 	if err != nil {
-		return nil, fmt.Errorf("database: read schema_migrations: %w", err)
+		return nil, err
+	}
+	schema := pgx.Identifier{set.Schema}.Sanitize()
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema); err != nil {
+		return nil, fmt.Errorf("database: create schema %s: %w", set.Schema, err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+schema+`.schema_migrations (
+		component text NOT NULL,
+		version int NOT NULL,
+		name text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now(),
+		PRIMARY KEY (component, version))`); err != nil {
+		return nil, fmt.Errorf("database: create %s.schema_migrations: %w", set.Schema, err)
+	}
+	rows, err := conn.Query(ctx, `SELECT version FROM `+schema+`.schema_migrations WHERE component = $1`, set.Component)
+	if err != nil {
+		return nil, fmt.Errorf("database: read %s.schema_migrations: %w", set.Schema, err)
 	}
 	versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
 	if err != nil {
-		return nil, fmt.Errorf("database: read schema_migrations: %w", err)
+		return nil, fmt.Errorf("database: read %s.schema_migrations: %w", set.Schema, err)
 	}
+	applied := map[int]bool{}
 	for _, v := range versions {
 		applied[v] = true
 	}
-	var done []int
+	var done []Applied
 	for _, m := range migrations {
 		if applied[m.Version] {
 			continue
 		}
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			// Unqualified names in the SQL are the set's schema's.
+			if _, err := tx.Exec(ctx, `SELECT set_config('search_path', $1, true)`, set.Schema); err != nil {
+				return err
+			}
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
+			_, err := tx.Exec(ctx, `INSERT INTO `+schema+`.schema_migrations (component, version, name) VALUES ($1, $2, $3)`,
+				set.Component, m.Version, m.Name)
 			return err
 		})
 		if err != nil {
-			return done, fmt.Errorf("database: migration %s: %w", m.Name, err)
+			return done, fmt.Errorf("database: migration %s/%s/%s: %w", set.Schema, set.Component, m.Name, err)
 		}
-		done = append(done, m.Version)
+		done = append(done, Applied{Schema: set.Schema, Component: set.Component, Name: m.Name})
 	}
 	return done, nil
 }

@@ -11,7 +11,7 @@
 // docrepo.document.updated, with Nats-Msg-Id set to the event id (the outbox
 // row id). Delivery is at least once and, across several relays, not in
 // global order: consumers must be idempotent and use the document's rev to
-// discard stale events (DESIGN.md §5).
+// discard stale events (docs/design.md §5).
 package events
 
 import (

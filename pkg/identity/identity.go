@@ -82,7 +82,7 @@ func (s *Store) CreateGroup(ctx context.Context, name string) (Group, error) {
 		return Group{}, err
 	}
 	g := Group{Name: name}
-	err := s.pool.QueryRow(ctx, `INSERT INTO groups (name) VALUES ($1) RETURNING id`, name).Scan(&g.ID)
+	err := s.pool.QueryRow(ctx, `INSERT INTO identity.groups (name) VALUES ($1) RETURNING id`, name).Scan(&g.ID)
 	if isUniqueViolation(err) {
 		return Group{}, fmt.Errorf("group %q: %w", name, ErrExists)
 	}
@@ -101,7 +101,7 @@ func (s *Store) CreateUser(ctx context.Context, username string, groups []string
 	}
 	u := User{Username: username}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `INSERT INTO users (username) VALUES ($1) RETURNING id`, username).Scan(&u.ID); err != nil {
+		if err := tx.QueryRow(ctx, `INSERT INTO identity.users (username) VALUES ($1) RETURNING id`, username).Scan(&u.ID); err != nil {
 			if isUniqueViolation(err) {
 				return fmt.Errorf("user %q: %w", username, ErrExists)
 			}
@@ -110,11 +110,11 @@ func (s *Store) CreateUser(ctx context.Context, username string, groups []string
 		for _, name := range slices.Compact(slices.Sorted(slices.Values(groups))) {
 			var g Group
 			// The no-op update makes RETURNING yield existing rows too.
-			if err := tx.QueryRow(ctx, `INSERT INTO groups (name) VALUES ($1)
+			if err := tx.QueryRow(ctx, `INSERT INTO identity.groups (name) VALUES ($1)
 				ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id, name`, name).Scan(&g.ID, &g.Name); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO user_groups (user_id, group_id) VALUES ($1, $2)`, u.ID, g.ID); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO identity.user_groups (user_id, group_id) VALUES ($1, $2)`, u.ID, g.ID); err != nil {
 				return err
 			}
 			u.Groups = append(u.Groups, g)
@@ -128,7 +128,7 @@ func (s *Store) CreateUser(ctx context.Context, username string, groups []string
 func (s *Store) AddUserToGroups(ctx context.Context, username string, groups []string) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var uid int64
-		if err := tx.QueryRow(ctx, `SELECT id FROM users WHERE username = $1`, username).Scan(&uid); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT id FROM identity.users WHERE username = $1`, username).Scan(&uid); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return apierr.NotFound("no user %q", username)
 			}
@@ -138,9 +138,9 @@ func (s *Store) AddUserToGroups(ctx context.Context, username string, groups []s
 			if err := validName("group", name); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `WITH g AS (INSERT INTO groups (name) VALUES ($2)
+			if _, err := tx.Exec(ctx, `WITH g AS (INSERT INTO identity.groups (name) VALUES ($2)
 				ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id)
-				INSERT INTO user_groups (user_id, group_id) SELECT $1, id FROM g ON CONFLICT DO NOTHING`, uid, name); err != nil {
+				INSERT INTO identity.user_groups (user_id, group_id) SELECT $1, id FROM g ON CONFLICT DO NOTHING`, uid, name); err != nil {
 				return err
 			}
 		}
@@ -178,8 +178,8 @@ func (s *Store) CreateKey(ctx context.Context, username string, scopes []string,
 		t := s.now().Add(expiresIn).UTC()
 		expires = &t
 	}
-	err := s.pool.QueryRow(ctx, `INSERT INTO api_keys (user_id, token_hash, token_prefix, scopes, expires_at)
-		SELECT id, $2, $3, $4, $5 FROM users WHERE username = $1
+	err := s.pool.QueryRow(ctx, `INSERT INTO identity.api_keys (user_id, token_hash, token_prefix, scopes, expires_at)
+		SELECT id, $2, $3, $4, $5 FROM identity.users WHERE username = $1
 		RETURNING id, created_at, expires_at`, username, hash, k.Prefix, scopes, expires).Scan(&k.ID, &k.CreatedAt, &k.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", Key{}, apierr.NotFound("no user %q", username)
@@ -192,7 +192,7 @@ func (s *Store) CreateKey(ctx context.Context, username string, scopes []string,
 
 // RevokeKey revokes a key by id. Revoking twice is not an error.
 func (s *Store) RevokeKey(ctx context.Context, id int64) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1`, id)
+	tag, err := s.pool.Exec(ctx, `UPDATE identity.api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1`, id)
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func (s *Store) RevokeKey(ctx context.Context, id int64) error {
 // ListKeys lists keys, of one user when username is not empty.
 func (s *Store) ListKeys(ctx context.Context, username string) ([]Key, error) {
 	rows, err := s.pool.Query(ctx, `SELECT k.id, u.username, k.token_prefix, k.scopes, k.created_at, k.expires_at, k.revoked_at, k.last_used_at
-		FROM api_keys k JOIN users u ON u.id = k.user_id
+		FROM identity.api_keys k JOIN identity.users u ON u.id = k.user_id
 		WHERE $1 = '' OR u.username = $1 ORDER BY k.id`, username)
 	if err != nil {
 		return nil, err
@@ -230,8 +230,8 @@ func (s *Store) Authenticate(ctx context.Context, token string) (*auth.Principal
 		lastUsed *time.Time
 	)
 	err := s.pool.QueryRow(ctx, `SELECT k.id, k.user_id, u.username, k.scopes, k.expires_at, k.revoked_at, k.last_used_at,
-			coalesce((SELECT array_agg(group_id ORDER BY group_id) FROM user_groups WHERE user_id = k.user_id), '{}')
-		FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.token_hash = $1`, auth.HashToken(token)).
+			coalesce((SELECT array_agg(group_id ORDER BY group_id) FROM identity.user_groups WHERE user_id = k.user_id), '{}')
+		FROM identity.api_keys k JOIN identity.users u ON u.id = k.user_id WHERE k.token_hash = $1`, auth.HashToken(token)).
 		Scan(&p.KeyID, &p.UserID, &p.Username, &p.Scopes, &expires, &revoked, &lastUsed, &p.GroupIDs)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, auth.ErrInvalidToken()
@@ -249,7 +249,7 @@ func (s *Store) Authenticate(ctx context.Context, token string) (*auth.Principal
 		go func(id int64) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			_, _ = s.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = now() WHERE id = $1`, id)
+			_, _ = s.pool.Exec(ctx, `UPDATE identity.api_keys SET last_used_at = now() WHERE id = $1`, id)
 		}(p.KeyID)
 	}
 	return &p, nil

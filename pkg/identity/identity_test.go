@@ -15,7 +15,7 @@ import (
 
 func TestKeyLifecycle(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
+	pool := pgtest.NewPool(t, "", identity.Migrations)
 	s := identity.NewStore(pool)
 	u, err := s.CreateUser(ctx, "alice", []string{"finance", "legal", "finance"})
 	if err != nil {
@@ -35,7 +35,7 @@ func TestKeyLifecycle(t *testing.T) {
 		t.Fatalf("token %q is not well formed", token)
 	}
 	var stored []byte
-	if err := pool.QueryRow(ctx, `SELECT token_hash FROM api_keys WHERE id = $1`, key.ID).Scan(&stored); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT token_hash FROM identity.api_keys WHERE id = $1`, key.ID).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
 	if string(stored) == token || len(stored) != 32 {
@@ -62,7 +62,7 @@ func TestKeyLifecycle(t *testing.T) {
 
 func TestExpiredKeyIsRefused(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
+	pool := pgtest.NewPool(t, "", identity.Migrations)
 	s := identity.NewStore(pool)
 	if _, err := s.CreateUser(ctx, "bob", []string{"g"}); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestExpiredKeyIsRefused(t *testing.T) {
 		t.Fatalf("unexpired key refused: %v", err)
 	}
 	// Move the expiry into the past rather than sleeping past it.
-	if _, err := pool.Exec(ctx, `UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, key.ID); err != nil {
+	if _, err := pool.Exec(ctx, `UPDATE identity.api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, key.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Authenticate(ctx, token); !apierr.IsKind(err, apierr.KindUnauthenticated) {
@@ -88,7 +88,7 @@ func TestExpiredKeyIsRefused(t *testing.T) {
 
 func TestCreateKeyValidation(t *testing.T) {
 	ctx := context.Background()
-	s := identity.NewStore(pgtest.NewPool(t))
+	s := identity.NewStore(pgtest.NewPool(t, "", identity.Migrations))
 	if _, err := s.CreateUser(ctx, "carol", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestCreateKeyValidation(t *testing.T) {
 // connection the requests' own queries need.
 func TestLastUsedWrittenOncePerBurst(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
+	pool := pgtest.NewPool(t, "", identity.Migrations)
 	s := identity.NewStore(pool)
 	if _, err := s.CreateUser(ctx, "carol", []string{"g"}); err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func TestLastUsedWrittenOncePerBurst(t *testing.T) {
 	if _, err := pool.Exec(ctx, `CREATE TABLE key_writes (n int);
 		CREATE FUNCTION count_key_write() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN INSERT INTO key_writes VALUES (1); RETURN NULL; END $$;
-		CREATE TRIGGER count_key_write AFTER UPDATE ON api_keys FOR EACH ROW EXECUTE FUNCTION count_key_write();`); err != nil {
+		CREATE TRIGGER count_key_write AFTER UPDATE ON identity.api_keys FOR EACH ROW EXECUTE FUNCTION count_key_write();`); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup

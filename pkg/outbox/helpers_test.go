@@ -27,7 +27,7 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	pool := pgtest.NewPool(t)
+	pool := pgtest.NewPool(t, "outbox_test", Migrations("outbox_test"))
 	srv := natstest.Start(t)
 	js := srv.JetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -173,7 +173,7 @@ func checkExactlyOnce(t testing.TB, e *env) {
 		t.Errorf("stream holds %d distinct message ids for %d rows", len(seen), len(ids))
 	}
 	for _, id := range ids {
-		if n := seen[strconv.FormatInt(id, 10)]; n != 1 {
+		if n := seen[MsgID("outbox_test", id)]; n != 1 {
 			t.Errorf("row %d is in the stream %d times, want once", id, n)
 		}
 	}

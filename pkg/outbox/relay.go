@@ -22,9 +22,15 @@ import (
 	eventv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/event/v1"
 )
 
-// NotifyChannel is the Postgres channel the outbox trigger notifies after
-// every statement that inserts rows (migration 0002_outbox.sql).
-const NotifyChannel = "docrepo_outbox"
+// NotifyChannel returns the Postgres channel the outbox trigger of schema
+// notifies after every statement that inserts rows
+// (migrations/0001_outbox.sql).
+func NotifyChannel(schema string) string { return "docrepo_outbox_" + schema }
+
+// MsgID is the Nats-Msg-Id of outbox row id of schema: each service's
+// outbox numbers its rows on its own, so the schema keeps them apart in
+// JetStream's duplicate window.
+func MsgID(schema string, id int64) string { return schema + "-" + strconv.FormatInt(id, 10) }
 
 // ListenerApplicationName is the application_name of a relay's LISTEN
 // connection, so it can be told apart in pg_stat_activity.
@@ -50,6 +56,9 @@ const (
 type Options struct {
 	// Name identifies the relay in logs, e.g. the service running it.
 	Name string
+	// Schema is the schema of the outbox table; by default the pool's
+	// search_path (a service's pool has its own schema there).
+	Schema string
 	// BatchSize is the number of rows claimed, published and marked per
 	// transaction.
 	BatchSize int
@@ -111,6 +120,7 @@ type Relay struct {
 	js         jetstream.JetStream
 	log        *slog.Logger
 	opts       Options
+	schema     string
 	listenConf *pgx.ConnConfig
 
 	running       atomic.Bool
@@ -144,11 +154,19 @@ func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, log *slog.Logger, opts
 		lc.RuntimeParams = map[string]string{}
 	}
 	lc.RuntimeParams["application_name"] = ListenerApplicationName
+	schema := opts.Schema
+	if schema == "" {
+		schema = pool.Config().ConnConfig.RuntimeParams["search_path"]
+	}
+	if schema == "" {
+		schema = "public"
+	}
 	return &Relay{
 		pool:         pool,
 		js:           js,
 		log:          log.With("component", "outbox-relay", "relay", opts.Name),
 		opts:         opts,
+		schema:       schema,
 		listenConf:   lc,
 		poisoned:     map[int64]bool{},
 		listenerPing: listenerPingInterval,
@@ -423,7 +441,7 @@ func (r *Relay) publish(ctx context.Context, rows []row) ([]ackedRow, error) {
 			continue
 		}
 		f, err := r.js.PublishMsgAsync(msg,
-			jetstream.WithMsgID(strconv.FormatInt(rw.id, 10)),
+			jetstream.WithMsgID(MsgID(r.schema, rw.id)),
 			jetstream.WithExpectStream(events.StreamName))
 		if err != nil {
 			fail(rw, err)
@@ -524,7 +542,7 @@ func (r *Relay) listenOnce(ctx context.Context, wake chan<- struct{}) (establish
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{NotifyChannel(r.schema)}.Sanitize()); err != nil {
 		return false, fmt.Errorf("listen: %w", err)
 	}
 	// Rows committed while nobody was listening are not notified.

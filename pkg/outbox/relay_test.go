@@ -139,7 +139,7 @@ func TestRelayPublishesCommittedRowsInOrder(t *testing.T) {
 			t.Errorf("message %d: payload %v, want %v", i, got, w.ev)
 		}
 		headers := map[string]string{
-			jetstream.MsgIDHeader:    strconv.FormatInt(eventID(w.ev), 10),
+			jetstream.MsgIDHeader:    MsgID("outbox_test", eventID(w.ev)),
 			events.HeaderEventKind:   w.kind,
 			events.HeaderAggregateID: w.aggregateID,
 			events.HeaderRequestID:   w.requestID,

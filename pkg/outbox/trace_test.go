@@ -20,7 +20,7 @@ import (
 func TestEventCarriesWritersTraceContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pool := pgtest.NewPool(t)
+	pool := pgtest.NewPool(t, "outbox_test", outbox.Migrations("outbox_test"))
 	js := natstest.Start(t).JetStream(t)
 	if _, err := outbox.EnsureStream(ctx, js); err != nil {
 		t.Fatal(err)

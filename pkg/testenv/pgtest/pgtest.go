@@ -1,10 +1,11 @@
-// Package pgtest gives each test a fresh, fully migrated Postgres database on
-// a real server.
+// Package pgtest gives each test a fresh Postgres database on a real server,
+// with the migration sets the test names applied (each service owns its
+// migrations: a test asks for those of the code it exercises).
 //
 // The server is DOCREPO_TEST_DATABASE_URL, else DATABASE_URL, else
 // postgres://postgres@127.0.0.1:5432/postgres. A template database holding
-// every migration is built once per migration set (its name carries a hash of
-// the migrations), and each test gets CREATE DATABASE ... TEMPLATE of it,
+// the sets is built once per combination (its name carries a hash of the
+// sets' migrations), and each test gets CREATE DATABASE ... TEMPLATE of it,
 // which takes a few milliseconds; the database is dropped when the test ends.
 package pgtest
 
@@ -46,21 +47,24 @@ func withDatabase(raw, db string) (string, error) {
 	return u.String(), nil
 }
 
-func templateName() (string, error) {
-	ms, err := database.Migrations()
-	if err != nil {
-		return "", err
-	}
+func templateName(sets []database.MigrationSet) (string, error) {
 	h := sha256.New()
-	for _, m := range ms {
-		fmt.Fprintf(h, "%d\x00%s\x00%s\x00", m.Version, m.Name, m.SQL)
+	for _, set := range sets {
+		ms, err := set.Migrations()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s\x00%s\x00", set.Schema, set.Component)
+		for _, m := range ms {
+			fmt.Fprintf(h, "%d\x00%s\x00%s\x00", m.Version, m.Name, m.SQL)
+		}
 	}
 	return "docrepo_tmpl_" + hex.EncodeToString(h.Sum(nil))[:12], nil
 }
 
 // ensureTemplate creates the template database once, under an advisory lock
 // so concurrent test binaries do not race.
-func ensureTemplate(ctx context.Context, admin *pgx.Conn, name string) error {
+func ensureTemplate(ctx context.Context, admin *pgx.Conn, name string, sets []database.MigrationSet) error {
 	if _, err := admin.Exec(ctx, `SELECT pg_advisory_lock(7366102)`); err != nil {
 		return err
 	}
@@ -87,7 +91,7 @@ func ensureTemplate(ctx context.Context, admin *pgx.Conn, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = database.Migrate(ctx, pool)
+	_, err = database.Migrate(ctx, pool, sets...)
 	pool.Close()
 	if err != nil {
 		return err
@@ -103,19 +107,19 @@ func (e ErrUnavailable) Error() string {
 	return fmt.Sprintf("no Postgres at %s (%v); `make test` starts one", ServerURL(), e.Err)
 }
 
-// CreateDatabase creates a fresh migrated database and returns its URL and a
-// function dropping it. It is for TestMain; tests use NewDatabase.
-func CreateDatabase(ctx context.Context) (dbURL string, drop func(), err error) {
+// CreateDatabase creates a fresh database with sets applied and returns its
+// URL and a function dropping it. It is for TestMain; tests use NewDatabase.
+func CreateDatabase(ctx context.Context, sets ...database.MigrationSet) (dbURL string, drop func(), err error) {
 	admin, err := pgx.Connect(ctx, ServerURL())
 	if err != nil {
 		return "", nil, ErrUnavailable{err}
 	}
 	defer admin.Close(context.Background())
-	tmpl, err := templateName()
+	tmpl, err := templateName(sets)
 	if err != nil {
 		return "", nil, err
 	}
-	if err := ensureTemplate(ctx, admin, tmpl); err != nil {
+	if err := ensureTemplate(ctx, admin, tmpl, sets); err != nil {
 		return "", nil, fmt.Errorf("pgtest: build template database: %w", err)
 	}
 	var suffix [6]byte
@@ -151,13 +155,13 @@ func CreateDatabase(ctx context.Context) (dbURL string, drop func(), err error) 
 	return dbURL, drop, nil
 }
 
-// NewDatabase creates a fresh migrated database for t and returns its URL;
-// the database is dropped when t ends.
-func NewDatabase(t testing.TB) string {
+// NewDatabase creates a fresh database with sets applied for t and returns
+// its URL; the database is dropped when t ends.
+func NewDatabase(t testing.TB, sets ...database.MigrationSet) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	dbURL, drop, err := CreateDatabase(ctx)
+	dbURL, drop, err := CreateDatabase(ctx, sets...)
 	var unavailable ErrUnavailable
 	if errors.As(err, &unavailable) {
 		testenv.Unavailable(t, "%v", err)
@@ -170,11 +174,13 @@ func NewDatabase(t testing.TB) string {
 	return dbURL
 }
 
-// NewPool returns a pool on a fresh migrated database, closed when t ends.
-func NewPool(t testing.TB) *pgxpool.Pool {
+// NewPool returns a pool on a fresh database with sets applied, closed when
+// t ends. Its search_path is schema, as a service's pool's is (empty: the
+// server's default).
+func NewPool(t testing.TB, schema string, sets ...database.MigrationSet) *pgxpool.Pool {
 	t.Helper()
-	dbURL := NewDatabase(t)
-	pool, err := database.Open(context.Background(), dbURL)
+	dbURL := NewDatabase(t, sets...)
+	pool, err := database.Open(context.Background(), dbURL, schema)
 	if err != nil {
 		t.Fatalf("pgtest: open: %v", err)
 	}

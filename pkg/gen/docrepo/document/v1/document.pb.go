@@ -28,7 +28,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// Document is the full document resource (spec §2.1).
+// Document is the full document resource (docs/api.md §2.1).
 type Document struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Id              int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -54,7 +54,12 @@ type Document struct {
 	LockedBy   *string `protobuf:"bytes,20,opt,name=locked_by,json=lockedBy,proto3,oneof" json:"locked_by,omitempty"`
 	Subdoctype *string `protobuf:"bytes,21,opt,name=subdoctype,proto3,oneof" json:"subdoctype,omitempty"`
 	// Custom-field rows, present only with include=customfields (extension).
-	Customfields  *CustomFieldSetList `protobuf:"bytes,22,opt,name=customfields,proto3" json:"customfields,omitempty"`
+	Customfields *CustomFieldSetList `protobuf:"bytes,22,opt,name=customfields,proto3" json:"customfields,omitempty"`
+	// Where the searchable text of the current file came from (extension):
+	// "text" (the file's own text), "ocr" (some or all of it read from page
+	// images by OCR), "none" (no text, or no file); null until the indexer
+	// has read the current file.
+	ContentSource *string `protobuf:"bytes,23,opt,name=content_source,json=contentSource,proto3,oneof" json:"content_source,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -243,7 +248,14 @@ func (x *Document) GetCustomfields() *CustomFieldSetList {
 	return nil
 }
 
-// LinkedFile is a current file version of a document (spec §2.2).
+func (x *Document) GetContentSource() string {
+	if x != nil && x.ContentSource != nil {
+		return *x.ContentSource
+	}
+	return ""
+}
+
+// LinkedFile is a current file version of a document (docs/api.md §2.2).
 type LinkedFile struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	Ownid            int64                  `protobuf:"varint,1,opt,name=ownid,proto3" json:"ownid,omitempty"`
@@ -368,7 +380,7 @@ func (x *LinkedFile) GetPdfImageName() string {
 	return ""
 }
 
-// ArchiveEntry is an archived file version (spec §2.3).
+// ArchiveEntry is an archived file version (docs/api.md §2.3).
 type ArchiveEntry struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	OwnId         int64                  `protobuf:"varint,1,opt,name=own_id,json=ownId,proto3" json:"own_id,omitempty"`
@@ -522,7 +534,7 @@ func (x *ArchiveEntryList) GetEntries() []*ArchiveEntry {
 	return nil
 }
 
-// FolderAssignment is a folder a document belongs to (spec §2.4).
+// FolderAssignment is a folder a document belongs to (docs/api.md §2.4).
 type FolderAssignment struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	FolderId      int64                  `protobuf:"varint,1,opt,name=folder_id,json=folderId,proto3" json:"folder_id,omitempty"`
@@ -751,7 +763,7 @@ func (x *CustomFieldSetList) GetEntries() []*CustomFieldSet {
 	return nil
 }
 
-// DocumentMetadata is the body of update, lock and unlock (spec §4.3).
+// DocumentMetadata is the body of update, lock and unlock (docs/api.md §4.3).
 type DocumentMetadata struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Id              int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -876,7 +888,7 @@ func (x *DocumentMetadata) GetIslocked() bool {
 	return false
 }
 
-// UploadMetadata carries the form fields of an upload (spec §4.1). Several
+// UploadMetadata carries the form fields of an upload (docs/api.md §4.1). Several
 // messages may be sent; later values of a field replace earlier ones.
 type UploadMetadata struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -1182,7 +1194,7 @@ func (*UploadDocumentRequest_File) isUploadDocumentRequest_Part() {}
 
 func (*UploadDocumentRequest_Chunk) isUploadDocumentRequest_Part() {}
 
-// UploadDocumentResponse is the upload result (spec §2.9).
+// UploadDocumentResponse is the upload result (docs/api.md §2.9).
 type UploadDocumentResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	DocId         int64                  `protobuf:"varint,1,opt,name=doc_id,json=docId,proto3" json:"doc_id,omitempty"`
@@ -1358,7 +1370,7 @@ func (x *GetDocumentResponse) GetDocument() *Document {
 	return nil
 }
 
-// UpdateDocumentRequest changes the supplied fields (spec §4.3).
+// UpdateDocumentRequest changes the supplied fields (docs/api.md §4.3).
 type UpdateDocumentRequest struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	DocId           int64                  `protobuf:"varint,1,opt,name=doc_id,json=docId,proto3" json:"doc_id,omitempty"`
@@ -1529,7 +1541,7 @@ func (x *UpdateDocumentResponse) GetDocument() *DocumentMetadata {
 	return nil
 }
 
-// CurrentFile is the active file of a version listing (spec §2.6).
+// CurrentFile is the active file of a version listing (docs/api.md §2.6).
 type CurrentFile struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	OwnId         int64                  `protobuf:"varint,1,opt,name=own_id,json=ownId,proto3" json:"own_id,omitempty"`
@@ -1614,7 +1626,7 @@ func (x *CurrentFile) GetFileHash() string {
 	return ""
 }
 
-// HistoryEntry is an archived version in a version listing (spec §2.6).
+// HistoryEntry is an archived version in a version listing (docs/api.md §2.6).
 type HistoryEntry struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	OwnId         int64                  `protobuf:"varint,1,opt,name=own_id,json=ownId,proto3" json:"own_id,omitempty"`
@@ -2730,12 +2742,14 @@ func (x *ListDistinctValuesResponse) GetValues() []string {
 
 // IndexFile is the current file of a document, for text extraction.
 type IndexFile struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ownid         int64                  `protobuf:"varint,1,opt,name=ownid,proto3" json:"ownid,omitempty"`
-	Origname      string                 `protobuf:"bytes,2,opt,name=origname,proto3" json:"origname,omitempty"`
-	ImageType     string                 `protobuf:"bytes,3,opt,name=image_type,json=imageType,proto3" json:"image_type,omitempty"`
-	ImageSize     int64                  `protobuf:"varint,4,opt,name=image_size,json=imageSize,proto3" json:"image_size,omitempty"`
-	Filehash      string                 `protobuf:"bytes,5,opt,name=filehash,proto3" json:"filehash,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Ownid     int64                  `protobuf:"varint,1,opt,name=ownid,proto3" json:"ownid,omitempty"`
+	Origname  string                 `protobuf:"bytes,2,opt,name=origname,proto3" json:"origname,omitempty"`
+	ImageType string                 `protobuf:"bytes,3,opt,name=image_type,json=imageType,proto3" json:"image_type,omitempty"`
+	ImageSize int64                  `protobuf:"varint,4,opt,name=image_size,json=imageSize,proto3" json:"image_size,omitempty"`
+	Filehash  string                 `protobuf:"bytes,5,opt,name=filehash,proto3" json:"filehash,omitempty"`
+	// The content source recorded for this file ("" when none yet).
+	ContentSource string `protobuf:"bytes,6,opt,name=content_source,json=contentSource,proto3" json:"content_source,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2801,6 +2815,13 @@ func (x *IndexFile) GetImageSize() int64 {
 func (x *IndexFile) GetFilehash() string {
 	if x != nil {
 		return x.Filehash
+	}
+	return ""
+}
+
+func (x *IndexFile) GetContentSource() string {
+	if x != nil {
+		return x.ContentSource
 	}
 	return ""
 }
@@ -3036,9 +3057,12 @@ func (x *ListDocumentIdsRequest) GetLimit() int32 {
 
 // ListDocumentIdsResponse holds ascending ids and the number of documents.
 type ListDocumentIdsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ids           []int64                `protobuf:"varint,1,rep,packed,name=ids,proto3" json:"ids,omitempty"`
-	Total         int64                  `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Ids   []int64                `protobuf:"varint,1,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	Total int64                  `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`
+	// The current revision of each document, in the order of ids (the
+	// anti-entropy pass compares them with the search index).
+	Revs          []int64 `protobuf:"varint,3,rep,packed,name=revs,proto3" json:"revs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3087,11 +3111,218 @@ func (x *ListDocumentIdsResponse) GetTotal() int64 {
 	return 0
 }
 
+func (x *ListDocumentIdsResponse) GetRevs() []int64 {
+	if x != nil {
+		return x.Revs
+	}
+	return nil
+}
+
+// CountFolderDocumentsRequest names folders (at most 10,000).
+type CountFolderDocumentsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FolderIds     []int64                `protobuf:"varint,1,rep,packed,name=folder_ids,json=folderIds,proto3" json:"folder_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountFolderDocumentsRequest) Reset() {
+	*x = CountFolderDocumentsRequest{}
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountFolderDocumentsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountFolderDocumentsRequest) ProtoMessage() {}
+
+func (x *CountFolderDocumentsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountFolderDocumentsRequest.ProtoReflect.Descriptor instead.
+func (*CountFolderDocumentsRequest) Descriptor() ([]byte, []int) {
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *CountFolderDocumentsRequest) GetFolderIds() []int64 {
+	if x != nil {
+		return x.FolderIds
+	}
+	return nil
+}
+
+// CountFolderDocumentsResponse is the number of distinct visible documents.
+type CountFolderDocumentsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Count         int32                  `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountFolderDocumentsResponse) Reset() {
+	*x = CountFolderDocumentsResponse{}
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountFolderDocumentsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountFolderDocumentsResponse) ProtoMessage() {}
+
+func (x *CountFolderDocumentsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountFolderDocumentsResponse.ProtoReflect.Descriptor instead.
+func (*CountFolderDocumentsResponse) Descriptor() ([]byte, []int) {
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *CountFolderDocumentsResponse) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// SetContentSourceRequest records the content source of a document's file.
+type SetContentSourceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	DocId int64                  `protobuf:"varint,1,opt,name=doc_id,json=docId,proto3" json:"doc_id,omitempty"`
+	// The file (LinkedFile.ownid) the source was found for.
+	FileId int64 `protobuf:"varint,2,opt,name=file_id,json=fileId,proto3" json:"file_id,omitempty"`
+	// "text", "ocr" or "none".
+	Source        string `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetContentSourceRequest) Reset() {
+	*x = SetContentSourceRequest{}
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetContentSourceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetContentSourceRequest) ProtoMessage() {}
+
+func (x *SetContentSourceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetContentSourceRequest.ProtoReflect.Descriptor instead.
+func (*SetContentSourceRequest) Descriptor() ([]byte, []int) {
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *SetContentSourceRequest) GetDocId() int64 {
+	if x != nil {
+		return x.DocId
+	}
+	return 0
+}
+
+func (x *SetContentSourceRequest) GetFileId() int64 {
+	if x != nil {
+		return x.FileId
+	}
+	return 0
+}
+
+func (x *SetContentSourceRequest) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+// SetContentSourceResponse tells whether it was recorded: false when the
+// file is no longer the document's (a newer version replaced it) or the
+// document is gone.
+type SetContentSourceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Applied       bool                   `protobuf:"varint,1,opt,name=applied,proto3" json:"applied,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetContentSourceResponse) Reset() {
+	*x = SetContentSourceResponse{}
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetContentSourceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetContentSourceResponse) ProtoMessage() {}
+
+func (x *SetContentSourceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetContentSourceResponse.ProtoReflect.Descriptor instead.
+func (*SetContentSourceResponse) Descriptor() ([]byte, []int) {
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *SetContentSourceResponse) GetApplied() bool {
+	if x != nil {
+		return x.Applied
+	}
+	return false
+}
+
 var File_docrepo_document_v1_document_proto protoreflect.FileDescriptor
 
 const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"\n" +
-	"\"docrepo/document/v1/document.proto\x12\x13docrepo.document.v1\x1a\x1cdocrepo/api/v1/options.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x93\t\n" +
+	"\"docrepo/document/v1/document.proto\x12\x13docrepo.document.v1\x1a\x1cdocrepo/api/v1/options.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd2\t\n" +
 	"\bDocument\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\"\n" +
@@ -3125,7 +3356,8 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"subdoctype\x18\x15 \x01(\tH\n" +
 	"R\n" +
 	"subdoctype\x88\x01\x01\x12Q\n" +
-	"\fcustomfields\x18\x16 \x01(\v2'.docrepo.document.v1.CustomFieldSetListB\x04\xd8\xf3\x18\x01R\fcustomfieldsB\r\n" +
+	"\fcustomfields\x18\x16 \x01(\v2'.docrepo.document.v1.CustomFieldSetListB\x04\xd8\xf3\x18\x01R\fcustomfields\x12*\n" +
+	"\x0econtent_source\x18\x17 \x01(\tH\vR\rcontentSource\x88\x01\x01B\r\n" +
 	"\v_doc_numberB\v\n" +
 	"\t_doc_typeB\r\n" +
 	"\v_doc_statusB\x13\n" +
@@ -3138,7 +3370,8 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"\x0f_account_numberB\f\n" +
 	"\n" +
 	"_locked_byB\r\n" +
-	"\v_subdoctype\"\xa4\x03\n" +
+	"\v_subdoctypeB\x11\n" +
+	"\x0f_content_source\"\xa4\x03\n" +
 	"\n" +
 	"LinkedFile\x12\x14\n" +
 	"\x05ownid\x18\x01 \x01(\x03R\x05ownid\x12\x0e\n" +
@@ -3397,7 +3630,7 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"\x06search\x18\x04 \x01(\tR\x06search\x12\x14\n" +
 	"\x05limit\x18\x05 \x01(\x05R\x05limit\"4\n" +
 	"\x1aListDistinctValuesResponse\x12\x16\n" +
-	"\x06values\x18\x01 \x03(\tR\x06values\"\x97\x01\n" +
+	"\x06values\x18\x01 \x03(\tR\x06values\"\xbe\x01\n" +
 	"\tIndexFile\x12\x14\n" +
 	"\x05ownid\x18\x01 \x01(\x03R\x05ownid\x12\x1a\n" +
 	"\borigname\x18\x02 \x01(\tR\borigname\x12\x1d\n" +
@@ -3405,7 +3638,8 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"image_type\x18\x03 \x01(\tR\timageType\x12\x1d\n" +
 	"\n" +
 	"image_size\x18\x04 \x01(\x03R\timageSize\x12\x1a\n" +
-	"\bfilehash\x18\x05 \x01(\tR\bfilehash\"\xcc\x01\n" +
+	"\bfilehash\x18\x05 \x01(\tR\bfilehash\x12%\n" +
+	"\x0econtent_source\x18\x06 \x01(\tR\rcontentSource\"\xcc\x01\n" +
 	"\rIndexDocument\x129\n" +
 	"\bdocument\x18\x01 \x01(\v2\x1d.docrepo.document.v1.DocumentR\bdocument\x12\x10\n" +
 	"\x03rev\x18\x02 \x01(\x03R\x03rev\x12\x1b\n" +
@@ -3420,10 +3654,22 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"\adeleted\x18\x02 \x01(\bR\adeleted\"I\n" +
 	"\x16ListDocumentIdsRequest\x12\x19\n" +
 	"\bafter_id\x18\x01 \x01(\x03R\aafterId\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\x05R\x05limit\"A\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"U\n" +
 	"\x17ListDocumentIdsResponse\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\x03R\x03ids\x12\x14\n" +
-	"\x05total\x18\x02 \x01(\x03R\x05total2\xa4\f\n" +
+	"\x05total\x18\x02 \x01(\x03R\x05total\x12\x12\n" +
+	"\x04revs\x18\x03 \x03(\x03R\x04revs\"<\n" +
+	"\x1bCountFolderDocumentsRequest\x12\x1d\n" +
+	"\n" +
+	"folder_ids\x18\x01 \x03(\x03R\tfolderIds\"4\n" +
+	"\x1cCountFolderDocumentsResponse\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x05R\x05count\"a\n" +
+	"\x17SetContentSourceRequest\x12\x15\n" +
+	"\x06doc_id\x18\x01 \x01(\x03R\x05docId\x12\x17\n" +
+	"\afile_id\x18\x02 \x01(\x03R\x06fileId\x12\x16\n" +
+	"\x06source\x18\x03 \x01(\tR\x06source\"4\n" +
+	"\x18SetContentSourceResponse\x12\x18\n" +
+	"\aapplied\x18\x01 \x01(\bR\aapplied2\xca\x0e\n" +
 	"\x0fDocumentService\x12\x82\x01\n" +
 	"\x0eUploadDocument\x12*.docrepo.document.v1.UploadDocumentRequest\x1a+.docrepo.document.v1.UploadDocumentResponse\"\x15\xca\xf3\x18\x11\n" +
 	"\x0fdocuments_write(\x01\x12v\n" +
@@ -3451,7 +3697,13 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"\binternal\x12|\n" +
 	"\x0fListDocumentIds\x12+.docrepo.document.v1.ListDocumentIdsRequest\x1a,.docrepo.document.v1.ListDocumentIdsResponse\"\x0e\xca\xf3\x18\n" +
 	"\n" +
-	"\binternalB\xd9\x01\n" +
+	"\binternal\x12\x7f\n" +
+	"\x10SetContentSource\x12,.docrepo.document.v1.SetContentSourceRequest\x1a-.docrepo.document.v1.SetContentSourceResponse\"\x0e\xca\xf3\x18\n" +
+	"\n" +
+	"\binternal\x12\xa2\x01\n" +
+	"\x14CountFolderDocuments\x120.docrepo.document.v1.CountFolderDocumentsRequest\x1a1.docrepo.document.v1.CountFolderDocumentsResponse\"%\xca\xf3\x18!\n" +
+	"\x0edocuments_read\n" +
+	"\x0fdocuments_writeB\xd9\x01\n" +
 	"\x17com.docrepo.document.v1B\rDocumentProtoP\x01ZAgithub.com/docrepo/docrepo/pkg/gen/docrepo/document/v1;documentv1\xa2\x02\x03DDX\xaa\x02\x13Docrepo.Document.V1\xca\x02\x13Docrepo\\Document\\V1\xe2\x02\x1fDocrepo\\Document\\V1\\GPBMetadata\xea\x02\x15Docrepo::Document::V1b\x06proto3"
 
 var (
@@ -3466,73 +3718,77 @@ func file_docrepo_document_v1_document_proto_rawDescGZIP() []byte {
 	return file_docrepo_document_v1_document_proto_rawDescData
 }
 
-var file_docrepo_document_v1_document_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_docrepo_document_v1_document_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_docrepo_document_v1_document_proto_goTypes = []any{
-	(*Document)(nil),                   // 0: docrepo.document.v1.Document
-	(*LinkedFile)(nil),                 // 1: docrepo.document.v1.LinkedFile
-	(*ArchiveEntry)(nil),               // 2: docrepo.document.v1.ArchiveEntry
-	(*ArchiveEntryList)(nil),           // 3: docrepo.document.v1.ArchiveEntryList
-	(*FolderAssignment)(nil),           // 4: docrepo.document.v1.FolderAssignment
-	(*FolderAssignmentList)(nil),       // 5: docrepo.document.v1.FolderAssignmentList
-	(*CustomFieldSet)(nil),             // 6: docrepo.document.v1.CustomFieldSet
-	(*CustomFieldSetList)(nil),         // 7: docrepo.document.v1.CustomFieldSetList
-	(*DocumentMetadata)(nil),           // 8: docrepo.document.v1.DocumentMetadata
-	(*UploadMetadata)(nil),             // 9: docrepo.document.v1.UploadMetadata
-	(*FileHeader)(nil),                 // 10: docrepo.document.v1.FileHeader
-	(*UploadDocumentRequest)(nil),      // 11: docrepo.document.v1.UploadDocumentRequest
-	(*UploadDocumentResponse)(nil),     // 12: docrepo.document.v1.UploadDocumentResponse
-	(*GetDocumentRequest)(nil),         // 13: docrepo.document.v1.GetDocumentRequest
-	(*GetDocumentResponse)(nil),        // 14: docrepo.document.v1.GetDocumentResponse
-	(*UpdateDocumentRequest)(nil),      // 15: docrepo.document.v1.UpdateDocumentRequest
-	(*UpdateDocumentResponse)(nil),     // 16: docrepo.document.v1.UpdateDocumentResponse
-	(*CurrentFile)(nil),                // 17: docrepo.document.v1.CurrentFile
-	(*HistoryEntry)(nil),               // 18: docrepo.document.v1.HistoryEntry
-	(*VersionListing)(nil),             // 19: docrepo.document.v1.VersionListing
-	(*GetVersionsRequest)(nil),         // 20: docrepo.document.v1.GetVersionsRequest
-	(*GetVersionsResponse)(nil),        // 21: docrepo.document.v1.GetVersionsResponse
-	(*UploadVersionRequest)(nil),       // 22: docrepo.document.v1.UploadVersionRequest
-	(*UploadVersionHeader)(nil),        // 23: docrepo.document.v1.UploadVersionHeader
-	(*UploadVersionResponse)(nil),      // 24: docrepo.document.v1.UploadVersionResponse
-	(*LockDocumentRequest)(nil),        // 25: docrepo.document.v1.LockDocumentRequest
-	(*LockDocumentResponse)(nil),       // 26: docrepo.document.v1.LockDocumentResponse
-	(*UnlockDocumentRequest)(nil),      // 27: docrepo.document.v1.UnlockDocumentRequest
-	(*UnlockDocumentResponse)(nil),     // 28: docrepo.document.v1.UnlockDocumentResponse
-	(*DownloadFileRequest)(nil),        // 29: docrepo.document.v1.DownloadFileRequest
-	(*DownloadHeader)(nil),             // 30: docrepo.document.v1.DownloadHeader
-	(*DownloadFileResponse)(nil),       // 31: docrepo.document.v1.DownloadFileResponse
-	(*SetCustomFieldsRequest)(nil),     // 32: docrepo.document.v1.SetCustomFieldsRequest
-	(*SetCustomFieldsResponse)(nil),    // 33: docrepo.document.v1.SetCustomFieldsResponse
-	(*ListDistinctValuesRequest)(nil),  // 34: docrepo.document.v1.ListDistinctValuesRequest
-	(*ListDistinctValuesResponse)(nil), // 35: docrepo.document.v1.ListDistinctValuesResponse
-	(*IndexFile)(nil),                  // 36: docrepo.document.v1.IndexFile
-	(*IndexDocument)(nil),              // 37: docrepo.document.v1.IndexDocument
-	(*GetIndexDocumentRequest)(nil),    // 38: docrepo.document.v1.GetIndexDocumentRequest
-	(*GetIndexDocumentResponse)(nil),   // 39: docrepo.document.v1.GetIndexDocumentResponse
-	(*ListDocumentIdsRequest)(nil),     // 40: docrepo.document.v1.ListDocumentIdsRequest
-	(*ListDocumentIdsResponse)(nil),    // 41: docrepo.document.v1.ListDocumentIdsResponse
-	(*timestamppb.Timestamp)(nil),      // 42: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),            // 43: google.protobuf.Struct
+	(*Document)(nil),                     // 0: docrepo.document.v1.Document
+	(*LinkedFile)(nil),                   // 1: docrepo.document.v1.LinkedFile
+	(*ArchiveEntry)(nil),                 // 2: docrepo.document.v1.ArchiveEntry
+	(*ArchiveEntryList)(nil),             // 3: docrepo.document.v1.ArchiveEntryList
+	(*FolderAssignment)(nil),             // 4: docrepo.document.v1.FolderAssignment
+	(*FolderAssignmentList)(nil),         // 5: docrepo.document.v1.FolderAssignmentList
+	(*CustomFieldSet)(nil),               // 6: docrepo.document.v1.CustomFieldSet
+	(*CustomFieldSetList)(nil),           // 7: docrepo.document.v1.CustomFieldSetList
+	(*DocumentMetadata)(nil),             // 8: docrepo.document.v1.DocumentMetadata
+	(*UploadMetadata)(nil),               // 9: docrepo.document.v1.UploadMetadata
+	(*FileHeader)(nil),                   // 10: docrepo.document.v1.FileHeader
+	(*UploadDocumentRequest)(nil),        // 11: docrepo.document.v1.UploadDocumentRequest
+	(*UploadDocumentResponse)(nil),       // 12: docrepo.document.v1.UploadDocumentResponse
+	(*GetDocumentRequest)(nil),           // 13: docrepo.document.v1.GetDocumentRequest
+	(*GetDocumentResponse)(nil),          // 14: docrepo.document.v1.GetDocumentResponse
+	(*UpdateDocumentRequest)(nil),        // 15: docrepo.document.v1.UpdateDocumentRequest
+	(*UpdateDocumentResponse)(nil),       // 16: docrepo.document.v1.UpdateDocumentResponse
+	(*CurrentFile)(nil),                  // 17: docrepo.document.v1.CurrentFile
+	(*HistoryEntry)(nil),                 // 18: docrepo.document.v1.HistoryEntry
+	(*VersionListing)(nil),               // 19: docrepo.document.v1.VersionListing
+	(*GetVersionsRequest)(nil),           // 20: docrepo.document.v1.GetVersionsRequest
+	(*GetVersionsResponse)(nil),          // 21: docrepo.document.v1.GetVersionsResponse
+	(*UploadVersionRequest)(nil),         // 22: docrepo.document.v1.UploadVersionRequest
+	(*UploadVersionHeader)(nil),          // 23: docrepo.document.v1.UploadVersionHeader
+	(*UploadVersionResponse)(nil),        // 24: docrepo.document.v1.UploadVersionResponse
+	(*LockDocumentRequest)(nil),          // 25: docrepo.document.v1.LockDocumentRequest
+	(*LockDocumentResponse)(nil),         // 26: docrepo.document.v1.LockDocumentResponse
+	(*UnlockDocumentRequest)(nil),        // 27: docrepo.document.v1.UnlockDocumentRequest
+	(*UnlockDocumentResponse)(nil),       // 28: docrepo.document.v1.UnlockDocumentResponse
+	(*DownloadFileRequest)(nil),          // 29: docrepo.document.v1.DownloadFileRequest
+	(*DownloadHeader)(nil),               // 30: docrepo.document.v1.DownloadHeader
+	(*DownloadFileResponse)(nil),         // 31: docrepo.document.v1.DownloadFileResponse
+	(*SetCustomFieldsRequest)(nil),       // 32: docrepo.document.v1.SetCustomFieldsRequest
+	(*SetCustomFieldsResponse)(nil),      // 33: docrepo.document.v1.SetCustomFieldsResponse
+	(*ListDistinctValuesRequest)(nil),    // 34: docrepo.document.v1.ListDistinctValuesRequest
+	(*ListDistinctValuesResponse)(nil),   // 35: docrepo.document.v1.ListDistinctValuesResponse
+	(*IndexFile)(nil),                    // 36: docrepo.document.v1.IndexFile
+	(*IndexDocument)(nil),                // 37: docrepo.document.v1.IndexDocument
+	(*GetIndexDocumentRequest)(nil),      // 38: docrepo.document.v1.GetIndexDocumentRequest
+	(*GetIndexDocumentResponse)(nil),     // 39: docrepo.document.v1.GetIndexDocumentResponse
+	(*ListDocumentIdsRequest)(nil),       // 40: docrepo.document.v1.ListDocumentIdsRequest
+	(*ListDocumentIdsResponse)(nil),      // 41: docrepo.document.v1.ListDocumentIdsResponse
+	(*CountFolderDocumentsRequest)(nil),  // 42: docrepo.document.v1.CountFolderDocumentsRequest
+	(*CountFolderDocumentsResponse)(nil), // 43: docrepo.document.v1.CountFolderDocumentsResponse
+	(*SetContentSourceRequest)(nil),      // 44: docrepo.document.v1.SetContentSourceRequest
+	(*SetContentSourceResponse)(nil),     // 45: docrepo.document.v1.SetContentSourceResponse
+	(*timestamppb.Timestamp)(nil),        // 46: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),              // 47: google.protobuf.Struct
 }
 var file_docrepo_document_v1_document_proto_depIdxs = []int32{
-	42, // 0: docrepo.document.v1.Document.date:type_name -> google.protobuf.Timestamp
-	42, // 1: docrepo.document.v1.Document.entry_date:type_name -> google.protobuf.Timestamp
+	46, // 0: docrepo.document.v1.Document.date:type_name -> google.protobuf.Timestamp
+	46, // 1: docrepo.document.v1.Document.entry_date:type_name -> google.protobuf.Timestamp
 	1,  // 2: docrepo.document.v1.Document.linked_files:type_name -> docrepo.document.v1.LinkedFile
 	3,  // 3: docrepo.document.v1.Document.version_history:type_name -> docrepo.document.v1.ArchiveEntryList
 	5,  // 4: docrepo.document.v1.Document.folders:type_name -> docrepo.document.v1.FolderAssignmentList
 	7,  // 5: docrepo.document.v1.Document.customfields:type_name -> docrepo.document.v1.CustomFieldSetList
-	42, // 6: docrepo.document.v1.LinkedFile.lastmodified:type_name -> google.protobuf.Timestamp
-	42, // 7: docrepo.document.v1.ArchiveEntry.entry_date:type_name -> google.protobuf.Timestamp
+	46, // 6: docrepo.document.v1.LinkedFile.lastmodified:type_name -> google.protobuf.Timestamp
+	46, // 7: docrepo.document.v1.ArchiveEntry.entry_date:type_name -> google.protobuf.Timestamp
 	2,  // 8: docrepo.document.v1.ArchiveEntryList.entries:type_name -> docrepo.document.v1.ArchiveEntry
 	4,  // 9: docrepo.document.v1.FolderAssignmentList.entries:type_name -> docrepo.document.v1.FolderAssignment
-	43, // 10: docrepo.document.v1.CustomFieldSet.rows:type_name -> google.protobuf.Struct
+	47, // 10: docrepo.document.v1.CustomFieldSet.rows:type_name -> google.protobuf.Struct
 	6,  // 11: docrepo.document.v1.CustomFieldSetList.entries:type_name -> docrepo.document.v1.CustomFieldSet
-	42, // 12: docrepo.document.v1.DocumentMetadata.date:type_name -> google.protobuf.Timestamp
+	46, // 12: docrepo.document.v1.DocumentMetadata.date:type_name -> google.protobuf.Timestamp
 	9,  // 13: docrepo.document.v1.UploadDocumentRequest.metadata:type_name -> docrepo.document.v1.UploadMetadata
 	10, // 14: docrepo.document.v1.UploadDocumentRequest.file:type_name -> docrepo.document.v1.FileHeader
 	0,  // 15: docrepo.document.v1.GetDocumentResponse.document:type_name -> docrepo.document.v1.Document
 	8,  // 16: docrepo.document.v1.UpdateDocumentResponse.document:type_name -> docrepo.document.v1.DocumentMetadata
-	42, // 17: docrepo.document.v1.CurrentFile.last_modified:type_name -> google.protobuf.Timestamp
-	42, // 18: docrepo.document.v1.HistoryEntry.entry_date:type_name -> google.protobuf.Timestamp
+	46, // 17: docrepo.document.v1.CurrentFile.last_modified:type_name -> google.protobuf.Timestamp
+	46, // 18: docrepo.document.v1.HistoryEntry.entry_date:type_name -> google.protobuf.Timestamp
 	17, // 19: docrepo.document.v1.VersionListing.current:type_name -> docrepo.document.v1.CurrentFile
 	18, // 20: docrepo.document.v1.VersionListing.history:type_name -> docrepo.document.v1.HistoryEntry
 	19, // 21: docrepo.document.v1.GetVersionsResponse.listing:type_name -> docrepo.document.v1.VersionListing
@@ -3541,9 +3797,9 @@ var file_docrepo_document_v1_document_proto_depIdxs = []int32{
 	19, // 24: docrepo.document.v1.UploadVersionResponse.listing:type_name -> docrepo.document.v1.VersionListing
 	8,  // 25: docrepo.document.v1.LockDocumentResponse.document:type_name -> docrepo.document.v1.DocumentMetadata
 	8,  // 26: docrepo.document.v1.UnlockDocumentResponse.document:type_name -> docrepo.document.v1.DocumentMetadata
-	42, // 27: docrepo.document.v1.DownloadHeader.last_modified:type_name -> google.protobuf.Timestamp
+	46, // 27: docrepo.document.v1.DownloadHeader.last_modified:type_name -> google.protobuf.Timestamp
 	30, // 28: docrepo.document.v1.DownloadFileResponse.header:type_name -> docrepo.document.v1.DownloadHeader
-	43, // 29: docrepo.document.v1.SetCustomFieldsRequest.rows:type_name -> google.protobuf.Struct
+	47, // 29: docrepo.document.v1.SetCustomFieldsRequest.rows:type_name -> google.protobuf.Struct
 	6,  // 30: docrepo.document.v1.SetCustomFieldsResponse.set:type_name -> docrepo.document.v1.CustomFieldSet
 	0,  // 31: docrepo.document.v1.IndexDocument.document:type_name -> docrepo.document.v1.Document
 	36, // 32: docrepo.document.v1.IndexDocument.file:type_name -> docrepo.document.v1.IndexFile
@@ -3560,20 +3816,24 @@ var file_docrepo_document_v1_document_proto_depIdxs = []int32{
 	34, // 43: docrepo.document.v1.DocumentService.ListDistinctValues:input_type -> docrepo.document.v1.ListDistinctValuesRequest
 	38, // 44: docrepo.document.v1.DocumentService.GetIndexDocument:input_type -> docrepo.document.v1.GetIndexDocumentRequest
 	40, // 45: docrepo.document.v1.DocumentService.ListDocumentIds:input_type -> docrepo.document.v1.ListDocumentIdsRequest
-	12, // 46: docrepo.document.v1.DocumentService.UploadDocument:output_type -> docrepo.document.v1.UploadDocumentResponse
-	14, // 47: docrepo.document.v1.DocumentService.GetDocument:output_type -> docrepo.document.v1.GetDocumentResponse
-	16, // 48: docrepo.document.v1.DocumentService.UpdateDocument:output_type -> docrepo.document.v1.UpdateDocumentResponse
-	21, // 49: docrepo.document.v1.DocumentService.GetVersions:output_type -> docrepo.document.v1.GetVersionsResponse
-	24, // 50: docrepo.document.v1.DocumentService.UploadVersion:output_type -> docrepo.document.v1.UploadVersionResponse
-	26, // 51: docrepo.document.v1.DocumentService.LockDocument:output_type -> docrepo.document.v1.LockDocumentResponse
-	28, // 52: docrepo.document.v1.DocumentService.UnlockDocument:output_type -> docrepo.document.v1.UnlockDocumentResponse
-	31, // 53: docrepo.document.v1.DocumentService.DownloadFile:output_type -> docrepo.document.v1.DownloadFileResponse
-	33, // 54: docrepo.document.v1.DocumentService.SetCustomFields:output_type -> docrepo.document.v1.SetCustomFieldsResponse
-	35, // 55: docrepo.document.v1.DocumentService.ListDistinctValues:output_type -> docrepo.document.v1.ListDistinctValuesResponse
-	39, // 56: docrepo.document.v1.DocumentService.GetIndexDocument:output_type -> docrepo.document.v1.GetIndexDocumentResponse
-	41, // 57: docrepo.document.v1.DocumentService.ListDocumentIds:output_type -> docrepo.document.v1.ListDocumentIdsResponse
-	46, // [46:58] is the sub-list for method output_type
-	34, // [34:46] is the sub-list for method input_type
+	44, // 46: docrepo.document.v1.DocumentService.SetContentSource:input_type -> docrepo.document.v1.SetContentSourceRequest
+	42, // 47: docrepo.document.v1.DocumentService.CountFolderDocuments:input_type -> docrepo.document.v1.CountFolderDocumentsRequest
+	12, // 48: docrepo.document.v1.DocumentService.UploadDocument:output_type -> docrepo.document.v1.UploadDocumentResponse
+	14, // 49: docrepo.document.v1.DocumentService.GetDocument:output_type -> docrepo.document.v1.GetDocumentResponse
+	16, // 50: docrepo.document.v1.DocumentService.UpdateDocument:output_type -> docrepo.document.v1.UpdateDocumentResponse
+	21, // 51: docrepo.document.v1.DocumentService.GetVersions:output_type -> docrepo.document.v1.GetVersionsResponse
+	24, // 52: docrepo.document.v1.DocumentService.UploadVersion:output_type -> docrepo.document.v1.UploadVersionResponse
+	26, // 53: docrepo.document.v1.DocumentService.LockDocument:output_type -> docrepo.document.v1.LockDocumentResponse
+	28, // 54: docrepo.document.v1.DocumentService.UnlockDocument:output_type -> docrepo.document.v1.UnlockDocumentResponse
+	31, // 55: docrepo.document.v1.DocumentService.DownloadFile:output_type -> docrepo.document.v1.DownloadFileResponse
+	33, // 56: docrepo.document.v1.DocumentService.SetCustomFields:output_type -> docrepo.document.v1.SetCustomFieldsResponse
+	35, // 57: docrepo.document.v1.DocumentService.ListDistinctValues:output_type -> docrepo.document.v1.ListDistinctValuesResponse
+	39, // 58: docrepo.document.v1.DocumentService.GetIndexDocument:output_type -> docrepo.document.v1.GetIndexDocumentResponse
+	41, // 59: docrepo.document.v1.DocumentService.ListDocumentIds:output_type -> docrepo.document.v1.ListDocumentIdsResponse
+	45, // 60: docrepo.document.v1.DocumentService.SetContentSource:output_type -> docrepo.document.v1.SetContentSourceResponse
+	43, // 61: docrepo.document.v1.DocumentService.CountFolderDocuments:output_type -> docrepo.document.v1.CountFolderDocumentsResponse
+	48, // [48:62] is the sub-list for method output_type
+	34, // [34:48] is the sub-list for method input_type
 	34, // [34:34] is the sub-list for extension type_name
 	34, // [34:34] is the sub-list for extension extendee
 	0,  // [0:34] is the sub-list for field type_name
@@ -3610,7 +3870,7 @@ func file_docrepo_document_v1_document_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_docrepo_document_v1_document_proto_rawDesc), len(file_docrepo_document_v1_document_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   42,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,18 +23,20 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	DocumentService_UploadDocument_FullMethodName     = "/docrepo.document.v1.DocumentService/UploadDocument"
-	DocumentService_GetDocument_FullMethodName        = "/docrepo.document.v1.DocumentService/GetDocument"
-	DocumentService_UpdateDocument_FullMethodName     = "/docrepo.document.v1.DocumentService/UpdateDocument"
-	DocumentService_GetVersions_FullMethodName        = "/docrepo.document.v1.DocumentService/GetVersions"
-	DocumentService_UploadVersion_FullMethodName      = "/docrepo.document.v1.DocumentService/UploadVersion"
-	DocumentService_LockDocument_FullMethodName       = "/docrepo.document.v1.DocumentService/LockDocument"
-	DocumentService_UnlockDocument_FullMethodName     = "/docrepo.document.v1.DocumentService/UnlockDocument"
-	DocumentService_DownloadFile_FullMethodName       = "/docrepo.document.v1.DocumentService/DownloadFile"
-	DocumentService_SetCustomFields_FullMethodName    = "/docrepo.document.v1.DocumentService/SetCustomFields"
-	DocumentService_ListDistinctValues_FullMethodName = "/docrepo.document.v1.DocumentService/ListDistinctValues"
-	DocumentService_GetIndexDocument_FullMethodName   = "/docrepo.document.v1.DocumentService/GetIndexDocument"
-	DocumentService_ListDocumentIds_FullMethodName    = "/docrepo.document.v1.DocumentService/ListDocumentIds"
+	DocumentService_UploadDocument_FullMethodName       = "/docrepo.document.v1.DocumentService/UploadDocument"
+	DocumentService_GetDocument_FullMethodName          = "/docrepo.document.v1.DocumentService/GetDocument"
+	DocumentService_UpdateDocument_FullMethodName       = "/docrepo.document.v1.DocumentService/UpdateDocument"
+	DocumentService_GetVersions_FullMethodName          = "/docrepo.document.v1.DocumentService/GetVersions"
+	DocumentService_UploadVersion_FullMethodName        = "/docrepo.document.v1.DocumentService/UploadVersion"
+	DocumentService_LockDocument_FullMethodName         = "/docrepo.document.v1.DocumentService/LockDocument"
+	DocumentService_UnlockDocument_FullMethodName       = "/docrepo.document.v1.DocumentService/UnlockDocument"
+	DocumentService_DownloadFile_FullMethodName         = "/docrepo.document.v1.DocumentService/DownloadFile"
+	DocumentService_SetCustomFields_FullMethodName      = "/docrepo.document.v1.DocumentService/SetCustomFields"
+	DocumentService_ListDistinctValues_FullMethodName   = "/docrepo.document.v1.DocumentService/ListDistinctValues"
+	DocumentService_GetIndexDocument_FullMethodName     = "/docrepo.document.v1.DocumentService/GetIndexDocument"
+	DocumentService_ListDocumentIds_FullMethodName      = "/docrepo.document.v1.DocumentService/ListDocumentIds"
+	DocumentService_SetContentSource_FullMethodName     = "/docrepo.document.v1.DocumentService/SetContentSource"
+	DocumentService_CountFolderDocuments_FullMethodName = "/docrepo.document.v1.DocumentService/CountFolderDocuments"
 )
 
 // DocumentServiceClient is the client API for DocumentService service.
@@ -72,6 +74,15 @@ type DocumentServiceClient interface {
 	GetIndexDocument(ctx context.Context, in *GetIndexDocumentRequest, opts ...grpc.CallOption) (*GetIndexDocumentResponse, error)
 	// ListDocumentIds pages through all document ids (for reindexing).
 	ListDocumentIds(ctx context.Context, in *ListDocumentIdsRequest, opts ...grpc.CallOption) (*ListDocumentIdsResponse, error)
+	// SetContentSource records where the indexer got a file's text from
+	// (text layer, OCR, none), for GET's content_source. It is not a change
+	// search must see: no rev bump, no event.
+	SetContentSource(ctx context.Context, in *SetContentSourceRequest, opts ...grpc.CallOption) (*SetContentSourceResponse, error)
+	// CountFolderDocuments counts the documents the caller can see that are
+	// assigned to any of the folders. The folder service calls it, with the
+	// caller's identity, to report what a subtree deletion unassigns; the
+	// assignments themselves go when the folder.deleted event arrives.
+	CountFolderDocuments(ctx context.Context, in *CountFolderDocumentsRequest, opts ...grpc.CallOption) (*CountFolderDocumentsResponse, error)
 }
 
 type documentServiceClient struct {
@@ -217,6 +228,26 @@ func (c *documentServiceClient) ListDocumentIds(ctx context.Context, in *ListDoc
 	return out, nil
 }
 
+func (c *documentServiceClient) SetContentSource(ctx context.Context, in *SetContentSourceRequest, opts ...grpc.CallOption) (*SetContentSourceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetContentSourceResponse)
+	err := c.cc.Invoke(ctx, DocumentService_SetContentSource_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *documentServiceClient) CountFolderDocuments(ctx context.Context, in *CountFolderDocumentsRequest, opts ...grpc.CallOption) (*CountFolderDocumentsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CountFolderDocumentsResponse)
+	err := c.cc.Invoke(ctx, DocumentService_CountFolderDocuments_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DocumentServiceServer is the server API for DocumentService service.
 // All implementations must embed UnimplementedDocumentServiceServer
 // for forward compatibility.
@@ -252,6 +283,15 @@ type DocumentServiceServer interface {
 	GetIndexDocument(context.Context, *GetIndexDocumentRequest) (*GetIndexDocumentResponse, error)
 	// ListDocumentIds pages through all document ids (for reindexing).
 	ListDocumentIds(context.Context, *ListDocumentIdsRequest) (*ListDocumentIdsResponse, error)
+	// SetContentSource records where the indexer got a file's text from
+	// (text layer, OCR, none), for GET's content_source. It is not a change
+	// search must see: no rev bump, no event.
+	SetContentSource(context.Context, *SetContentSourceRequest) (*SetContentSourceResponse, error)
+	// CountFolderDocuments counts the documents the caller can see that are
+	// assigned to any of the folders. The folder service calls it, with the
+	// caller's identity, to report what a subtree deletion unassigns; the
+	// assignments themselves go when the folder.deleted event arrives.
+	CountFolderDocuments(context.Context, *CountFolderDocumentsRequest) (*CountFolderDocumentsResponse, error)
 	mustEmbedUnimplementedDocumentServiceServer()
 }
 
@@ -297,6 +337,12 @@ func (UnimplementedDocumentServiceServer) GetIndexDocument(context.Context, *Get
 }
 func (UnimplementedDocumentServiceServer) ListDocumentIds(context.Context, *ListDocumentIdsRequest) (*ListDocumentIdsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListDocumentIds not implemented")
+}
+func (UnimplementedDocumentServiceServer) SetContentSource(context.Context, *SetContentSourceRequest) (*SetContentSourceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetContentSource not implemented")
+}
+func (UnimplementedDocumentServiceServer) CountFolderDocuments(context.Context, *CountFolderDocumentsRequest) (*CountFolderDocumentsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CountFolderDocuments not implemented")
 }
 func (UnimplementedDocumentServiceServer) mustEmbedUnimplementedDocumentServiceServer() {}
 func (UnimplementedDocumentServiceServer) testEmbeddedByValue()                         {}
@@ -506,6 +552,42 @@ func _DocumentService_ListDocumentIds_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _DocumentService_SetContentSource_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetContentSourceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DocumentServiceServer).SetContentSource(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DocumentService_SetContentSource_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DocumentServiceServer).SetContentSource(ctx, req.(*SetContentSourceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _DocumentService_CountFolderDocuments_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CountFolderDocumentsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DocumentServiceServer).CountFolderDocuments(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DocumentService_CountFolderDocuments_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DocumentServiceServer).CountFolderDocuments(ctx, req.(*CountFolderDocumentsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // DocumentService_ServiceDesc is the grpc.ServiceDesc for DocumentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -548,6 +630,14 @@ var DocumentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListDocumentIds",
 			Handler:    _DocumentService_ListDocumentIds_Handler,
+		},
+		{
+			MethodName: "SetContentSource",
+			Handler:    _DocumentService_SetContentSource_Handler,
+		},
+		{
+			MethodName: "CountFolderDocuments",
+			Handler:    _DocumentService_CountFolderDocuments_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -31,7 +31,8 @@ const (
 // folders_changed, customfields_changed.
 type DocumentEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Outbox row id; also the Nats-Msg-Id, so redeliveries are deduplicated.
+	// Outbox row id in the writing service's outbox; the Nats-Msg-Id is
+	// "<service schema>-<event_id>", so redeliveries are deduplicated.
 	EventId int64 `protobuf:"varint,1,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
 	DocId   int64 `protobuf:"varint,2,opt,name=doc_id,json=docId,proto3" json:"doc_id,omitempty"`
 	// The document's revision after the write.

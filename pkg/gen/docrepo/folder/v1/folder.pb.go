@@ -25,7 +25,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// Folder is the folder resource (spec §2.5).
+// Folder is the folder resource (docs/api.md §2.5).
 type Folder struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	FolderId      int64                  `protobuf:"varint,1,opt,name=folder_id,json=folderId,proto3" json:"folder_id,omitempty"`
@@ -110,7 +110,7 @@ func (x *Folder) GetChildCount() int32 {
 	return 0
 }
 
-// ListFoldersRequest filters and pages the folder list (spec §4.5).
+// ListFoldersRequest filters and pages the folder list (docs/api.md §4.5).
 type ListFoldersRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Q             *string                `protobuf:"bytes,1,opt,name=q,proto3,oneof" json:"q,omitempty"`
@@ -224,7 +224,7 @@ func (x *ListFoldersResponse) GetFolders() []*Folder {
 	return nil
 }
 
-// CreateFolderRequest creates a folder (spec §4.6).
+// CreateFolderRequest creates a folder (docs/api.md §4.6).
 type CreateFolderRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          *string                `protobuf:"bytes,1,opt,name=name,proto3,oneof" json:"name,omitempty"`
@@ -322,7 +322,7 @@ func (x *CreateFolderResponse) GetFolder() *Folder {
 	return nil
 }
 
-// MoveFolderRequest moves a folder (spec §4.7).
+// MoveFolderRequest moves a folder (docs/api.md §4.7).
 type MoveFolderRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	FolderId      int64                  `protobuf:"varint,1,opt,name=folder_id,json=folderId,proto3" json:"folder_id,omitempty"`
@@ -618,6 +618,88 @@ func (x *GetFoldersResponse) GetFolders() []*Folder {
 	return nil
 }
 
+// VisibleFolderIdsRequest asks for the caller's visible folder ids.
+type VisibleFolderIdsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VisibleFolderIdsRequest) Reset() {
+	*x = VisibleFolderIdsRequest{}
+	mi := &file_docrepo_folder_v1_folder_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VisibleFolderIdsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VisibleFolderIdsRequest) ProtoMessage() {}
+
+func (x *VisibleFolderIdsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_folder_v1_folder_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VisibleFolderIdsRequest.ProtoReflect.Descriptor instead.
+func (*VisibleFolderIdsRequest) Descriptor() ([]byte, []int) {
+	return file_docrepo_folder_v1_folder_proto_rawDescGZIP(), []int{11}
+}
+
+// VisibleFolderIdsResponse holds them in ascending order.
+type VisibleFolderIdsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FolderIds     []int64                `protobuf:"varint,1,rep,packed,name=folder_ids,json=folderIds,proto3" json:"folder_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VisibleFolderIdsResponse) Reset() {
+	*x = VisibleFolderIdsResponse{}
+	mi := &file_docrepo_folder_v1_folder_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VisibleFolderIdsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VisibleFolderIdsResponse) ProtoMessage() {}
+
+func (x *VisibleFolderIdsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_folder_v1_folder_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VisibleFolderIdsResponse.ProtoReflect.Descriptor instead.
+func (*VisibleFolderIdsResponse) Descriptor() ([]byte, []int) {
+	return file_docrepo_folder_v1_folder_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *VisibleFolderIdsResponse) GetFolderIds() []int64 {
+	if x != nil {
+		return x.FolderIds
+	}
+	return nil
+}
+
 var File_docrepo_folder_v1_folder_proto protoreflect.FileDescriptor
 
 const file_docrepo_folder_v1_folder_proto_rawDesc = "" +
@@ -667,7 +749,11 @@ const file_docrepo_folder_v1_folder_proto_rawDesc = "" +
 	"\n" +
 	"folder_ids\x18\x01 \x03(\x03R\tfolderIds\"I\n" +
 	"\x12GetFoldersResponse\x123\n" +
-	"\afolders\x18\x01 \x03(\v2\x19.docrepo.folder.v1.FolderR\afolders2\xf2\x04\n" +
+	"\afolders\x18\x01 \x03(\v2\x19.docrepo.folder.v1.FolderR\afolders\"\x19\n" +
+	"\x17VisibleFolderIdsRequest\"9\n" +
+	"\x18VisibleFolderIdsResponse\x12\x1d\n" +
+	"\n" +
+	"folder_ids\x18\x01 \x03(\x03R\tfolderIds2\xfe\x05\n" +
 	"\rFolderService\x12r\n" +
 	"\vListFolders\x12%.docrepo.folder.v1.ListFoldersRequest\x1a&.docrepo.folder.v1.ListFoldersResponse\"\x14\xca\xf3\x18\x10\n" +
 	"\x0edocuments_read\x12v\n" +
@@ -682,7 +768,10 @@ const file_docrepo_folder_v1_folder_proto_rawDesc = "" +
 	"GetFolders\x12$.docrepo.folder.v1.GetFoldersRequest\x1a%.docrepo.folder.v1.GetFoldersResponse\"/\xca\xf3\x18+\n" +
 	"\x0edocuments_read\n" +
 	"\x0fdocuments_write\n" +
-	"\binternalB\xc9\x01\n" +
+	"\binternal\x12\x89\x01\n" +
+	"\x10VisibleFolderIds\x12*.docrepo.folder.v1.VisibleFolderIdsRequest\x1a+.docrepo.folder.v1.VisibleFolderIdsResponse\"\x1c\xca\xf3\x18\x18\n" +
+	"\x0edocuments_read\n" +
+	"\x06searchB\xc9\x01\n" +
 	"\x15com.docrepo.folder.v1B\vFolderProtoP\x01Z=github.com/docrepo/docrepo/pkg/gen/docrepo/folder/v1;folderv1\xa2\x02\x03DFX\xaa\x02\x11Docrepo.Folder.V1\xca\x02\x11Docrepo\\Folder\\V1\xe2\x02\x1dDocrepo\\Folder\\V1\\GPBMetadata\xea\x02\x13Docrepo::Folder::V1b\x06proto3"
 
 var (
@@ -697,19 +786,21 @@ func file_docrepo_folder_v1_folder_proto_rawDescGZIP() []byte {
 	return file_docrepo_folder_v1_folder_proto_rawDescData
 }
 
-var file_docrepo_folder_v1_folder_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_docrepo_folder_v1_folder_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_docrepo_folder_v1_folder_proto_goTypes = []any{
-	(*Folder)(nil),               // 0: docrepo.folder.v1.Folder
-	(*ListFoldersRequest)(nil),   // 1: docrepo.folder.v1.ListFoldersRequest
-	(*ListFoldersResponse)(nil),  // 2: docrepo.folder.v1.ListFoldersResponse
-	(*CreateFolderRequest)(nil),  // 3: docrepo.folder.v1.CreateFolderRequest
-	(*CreateFolderResponse)(nil), // 4: docrepo.folder.v1.CreateFolderResponse
-	(*MoveFolderRequest)(nil),    // 5: docrepo.folder.v1.MoveFolderRequest
-	(*MoveFolderResponse)(nil),   // 6: docrepo.folder.v1.MoveFolderResponse
-	(*DeleteFolderRequest)(nil),  // 7: docrepo.folder.v1.DeleteFolderRequest
-	(*DeleteFolderResponse)(nil), // 8: docrepo.folder.v1.DeleteFolderResponse
-	(*GetFoldersRequest)(nil),    // 9: docrepo.folder.v1.GetFoldersRequest
-	(*GetFoldersResponse)(nil),   // 10: docrepo.folder.v1.GetFoldersResponse
+	(*Folder)(nil),                   // 0: docrepo.folder.v1.Folder
+	(*ListFoldersRequest)(nil),       // 1: docrepo.folder.v1.ListFoldersRequest
+	(*ListFoldersResponse)(nil),      // 2: docrepo.folder.v1.ListFoldersResponse
+	(*CreateFolderRequest)(nil),      // 3: docrepo.folder.v1.CreateFolderRequest
+	(*CreateFolderResponse)(nil),     // 4: docrepo.folder.v1.CreateFolderResponse
+	(*MoveFolderRequest)(nil),        // 5: docrepo.folder.v1.MoveFolderRequest
+	(*MoveFolderResponse)(nil),       // 6: docrepo.folder.v1.MoveFolderResponse
+	(*DeleteFolderRequest)(nil),      // 7: docrepo.folder.v1.DeleteFolderRequest
+	(*DeleteFolderResponse)(nil),     // 8: docrepo.folder.v1.DeleteFolderResponse
+	(*GetFoldersRequest)(nil),        // 9: docrepo.folder.v1.GetFoldersRequest
+	(*GetFoldersResponse)(nil),       // 10: docrepo.folder.v1.GetFoldersResponse
+	(*VisibleFolderIdsRequest)(nil),  // 11: docrepo.folder.v1.VisibleFolderIdsRequest
+	(*VisibleFolderIdsResponse)(nil), // 12: docrepo.folder.v1.VisibleFolderIdsResponse
 }
 var file_docrepo_folder_v1_folder_proto_depIdxs = []int32{
 	0,  // 0: docrepo.folder.v1.ListFoldersResponse.folders:type_name -> docrepo.folder.v1.Folder
@@ -721,13 +812,15 @@ var file_docrepo_folder_v1_folder_proto_depIdxs = []int32{
 	5,  // 6: docrepo.folder.v1.FolderService.MoveFolder:input_type -> docrepo.folder.v1.MoveFolderRequest
 	7,  // 7: docrepo.folder.v1.FolderService.DeleteFolder:input_type -> docrepo.folder.v1.DeleteFolderRequest
 	9,  // 8: docrepo.folder.v1.FolderService.GetFolders:input_type -> docrepo.folder.v1.GetFoldersRequest
-	2,  // 9: docrepo.folder.v1.FolderService.ListFolders:output_type -> docrepo.folder.v1.ListFoldersResponse
-	4,  // 10: docrepo.folder.v1.FolderService.CreateFolder:output_type -> docrepo.folder.v1.CreateFolderResponse
-	6,  // 11: docrepo.folder.v1.FolderService.MoveFolder:output_type -> docrepo.folder.v1.MoveFolderResponse
-	8,  // 12: docrepo.folder.v1.FolderService.DeleteFolder:output_type -> docrepo.folder.v1.DeleteFolderResponse
-	10, // 13: docrepo.folder.v1.FolderService.GetFolders:output_type -> docrepo.folder.v1.GetFoldersResponse
-	9,  // [9:14] is the sub-list for method output_type
-	4,  // [4:9] is the sub-list for method input_type
+	11, // 9: docrepo.folder.v1.FolderService.VisibleFolderIds:input_type -> docrepo.folder.v1.VisibleFolderIdsRequest
+	2,  // 10: docrepo.folder.v1.FolderService.ListFolders:output_type -> docrepo.folder.v1.ListFoldersResponse
+	4,  // 11: docrepo.folder.v1.FolderService.CreateFolder:output_type -> docrepo.folder.v1.CreateFolderResponse
+	6,  // 12: docrepo.folder.v1.FolderService.MoveFolder:output_type -> docrepo.folder.v1.MoveFolderResponse
+	8,  // 13: docrepo.folder.v1.FolderService.DeleteFolder:output_type -> docrepo.folder.v1.DeleteFolderResponse
+	10, // 14: docrepo.folder.v1.FolderService.GetFolders:output_type -> docrepo.folder.v1.GetFoldersResponse
+	12, // 15: docrepo.folder.v1.FolderService.VisibleFolderIds:output_type -> docrepo.folder.v1.VisibleFolderIdsResponse
+	10, // [10:16] is the sub-list for method output_type
+	4,  // [4:10] is the sub-list for method input_type
 	4,  // [4:4] is the sub-list for extension type_name
 	4,  // [4:4] is the sub-list for extension extendee
 	0,  // [0:4] is the sub-list for field type_name
@@ -747,7 +840,7 @@ func file_docrepo_folder_v1_folder_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_docrepo_folder_v1_folder_proto_rawDesc), len(file_docrepo_folder_v1_folder_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,11 +22,12 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	FolderService_ListFolders_FullMethodName  = "/docrepo.folder.v1.FolderService/ListFolders"
-	FolderService_CreateFolder_FullMethodName = "/docrepo.folder.v1.FolderService/CreateFolder"
-	FolderService_MoveFolder_FullMethodName   = "/docrepo.folder.v1.FolderService/MoveFolder"
-	FolderService_DeleteFolder_FullMethodName = "/docrepo.folder.v1.FolderService/DeleteFolder"
-	FolderService_GetFolders_FullMethodName   = "/docrepo.folder.v1.FolderService/GetFolders"
+	FolderService_ListFolders_FullMethodName      = "/docrepo.folder.v1.FolderService/ListFolders"
+	FolderService_CreateFolder_FullMethodName     = "/docrepo.folder.v1.FolderService/CreateFolder"
+	FolderService_MoveFolder_FullMethodName       = "/docrepo.folder.v1.FolderService/MoveFolder"
+	FolderService_DeleteFolder_FullMethodName     = "/docrepo.folder.v1.FolderService/DeleteFolder"
+	FolderService_GetFolders_FullMethodName       = "/docrepo.folder.v1.FolderService/GetFolders"
+	FolderService_VisibleFolderIds_FullMethodName = "/docrepo.folder.v1.FolderService/VisibleFolderIds"
 )
 
 // FolderServiceClient is the client API for FolderService service.
@@ -46,6 +47,10 @@ type FolderServiceClient interface {
 	// GetFolders returns those of the given folders the caller can see (for
 	// other services: upload checks and folder assignments).
 	GetFolders(ctx context.Context, in *GetFoldersRequest, opts ...grpc.CallOption) (*GetFoldersResponse, error)
+	// VisibleFolderIds returns the id of every folder the caller can see, for
+	// the search service: filesbelongto filters and values only ever concern
+	// those.
+	VisibleFolderIds(ctx context.Context, in *VisibleFolderIdsRequest, opts ...grpc.CallOption) (*VisibleFolderIdsResponse, error)
 }
 
 type folderServiceClient struct {
@@ -106,6 +111,16 @@ func (c *folderServiceClient) GetFolders(ctx context.Context, in *GetFoldersRequ
 	return out, nil
 }
 
+func (c *folderServiceClient) VisibleFolderIds(ctx context.Context, in *VisibleFolderIdsRequest, opts ...grpc.CallOption) (*VisibleFolderIdsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(VisibleFolderIdsResponse)
+	err := c.cc.Invoke(ctx, FolderService_VisibleFolderIds_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // FolderServiceServer is the server API for FolderService service.
 // All implementations must embed UnimplementedFolderServiceServer
 // for forward compatibility.
@@ -123,6 +138,10 @@ type FolderServiceServer interface {
 	// GetFolders returns those of the given folders the caller can see (for
 	// other services: upload checks and folder assignments).
 	GetFolders(context.Context, *GetFoldersRequest) (*GetFoldersResponse, error)
+	// VisibleFolderIds returns the id of every folder the caller can see, for
+	// the search service: filesbelongto filters and values only ever concern
+	// those.
+	VisibleFolderIds(context.Context, *VisibleFolderIdsRequest) (*VisibleFolderIdsResponse, error)
 	mustEmbedUnimplementedFolderServiceServer()
 }
 
@@ -147,6 +166,9 @@ func (UnimplementedFolderServiceServer) DeleteFolder(context.Context, *DeleteFol
 }
 func (UnimplementedFolderServiceServer) GetFolders(context.Context, *GetFoldersRequest) (*GetFoldersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetFolders not implemented")
+}
+func (UnimplementedFolderServiceServer) VisibleFolderIds(context.Context, *VisibleFolderIdsRequest) (*VisibleFolderIdsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method VisibleFolderIds not implemented")
 }
 func (UnimplementedFolderServiceServer) mustEmbedUnimplementedFolderServiceServer() {}
 func (UnimplementedFolderServiceServer) testEmbeddedByValue()                       {}
@@ -259,6 +281,24 @@ func _FolderService_GetFolders_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _FolderService_VisibleFolderIds_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(VisibleFolderIdsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FolderServiceServer).VisibleFolderIds(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FolderService_VisibleFolderIds_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FolderServiceServer).VisibleFolderIds(ctx, req.(*VisibleFolderIdsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // FolderService_ServiceDesc is the grpc.ServiceDesc for FolderService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -285,6 +325,10 @@ var FolderService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetFolders",
 			Handler:    _FolderService_GetFolders_Handler,
+		},
+		{
+			MethodName: "VisibleFolderIds",
+			Handler:    _FolderService_VisibleFolderIds_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -12,6 +12,7 @@ import (
 	_ "github.com/docrepo/docrepo/pkg/gen/docrepo/api/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -28,7 +29,10 @@ const (
 type ReindexRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Drop the index first (removes documents that no longer exist).
-	Recreate      bool `protobuf:"varint,1,opt,name=recreate,proto3" json:"recreate,omitempty"`
+	Recreate bool `protobuf:"varint,1,opt,name=recreate,proto3" json:"recreate,omitempty"`
+	// Instead of a rebuild, compare the revision of every document of record
+	// with the index's and repair only the differences (anti-entropy).
+	Verify        bool `protobuf:"varint,2,opt,name=verify,proto3" json:"verify,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -70,13 +74,27 @@ func (x *ReindexRequest) GetRecreate() bool {
 	return false
 }
 
+func (x *ReindexRequest) GetVerify() bool {
+	if x != nil {
+		return x.Verify
+	}
+	return false
+}
+
 // ReindexResponse reports progress.
 type ReindexResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Done          int64                  `protobuf:"varint,1,opt,name=done,proto3" json:"done,omitempty"`
-	Total         int64                  `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`
-	Failed        int64                  `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
-	Finished      bool                   `protobuf:"varint,4,opt,name=finished,proto3" json:"finished,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Done     int64                  `protobuf:"varint,1,opt,name=done,proto3" json:"done,omitempty"`
+	Total    int64                  `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`
+	Failed   int64                  `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
+	Finished bool                   `protobuf:"varint,4,opt,name=finished,proto3" json:"finished,omitempty"`
+	// With verify: documents repaired because the index lacked them, held an
+	// older revision, held a newer revision than the documents of record
+	// (a restored backup), or held a document that no longer exists.
+	Missing       int64 `protobuf:"varint,5,opt,name=missing,proto3" json:"missing,omitempty"`
+	Stale         int64 `protobuf:"varint,6,opt,name=stale,proto3" json:"stale,omitempty"`
+	Diverged      int64 `protobuf:"varint,7,opt,name=diverged,proto3" json:"diverged,omitempty"`
+	Deleted       int64 `protobuf:"varint,8,opt,name=deleted,proto3" json:"deleted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -139,21 +157,315 @@ func (x *ReindexResponse) GetFinished() bool {
 	return false
 }
 
+func (x *ReindexResponse) GetMissing() int64 {
+	if x != nil {
+		return x.Missing
+	}
+	return 0
+}
+
+func (x *ReindexResponse) GetStale() int64 {
+	if x != nil {
+		return x.Stale
+	}
+	return 0
+}
+
+func (x *ReindexResponse) GetDiverged() int64 {
+	if x != nil {
+		return x.Diverged
+	}
+	return 0
+}
+
+func (x *ReindexResponse) GetDeleted() int64 {
+	if x != nil {
+		return x.Deleted
+	}
+	return 0
+}
+
+// GetOcrStatusRequest asks for the OCR status.
+type GetOcrStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetOcrStatusRequest) Reset() {
+	*x = GetOcrStatusRequest{}
+	mi := &file_docrepo_indexer_v1_indexer_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetOcrStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetOcrStatusRequest) ProtoMessage() {}
+
+func (x *GetOcrStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_indexer_v1_indexer_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetOcrStatusRequest.ProtoReflect.Descriptor instead.
+func (*GetOcrStatusRequest) Descriptor() ([]byte, []int) {
+	return file_docrepo_indexer_v1_indexer_proto_rawDescGZIP(), []int{2}
+}
+
+// GetOcrStatusResponse is a snapshot of the OCR work.
+type GetOcrStatusResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when OCR is turned off (DOCREPO_OCR=false) or Tesseract is not
+	// installed; the other fields are then zero.
+	Enabled bool `protobuf:"varint,1,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	// Default languages (DOCREPO_OCR_LANGS) and installed ones.
+	Langs          string   `protobuf:"bytes,2,opt,name=langs,proto3" json:"langs,omitempty"`
+	InstalledLangs []string `protobuf:"bytes,3,rep,name=installed_langs,json=installedLangs,proto3" json:"installed_langs,omitempty"`
+	// Pages read at once.
+	Workers int32 `protobuf:"varint,4,opt,name=workers,proto3" json:"workers,omitempty"`
+	// Documents waiting for an OCR slot, and being read.
+	DocumentsQueued     int32 `protobuf:"varint,5,opt,name=documents_queued,json=documentsQueued,proto3" json:"documents_queued,omitempty"`
+	DocumentsInProgress int32 `protobuf:"varint,6,opt,name=documents_in_progress,json=documentsInProgress,proto3" json:"documents_in_progress,omitempty"`
+	PagesQueued         int32 `protobuf:"varint,7,opt,name=pages_queued,json=pagesQueued,proto3" json:"pages_queued,omitempty"`
+	PagesInProgress     int32 `protobuf:"varint,8,opt,name=pages_in_progress,json=pagesInProgress,proto3" json:"pages_in_progress,omitempty"`
+	// Pages read and failed since the indexer started.
+	PagesDone   int64 `protobuf:"varint,9,opt,name=pages_done,json=pagesDone,proto3" json:"pages_done,omitempty"`
+	PagesFailed int64 `protobuf:"varint,10,opt,name=pages_failed,json=pagesFailed,proto3" json:"pages_failed,omitempty"`
+	// The documents being read, oldest first.
+	Documents     []*OcrDocument `protobuf:"bytes,11,rep,name=documents,proto3" json:"documents,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetOcrStatusResponse) Reset() {
+	*x = GetOcrStatusResponse{}
+	mi := &file_docrepo_indexer_v1_indexer_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetOcrStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetOcrStatusResponse) ProtoMessage() {}
+
+func (x *GetOcrStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_indexer_v1_indexer_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetOcrStatusResponse.ProtoReflect.Descriptor instead.
+func (*GetOcrStatusResponse) Descriptor() ([]byte, []int) {
+	return file_docrepo_indexer_v1_indexer_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GetOcrStatusResponse) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+func (x *GetOcrStatusResponse) GetLangs() string {
+	if x != nil {
+		return x.Langs
+	}
+	return ""
+}
+
+func (x *GetOcrStatusResponse) GetInstalledLangs() []string {
+	if x != nil {
+		return x.InstalledLangs
+	}
+	return nil
+}
+
+func (x *GetOcrStatusResponse) GetWorkers() int32 {
+	if x != nil {
+		return x.Workers
+	}
+	return 0
+}
+
+func (x *GetOcrStatusResponse) GetDocumentsQueued() int32 {
+	if x != nil {
+		return x.DocumentsQueued
+	}
+	return 0
+}
+
+func (x *GetOcrStatusResponse) GetDocumentsInProgress() int32 {
+	if x != nil {
+		return x.DocumentsInProgress
+	}
+	return 0
+}
+
+func (x *GetOcrStatusResponse) GetPagesQueued() int32 {
+	if x != nil {
+		return x.PagesQueued
+	}
+	return 0
+}
+
+func (x *GetOcrStatusResponse) GetPagesInProgress() int32 {
+	if x != nil {
+		return x.PagesInProgress
+	}
+	return 0
+}
+
+func (x *GetOcrStatusResponse) GetPagesDone() int64 {
+	if x != nil {
+		return x.PagesDone
+	}
+	return 0
+}
+
+func (x *GetOcrStatusResponse) GetPagesFailed() int64 {
+	if x != nil {
+		return x.PagesFailed
+	}
+	return 0
+}
+
+func (x *GetOcrStatusResponse) GetDocuments() []*OcrDocument {
+	if x != nil {
+		return x.Documents
+	}
+	return nil
+}
+
+// OcrDocument is one document being read by OCR.
+type OcrDocument struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DocId         int64                  `protobuf:"varint,1,opt,name=doc_id,json=docId,proto3" json:"doc_id,omitempty"`
+	Pages         int32                  `protobuf:"varint,2,opt,name=pages,proto3" json:"pages,omitempty"`
+	PagesDone     int32                  `protobuf:"varint,3,opt,name=pages_done,json=pagesDone,proto3" json:"pages_done,omitempty"`
+	Started       *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=started,proto3" json:"started,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OcrDocument) Reset() {
+	*x = OcrDocument{}
+	mi := &file_docrepo_indexer_v1_indexer_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OcrDocument) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OcrDocument) ProtoMessage() {}
+
+func (x *OcrDocument) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_indexer_v1_indexer_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OcrDocument.ProtoReflect.Descriptor instead.
+func (*OcrDocument) Descriptor() ([]byte, []int) {
+	return file_docrepo_indexer_v1_indexer_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *OcrDocument) GetDocId() int64 {
+	if x != nil {
+		return x.DocId
+	}
+	return 0
+}
+
+func (x *OcrDocument) GetPages() int32 {
+	if x != nil {
+		return x.Pages
+	}
+	return 0
+}
+
+func (x *OcrDocument) GetPagesDone() int32 {
+	if x != nil {
+		return x.PagesDone
+	}
+	return 0
+}
+
+func (x *OcrDocument) GetStarted() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Started
+	}
+	return nil
+}
+
 var File_docrepo_indexer_v1_indexer_proto protoreflect.FileDescriptor
 
 const file_docrepo_indexer_v1_indexer_proto_rawDesc = "" +
 	"\n" +
-	" docrepo/indexer/v1/indexer.proto\x12\x12docrepo.indexer.v1\x1a\x1cdocrepo/api/v1/options.proto\",\n" +
+	" docrepo/indexer/v1/indexer.proto\x12\x12docrepo.indexer.v1\x1a\x1cdocrepo/api/v1/options.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"D\n" +
 	"\x0eReindexRequest\x12\x1a\n" +
-	"\brecreate\x18\x01 \x01(\bR\brecreate\"o\n" +
+	"\brecreate\x18\x01 \x01(\bR\brecreate\x12\x16\n" +
+	"\x06verify\x18\x02 \x01(\bR\x06verify\"\xd5\x01\n" +
 	"\x0fReindexResponse\x12\x12\n" +
 	"\x04done\x18\x01 \x01(\x03R\x04done\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\x03R\x05total\x12\x16\n" +
 	"\x06failed\x18\x03 \x01(\x03R\x06failed\x12\x1a\n" +
-	"\bfinished\x18\x04 \x01(\bR\bfinished2s\n" +
+	"\bfinished\x18\x04 \x01(\bR\bfinished\x12\x18\n" +
+	"\amissing\x18\x05 \x01(\x03R\amissing\x12\x14\n" +
+	"\x05stale\x18\x06 \x01(\x03R\x05stale\x12\x1a\n" +
+	"\bdiverged\x18\a \x01(\x03R\bdiverged\x12\x18\n" +
+	"\adeleted\x18\b \x01(\x03R\adeleted\"\x15\n" +
+	"\x13GetOcrStatusRequest\"\xb8\x03\n" +
+	"\x14GetOcrStatusResponse\x12\x18\n" +
+	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x14\n" +
+	"\x05langs\x18\x02 \x01(\tR\x05langs\x12'\n" +
+	"\x0finstalled_langs\x18\x03 \x03(\tR\x0einstalledLangs\x12\x18\n" +
+	"\aworkers\x18\x04 \x01(\x05R\aworkers\x12)\n" +
+	"\x10documents_queued\x18\x05 \x01(\x05R\x0fdocumentsQueued\x122\n" +
+	"\x15documents_in_progress\x18\x06 \x01(\x05R\x13documentsInProgress\x12!\n" +
+	"\fpages_queued\x18\a \x01(\x05R\vpagesQueued\x12*\n" +
+	"\x11pages_in_progress\x18\b \x01(\x05R\x0fpagesInProgress\x12\x1d\n" +
+	"\n" +
+	"pages_done\x18\t \x01(\x03R\tpagesDone\x12!\n" +
+	"\fpages_failed\x18\n" +
+	" \x01(\x03R\vpagesFailed\x12=\n" +
+	"\tdocuments\x18\v \x03(\v2\x1f.docrepo.indexer.v1.OcrDocumentR\tdocuments\"\x8f\x01\n" +
+	"\vOcrDocument\x12\x15\n" +
+	"\x06doc_id\x18\x01 \x01(\x03R\x05docId\x12\x14\n" +
+	"\x05pages\x18\x02 \x01(\x05R\x05pages\x12\x1d\n" +
+	"\n" +
+	"pages_done\x18\x03 \x01(\x05R\tpagesDone\x124\n" +
+	"\astarted\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\astarted2\xe3\x01\n" +
 	"\x0eIndexerService\x12a\n" +
 	"\aReindex\x12\".docrepo.indexer.v1.ReindexRequest\x1a#.docrepo.indexer.v1.ReindexResponse\"\v\xca\xf3\x18\a\n" +
-	"\x05admin0\x01B\xd1\x01\n" +
+	"\x05admin0\x01\x12n\n" +
+	"\fGetOcrStatus\x12'.docrepo.indexer.v1.GetOcrStatusRequest\x1a(.docrepo.indexer.v1.GetOcrStatusResponse\"\v\xca\xf3\x18\a\n" +
+	"\x05adminB\xd1\x01\n" +
 	"\x16com.docrepo.indexer.v1B\fIndexerProtoP\x01Z?github.com/docrepo/docrepo/pkg/gen/docrepo/indexer/v1;indexerv1\xa2\x02\x03DIX\xaa\x02\x12Docrepo.Indexer.V1\xca\x02\x12Docrepo\\Indexer\\V1\xe2\x02\x1eDocrepo\\Indexer\\V1\\GPBMetadata\xea\x02\x14Docrepo::Indexer::V1b\x06proto3"
 
 var (
@@ -168,19 +480,27 @@ func file_docrepo_indexer_v1_indexer_proto_rawDescGZIP() []byte {
 	return file_docrepo_indexer_v1_indexer_proto_rawDescData
 }
 
-var file_docrepo_indexer_v1_indexer_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_docrepo_indexer_v1_indexer_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_docrepo_indexer_v1_indexer_proto_goTypes = []any{
-	(*ReindexRequest)(nil),  // 0: docrepo.indexer.v1.ReindexRequest
-	(*ReindexResponse)(nil), // 1: docrepo.indexer.v1.ReindexResponse
+	(*ReindexRequest)(nil),        // 0: docrepo.indexer.v1.ReindexRequest
+	(*ReindexResponse)(nil),       // 1: docrepo.indexer.v1.ReindexResponse
+	(*GetOcrStatusRequest)(nil),   // 2: docrepo.indexer.v1.GetOcrStatusRequest
+	(*GetOcrStatusResponse)(nil),  // 3: docrepo.indexer.v1.GetOcrStatusResponse
+	(*OcrDocument)(nil),           // 4: docrepo.indexer.v1.OcrDocument
+	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
 }
 var file_docrepo_indexer_v1_indexer_proto_depIdxs = []int32{
-	0, // 0: docrepo.indexer.v1.IndexerService.Reindex:input_type -> docrepo.indexer.v1.ReindexRequest
-	1, // 1: docrepo.indexer.v1.IndexerService.Reindex:output_type -> docrepo.indexer.v1.ReindexResponse
-	1, // [1:2] is the sub-list for method output_type
-	0, // [0:1] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	4, // 0: docrepo.indexer.v1.GetOcrStatusResponse.documents:type_name -> docrepo.indexer.v1.OcrDocument
+	5, // 1: docrepo.indexer.v1.OcrDocument.started:type_name -> google.protobuf.Timestamp
+	0, // 2: docrepo.indexer.v1.IndexerService.Reindex:input_type -> docrepo.indexer.v1.ReindexRequest
+	2, // 3: docrepo.indexer.v1.IndexerService.GetOcrStatus:input_type -> docrepo.indexer.v1.GetOcrStatusRequest
+	1, // 4: docrepo.indexer.v1.IndexerService.Reindex:output_type -> docrepo.indexer.v1.ReindexResponse
+	3, // 5: docrepo.indexer.v1.IndexerService.GetOcrStatus:output_type -> docrepo.indexer.v1.GetOcrStatusResponse
+	4, // [4:6] is the sub-list for method output_type
+	2, // [2:4] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_docrepo_indexer_v1_indexer_proto_init() }
@@ -194,7 +514,7 @@ func file_docrepo_indexer_v1_indexer_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_docrepo_indexer_v1_indexer_proto_rawDesc), len(file_docrepo_indexer_v1_indexer_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

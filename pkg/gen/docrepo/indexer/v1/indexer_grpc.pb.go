@@ -21,7 +21,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	IndexerService_Reindex_FullMethodName = "/docrepo.indexer.v1.IndexerService/Reindex"
+	IndexerService_Reindex_FullMethodName      = "/docrepo.indexer.v1.IndexerService/Reindex"
+	IndexerService_GetOcrStatus_FullMethodName = "/docrepo.indexer.v1.IndexerService/GetOcrStatus"
 )
 
 // IndexerServiceClient is the client API for IndexerService service.
@@ -33,6 +34,9 @@ type IndexerServiceClient interface {
 	// Reindex rebuilds the search index from the documents of record, streaming
 	// progress.
 	Reindex(ctx context.Context, in *ReindexRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReindexResponse], error)
+	// GetOcrStatus reports the OCR work: documents and pages queued and in
+	// progress, pages read since the indexer started.
+	GetOcrStatus(ctx context.Context, in *GetOcrStatusRequest, opts ...grpc.CallOption) (*GetOcrStatusResponse, error)
 }
 
 type indexerServiceClient struct {
@@ -62,6 +66,16 @@ func (c *indexerServiceClient) Reindex(ctx context.Context, in *ReindexRequest, 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type IndexerService_ReindexClient = grpc.ServerStreamingClient[ReindexResponse]
 
+func (c *indexerServiceClient) GetOcrStatus(ctx context.Context, in *GetOcrStatusRequest, opts ...grpc.CallOption) (*GetOcrStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetOcrStatusResponse)
+	err := c.cc.Invoke(ctx, IndexerService_GetOcrStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // IndexerServiceServer is the server API for IndexerService service.
 // All implementations must embed UnimplementedIndexerServiceServer
 // for forward compatibility.
@@ -71,6 +85,9 @@ type IndexerServiceServer interface {
 	// Reindex rebuilds the search index from the documents of record, streaming
 	// progress.
 	Reindex(*ReindexRequest, grpc.ServerStreamingServer[ReindexResponse]) error
+	// GetOcrStatus reports the OCR work: documents and pages queued and in
+	// progress, pages read since the indexer started.
+	GetOcrStatus(context.Context, *GetOcrStatusRequest) (*GetOcrStatusResponse, error)
 	mustEmbedUnimplementedIndexerServiceServer()
 }
 
@@ -83,6 +100,9 @@ type UnimplementedIndexerServiceServer struct{}
 
 func (UnimplementedIndexerServiceServer) Reindex(*ReindexRequest, grpc.ServerStreamingServer[ReindexResponse]) error {
 	return status.Error(codes.Unimplemented, "method Reindex not implemented")
+}
+func (UnimplementedIndexerServiceServer) GetOcrStatus(context.Context, *GetOcrStatusRequest) (*GetOcrStatusResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetOcrStatus not implemented")
 }
 func (UnimplementedIndexerServiceServer) mustEmbedUnimplementedIndexerServiceServer() {}
 func (UnimplementedIndexerServiceServer) testEmbeddedByValue()                        {}
@@ -116,13 +136,36 @@ func _IndexerService_Reindex_Handler(srv interface{}, stream grpc.ServerStream) 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type IndexerService_ReindexServer = grpc.ServerStreamingServer[ReindexResponse]
 
+func _IndexerService_GetOcrStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetOcrStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IndexerServiceServer).GetOcrStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IndexerService_GetOcrStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IndexerServiceServer).GetOcrStatus(ctx, req.(*GetOcrStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // IndexerService_ServiceDesc is the grpc.ServiceDesc for IndexerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var IndexerService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "docrepo.indexer.v1.IndexerService",
 	HandlerType: (*IndexerServiceServer)(nil),
-	Methods:     []grpc.MethodDesc{},
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "GetOcrStatus",
+			Handler:    _IndexerService_GetOcrStatus_Handler,
+		},
+	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Reindex",

@@ -79,14 +79,14 @@ func (x *Operator) GetLabel() string {
 	return ""
 }
 
-// FieldDefinition is one filterable field (spec §2.7).
+// FieldDefinition is one filterable field (docs/api.md §2.7).
 type FieldDefinition struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Label     string                 `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
 	Source    string                 `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`
 	Operators []*Operator            `protobuf:"bytes,4,rep,name=operators,proto3" json:"operators,omitempty"`
-	// Named as spec §2.7 names it, so its JSON key is exactly this.
+	// Named as docs/api.md §2.7 names it, so its JSON key is exactly this.
 	// buf:lint:ignore FIELD_LOWER_SNAKE_CASE
 	ValueEditorType string `protobuf:"bytes,5,opt,name=valueEditorType,proto3" json:"valueEditorType,omitempty"`
 	// Only for GridLink custom fields: template_id, field_own_id and more.

@@ -34,9 +34,9 @@ const (
 //
 // SchemaService owns doc types and custom-field templates.
 type SchemaServiceClient interface {
-	// ListFields lists every filterable field (spec §4.9).
+	// ListFields lists every filterable field (docs/api.md §4.9).
 	ListFields(ctx context.Context, in *ListFieldsRequest, opts ...grpc.CallOption) (*ListFieldsResponse, error)
-	// GetFieldValues lists distinct values of one field (spec §4.10).
+	// GetFieldValues lists distinct values of one field (docs/api.md §4.10).
 	GetFieldValues(ctx context.Context, in *GetFieldValuesRequest, opts ...grpc.CallOption) (*GetFieldValuesResponse, error)
 	// GetDocType looks a doc type up by name (for upload validation).
 	GetDocType(ctx context.Context, in *GetDocTypeRequest, opts ...grpc.CallOption) (*GetDocTypeResponse, error)
@@ -98,9 +98,9 @@ func (c *schemaServiceClient) GetTemplate(ctx context.Context, in *GetTemplateRe
 //
 // SchemaService owns doc types and custom-field templates.
 type SchemaServiceServer interface {
-	// ListFields lists every filterable field (spec §4.9).
+	// ListFields lists every filterable field (docs/api.md §4.9).
 	ListFields(context.Context, *ListFieldsRequest) (*ListFieldsResponse, error)
-	// GetFieldValues lists distinct values of one field (spec §4.10).
+	// GetFieldValues lists distinct values of one field (docs/api.md §4.10).
 	GetFieldValues(context.Context, *GetFieldValuesRequest) (*GetFieldValuesResponse, error)
 	// GetDocType looks a doc type up by name (for upload validation).
 	GetDocType(context.Context, *GetDocTypeRequest) (*GetDocTypeResponse, error)

@@ -140,7 +140,7 @@ func (x *SearchOptions) GetVectorK() int32 {
 	return 0
 }
 
-// SearchRequest is the search DSL (spec §4.8).
+// SearchRequest is the search DSL (docs/api.md §4.8).
 type SearchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The clause tree; each clause is an object with one key.

@@ -31,7 +31,7 @@ const (
 //
 // SearchService answers search requests.
 type SearchServiceClient interface {
-	// Search executes a search request (spec §4.8).
+	// Search executes a search request (docs/api.md §4.8).
 	Search(ctx context.Context, in *SearchRequest, opts ...grpc.CallOption) (*SearchResponse, error)
 }
 
@@ -59,7 +59,7 @@ func (c *searchServiceClient) Search(ctx context.Context, in *SearchRequest, opt
 //
 // SearchService answers search requests.
 type SearchServiceServer interface {
-	// Search executes a search request (spec §4.8).
+	// Search executes a search request (docs/api.md §4.8).
 	Search(context.Context, *SearchRequest) (*SearchResponse, error)
 	mustEmbedUnimplementedSearchServiceServer()
 }

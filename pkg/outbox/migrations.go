@@ -1,0 +1,22 @@
+package outbox
+
+import (
+	"embed"
+	"io/fs"
+
+	"github.com/docrepo/docrepo/pkg/database"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Migrations is the migration set of the outbox table in schema, the
+// schema of the service that writes the events. Apply it after the
+// service's own set.
+func Migrations(schema string) database.MigrationSet {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err)
+	}
+	return database.MigrationSet{Schema: schema, Component: "outbox", FS: sub}
+}
