@@ -33,7 +33,7 @@ COMMANDS = gateway $(wildcard services/*) $(wildcard pkg/cmd/*)
 TEST_TIMEOUT ?= 15m
 GOTESTFLAGS ?=
 
-.PHONY: all build run test test-go lint check-generated generate tools minio go-check clean
+.PHONY: all build run test test-go lint check-generated generate tools minio ocr-tools go-check clean
 
 all: build
 
@@ -51,8 +51,12 @@ build: go-check
 	done
 
 ## run: build, then start the split stack (Ctrl-C stops all of it)
-run: build
+run: build ocr-tools
 	bin/devstack
+
+## ocr-tools: install Tesseract (with DOCREPO_OCR_LANGS' languages) and poppler-utils from Debian packages when missing
+ocr-tools:
+	@deploy/dev/ocr.sh ensure
 
 ## tools: install the pinned code generators
 tools: go-check $(BUF_DIR)/buf $(GEN_GO_DIR)/protoc-gen-go $(GEN_GRPC_DIR)/protoc-gen-go-grpc $(GATEWAY_DIR)/protoc-gen-grpc-gateway
@@ -96,8 +100,8 @@ lint: go-check
 	@# Each module must also build on its own, as the image build and users do.
 	@for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) build ./...) || { echo "$$m does not build with GOWORK=off: run go mod tidy there" >&2; exit 1; }; done
 
-## test: install what the tests need (Postgres, MinIO, generators), then run everything
-test: go-check minio check-generated lint test-go
+## test: install what the tests need (Postgres, MinIO, OCR programs, generators), then run everything
+test: go-check minio ocr-tools check-generated lint test-go
 
 test-go:
 	@url=$$(deploy/dev/postgres.sh test-url); \

@@ -1,22 +1,26 @@
 // Command devstack runs docrepo's whole split stack on one machine for
-// development (`make run`): a NATS JetStream server in this process, Postgres
-// from DATABASE_URL or a private cluster from the system's binaries, and each
-// service as its own process from bin/, with the gateway on
-// DOCREPO_HTTP_ADDR (default 127.0.0.1:8080). Blobs go to local disk unless
-// MINIO_ENDPOINT is set; search uses the embedded engine unless
+// development (`make run`): Postgres from DATABASE_URL or a private cluster
+// from the system's binaries, NATS JetStream (bin/devnats, its stream on
+// disk), and each service as its own process from bin/, with the gateway
+// on DOCREPO_HTTP_ADDR (default 127.0.0.1:8080). Blobs go to local disk
+// unless MINIO_ENDPOINT is set; search uses the embedded engine unless
 // OPENSEARCH_URL is set (then a separate indexer process runs too).
+//
+// The processes run under a supervisor (pkg/launcher) like under a
+// process manager: one that dies is logged and started again with a
+// back-off, the others keep serving, and each one's pid is in
+// .data/pids/<name>.pid. Only Ctrl-C (or SIGTERM) stops the stack: every
+// process, then the private cluster.
 //
 // It bootstraps an `admin` user with a full-scope key and writes
 // DOCREPO_URL, DATABASE_URL and DOCREPO_ADMIN_TOKEN to .data/devstack.env.
-// Ctrl-C stops every process, the NATS server and the private cluster.
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -24,17 +28,16 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/docrepo/docrepo/pkg/auth"
 	"github.com/docrepo/docrepo/pkg/config"
 	"github.com/docrepo/docrepo/pkg/database"
 	"github.com/docrepo/docrepo/pkg/identity"
+	"github.com/docrepo/docrepo/pkg/launcher"
 )
 
 func main() {
@@ -89,11 +92,13 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 			return err
 		}
 	}
-	pool, err := database.Open(ctx, dbURL)
+	// The identity tables hold the tokens bootstrapped below; every
+	// service migrates its own tables when it starts.
+	pool, err := database.Open(ctx, dbURL, "")
 	if err != nil {
 		return err
 	}
-	if _, err := database.Migrate(ctx, pool); err != nil {
+	if _, err := database.Migrate(ctx, pool, identity.Migrations); err != nil {
 		pool.Close()
 		return err
 	}
@@ -103,20 +108,28 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		return err
 	}
 
-	// NATS JetStream, in this process.
-	ns, err := natsserver.NewServer(&natsserver.Options{
-		Host: "127.0.0.1", Port: s.natsPort, JetStream: true,
-		StoreDir: filepath.Join(dataDir, "nats"), NoSigs: true,
-	})
-	if err != nil {
+	// Every process of the stack runs under one supervisor: one that dies is
+	// started again, the others keep serving; only Ctrl-C stops them.
+	sup := &launcher.Supervisor{Log: os.Stderr, PidDir: filepath.Join(dataDir, "pids")}
+	defer sup.Stop(30 * time.Second)
+	out := &launcher.LockedWriter{W: os.Stderr}
+	start := func(name string, env []string) error {
+		bin := filepath.Join(s.binDir, name)
+		if _, err := os.Stat(bin); err != nil {
+			return fmt.Errorf("%s is not built (%s missing): run make build", name, bin)
+		}
+		return sup.Start(launcher.Spec{Name: name, Path: bin, Env: env, Output: out, Prefix: fmt.Sprintf("%-9s| ", name)})
+	}
+
+	// NATS JetStream: a child like the others, its stream on disk.
+	natsAddr := fmt.Sprintf("127.0.0.1:%d", s.natsPort)
+	if err := start("devnats", []string{"DOCREPO_NATS_ADDR=" + natsAddr, "DOCREPO_NATS_STORE=" + filepath.Join(dataDir, "nats")}); err != nil {
+		return err
+	}
+	if err := waitTCP(ctx, natsAddr, 30*time.Second); err != nil {
 		return fmt.Errorf("nats: %w", err)
 	}
-	ns.Start()
-	defer ns.Shutdown()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		return errors.New("nats: not ready after 10s")
-	}
-	natsURL := ns.ClientURL()
+	natsURL := "nats://" + natsAddr
 
 	port := func(n int) string { return fmt.Sprintf("127.0.0.1:%d", s.basePort+n) }
 	addrs := map[string]string{"document": port(1), "folder": port(2), "search": port(3), "schema": port(4), "indexer": port(5)}
@@ -124,7 +137,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		"DATABASE_URL=" + dbURL,
 		"NATS_URL=" + natsURL,
 		"DOCREPO_LOG_FORMAT=text",
-		"DOCREPO_MIGRATE=false",
+		"DOCREPO_MIGRATE=true",
 		"DOCREPO_SERVICE_TOKEN=" + serviceToken,
 		"DOCREPO_DOCUMENT_ADDR=" + addrs["document"],
 		"DOCREPO_FOLDER_ADDR=" + addrs["folder"],
@@ -149,20 +162,13 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	if getenv("OPENSEARCH_URL") != "" {
 		procs = append(procs, proc{"indexer", addrs["indexer"], port(15)})
 	}
-	sup := newSupervisor()
-	defer sup.stopAll()
 	for _, p := range procs {
-		bin := filepath.Join(s.binDir, p.name)
-		if _, err := os.Stat(bin); err != nil {
-			fmt.Fprintf(os.Stderr, "devstack: %s is not built (%s missing); its routes answer 503\n", p.name, bin)
-			continue
-		}
 		env := append(append([]string{}, common...), "DOCREPO_GRPC_ADDR="+p.grpc, "DOCREPO_METRICS_ADDR="+p.metrics)
-		if err := sup.start(ctx, p.name, bin, env); err != nil {
+		if err := start(p.name, env); err != nil {
 			return err
 		}
 	}
-	if err := sup.start(ctx, "gateway", filepath.Join(s.binDir, "gateway"), append(append([]string{}, common...), "DOCREPO_HTTP_ADDR="+s.httpAddr)); err != nil {
+	if err := start("gateway", append(append([]string{}, common...), "DOCREPO_HTTP_ADDR="+s.httpAddr)); err != nil {
 		return err
 	}
 	baseURL := "http://" + s.httpAddr
@@ -180,13 +186,9 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "\ndocrepo is up at %s\n  credentials: %s (source it: set -a; . %s; set +a)\n  stop: Ctrl-C\n\n", baseURL, envFile, envFile)
-	select {
-	case <-ctx.Done():
-		fmt.Fprintln(os.Stderr, "devstack: stopping")
-		return nil
-	case err := <-sup.exited:
-		return err
-	}
+	<-ctx.Done()
+	fmt.Fprintln(os.Stderr, "devstack: stopping")
+	return nil
 }
 
 // privatePostgres starts (or reuses) a cluster with deploy/dev/postgres.sh.
@@ -258,6 +260,26 @@ func bootstrapIdentity(ctx context.Context, ids *identity.Store, dataDir string)
 	return admin, service, os.WriteFile(tokenFile, []byte(content), 0o600)
 }
 
+// waitTCP waits until addr accepts connections.
+func waitTCP(ctx context.Context, addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not listening after %s: %w", addr, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 func waitHealthy(ctx context.Context, u string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
@@ -275,76 +297,4 @@ func waitHealthy(ctx context.Context, u string, timeout time.Duration) error {
 		}
 	}
 	return fmt.Errorf("%s not healthy after %s", u, timeout)
-}
-
-// supervisor runs child processes and stops them together.
-type supervisor struct {
-	mu     sync.Mutex
-	procs  []*exec.Cmd
-	names  []string
-	exited chan error
-	wg     sync.WaitGroup
-}
-
-func newSupervisor() *supervisor { return &supervisor{exited: make(chan error, 16)} }
-
-func (s *supervisor) start(ctx context.Context, name, bin string, env []string) error {
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", name, err)
-	}
-	s.mu.Lock()
-	s.procs = append(s.procs, cmd)
-	s.names = append(s.names, name)
-	s.mu.Unlock()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		prefix(os.Stderr, name, stdout)
-		err := cmd.Wait()
-		if ctx.Err() == nil {
-			s.exited <- fmt.Errorf("%s exited unexpectedly: %v", name, err)
-		}
-	}()
-	return nil
-}
-
-// stopAll sends SIGTERM to every child (newest first), waits up to 30 s,
-// then kills what is left.
-func (s *supervisor) stopAll() {
-	s.mu.Lock()
-	procs := append([]*exec.Cmd(nil), s.procs...)
-	s.mu.Unlock()
-	for i := len(procs) - 1; i >= 0; i-- {
-		if p := procs[i].Process; p != nil {
-			_ = p.Signal(syscall.SIGTERM)
-		}
-	}
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		for _, c := range procs {
-			if c.Process != nil {
-				_ = c.Process.Kill()
-			}
-		}
-		<-done
-	}
-}
-
-func prefix(w io.Writer, name string, r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fmt.Fprintf(w, "%-9s| %s\n", name, sc.Text())
-	}
 }
