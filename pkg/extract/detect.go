@@ -68,6 +68,9 @@ var extFormats = map[string]Format{
 // inside the archive.
 func Detect(mimeType, filename string, head []byte) Format {
 	declared := declaredFormat(mimeType, filename)
+	if f := imageFormat(head); f != "" {
+		return f
+	}
 	switch {
 	case isPDF(head):
 		return FormatPDF

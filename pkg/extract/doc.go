@@ -26,7 +26,17 @@
 //     found fewer of the manifest's phrases (ledongthuc/pdf 15 of 26,
 //     dslipak/pdf 6, rsc.io/pdf 0) because they rely on space characters
 //     and content order, and rsc.io/pdf cannot open several of the files.
-//     Scanned pages without a text layer give no text (no OCR).
+//     Pages without a usable text layer (no letters or digits, or mostly
+//     replacement, private-use and symbol characters, as broken font
+//     encodings give; or a page that is one image with fewer than 16
+//     letters and digits of text, a stamp such as a page number added to
+//     a scan) go to Options.OCR when it is set, rendered at
+//     Options.OCRDPI or the page's scan resolution when lower (not below
+//     200 dpi), at a lower resolution when the page would exceed
+//     Options.OCRMaxPixels; their OCR text replaces the page's text, in
+//     page order, so a mixed PDF keeps its text layer where it has one.
+//     A page drawing an image XObject of more than four times the pixel
+//     limit is refused before it is rendered.
 //   - DOCX: the main document part (found through the package
 //     relationships), then headers, footers, footnotes, endnotes and
 //     comments; paragraphs and table cells end lines; deleted revisions,
@@ -40,8 +50,19 @@
 //     legacy text keeps its words.
 //   - XML: character data; JSON: keys, string values and numbers. Both fall
 //     back to plain text when malformed.
-//   - Anything else (images, archives, unknown binaries): empty text and no
+//   - Images (PNG, JPEG, TIFF with all its pages, WebP, GIF, BMP, known by
+//     their signatures only): the pixel size of every page is read from the
+//     headers (a TIFF's directories are walked) and checked against
+//     Options.OCRMaxPixels before anything is decoded, then the pages go to
+//     Options.OCR; without it they give no text.
+//   - Anything else (archives, unknown binaries): empty text and no
 //     error, so an upload is never refused for being unindexable.
+//
+// OCR never makes Extract fail: a refused or failed page is counted in
+// Result.OCRFailed with the first reason in Result.OCRErr (ErrOCRLimit for
+// the page and pixel limits), and the text that could be read is returned.
+// Result.Source says whether any text came from OCR. OCR runs outside
+// Options.Timeout; the OCR implementation bounds its own time.
 //
 // The text is normalised for indexing: valid UTF-8, no control characters,
 // runs of spaces and tabs become one space, lines end with "\n", at most

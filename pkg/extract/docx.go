@@ -116,7 +116,7 @@ func docxPart(ctx context.Context, f *zip.File, budget *int64, out *sink) error 
 		return fmt.Errorf("%w: DOCX part %s: %v", ErrMalformed, f.Name, err)
 	}
 	defer rc.Close()
-	dec := xml.NewDecoder(&limitedReader{r: rc, budget: budget})
+	dec := xml.NewDecoder(boundedTokens(&limitedReader{r: rc, budget: budget}, out))
 	dec.Strict = false
 
 	// Depth counters for elements whose content is not document text.

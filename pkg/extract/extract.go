@@ -63,7 +63,21 @@ type Options struct {
 	// DefaultMaxPDFBytes.
 	MaxPDFBytes int64
 	// Timeout, when positive, bounds the extraction in addition to ctx.
+	// OCR is not counted: the OCR implementation bounds its own time.
 	Timeout time.Duration
+
+	// OCR, when set, reads the PDF pages that have no usable text layer
+	// and image files (see ocr.go); nil means no OCR, and Result.OCRNeeded
+	// still counts the pages that would need it.
+	OCR OCR
+	// OCRMaxPages: a file with more pages needing OCR gets none (default
+	// DefaultOCRMaxPages).
+	OCRMaxPages int
+	// OCRMaxPixels caps one page image (default DefaultOCRMaxPixels).
+	OCRMaxPixels int64
+	// OCRDPI is the render resolution of PDF pages (default
+	// DefaultOCRDPI).
+	OCRDPI int
 }
 
 func (o Options) withDefaults() Options {
@@ -76,7 +90,7 @@ func (o Options) withDefaults() Options {
 	if o.MaxPDFBytes <= 0 {
 		o.MaxPDFBytes = DefaultMaxPDFBytes
 	}
-	return o
+	return o.ocrDefaults()
 }
 
 // Result is the outcome of Extract.
@@ -90,6 +104,20 @@ type Result struct {
 	Pages int
 	// Truncated reports that Text was cut at Options.MaxTextBytes.
 	Truncated bool
+	// Source tells where Text came from: SourceOCR when OCR read any of
+	// it, SourceText when the file's own text gave it, SourceNone when
+	// there is none.
+	Source ContentSource
+	// OCRNeeded counts the pages that need OCR: PDF pages without a usable
+	// text layer, the pages of an image. It is set with or without
+	// Options.OCR.
+	OCRNeeded int
+	// OCRPages counts the pages whose text OCR read; OCRFailed the pages
+	// it could not read (limits, time, errors), and OCRErr says why the
+	// first of them failed. An OCR failure is not an error of Extract: the
+	// file's own text is still returned.
+	OCRPages, OCRFailed int
+	OCRErr              error
 }
 
 // Extract returns the plain text of the file in r (size bytes). mimeType is
@@ -104,6 +132,7 @@ type Result struct {
 // is recovered and returned as an error wrapping ErrMalformed.
 func Extract(ctx context.Context, r io.ReaderAt, size int64, mimeType, filename string, opts Options) (res Result, err error) {
 	opts = opts.withDefaults()
+	ocrCtx := ctx // OCR has its own limits, not the extraction timeout
 	if opts.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
@@ -138,7 +167,23 @@ func Extract(ctx context.Context, r io.ReaderAt, size int64, mimeType, filename 
 	sink := newSink(ctx, opts.MaxTextBytes)
 	switch res.Format {
 	case FormatPDF:
-		res.Pages, err = extractPDF(ctx, r, size, opts, sink)
+		var spans []pageSpan
+		res.Pages, spans, err = extractPDF(ctx, r, size, opts, sink)
+		if err == nil || errors.Is(err, errTextFull) {
+			old, _ := sink.result()
+			if ocrText := ocrPDF(ocrCtx, old, spans, opts, &res); len(ocrText) > 0 {
+				sink = newSink(ocrCtx, opts.MaxTextBytes)
+				err = writePages(old, spans, ocrText, sink)
+			}
+		}
+	case FormatPNG, FormatJPEG, FormatTIFF, FormatWebP, FormatGIF, FormatBMP:
+		dims, derr := imageDims(r, size, res.Format)
+		if derr != nil {
+			res.OCRErr = derr
+			break
+		}
+		sink = newSink(ocrCtx, opts.MaxTextBytes)
+		err = ocrImage(ocrCtx, res.Format, dims, opts, sink, &res)
 	case FormatDOCX:
 		err = extractDOCX(ctx, r, size, opts, sink)
 	case FormatHTML:
@@ -159,6 +204,14 @@ func Extract(ctx context.Context, r io.ReaderAt, size int64, mimeType, filename 
 		return Result{Format: res.Format, Pages: res.Pages}, err
 	}
 	res.Text, res.Truncated = sink.result()
+	switch {
+	case res.Text == "":
+		res.Source = SourceNone
+	case res.OCRPages > 0:
+		res.Source = SourceOCR
+	default:
+		res.Source = SourceText
+	}
 	return res, nil
 }
 

@@ -152,9 +152,16 @@ func TestExtractGenerated(t *testing.T) {
 			wantText:   "Tove\nDon't forget",
 		},
 		{
-			name:       "unknown binary",
+			name:       "truncated image without OCR",
 			data:       []byte{0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 'I', 'H', 'D', 'R'},
 			mimeType:   "image/png",
+			wantFormat: FormatPNG,
+			wantText:   "",
+		},
+		{
+			name:       "unknown binary",
+			data:       []byte{0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+			mimeType:   "application/octet-stream",
 			wantFormat: FormatBinary,
 			wantText:   "",
 		},
@@ -350,6 +357,10 @@ func TestDetect(t *testing.T) {
 		{name: "sniffed xml", head: "<?xml version=\"1.0\"?><a/>", want: FormatXML},
 		{name: "unknown text", mimeType: "application/x-unknown", head: "plain words", want: FormatText},
 		{name: "unknown binary", mimeType: "application/octet-stream", head: "\x00\x01\x02binary", want: FormatBinary},
+		{name: "image signature wins", mimeType: "text/plain", filename: "a.txt", head: "\xff\xd8\xff\xe0\x00\x10JFIF", want: FormatJPEG},
+		{name: "big-endian tiff", head: "MM\x00*\x00\x00\x00\x08", want: FormatTIFF},
+		{name: "webp", head: "RIFF\x10\x00\x00\x00WEBPVP8 ", want: FormatWebP},
+		{name: "declared image that is text", mimeType: "image/png", head: "not an image", want: FormatText},
 		{name: "text type with binary content", mimeType: "text/plain", head: "\x00\x00\x00\x00", want: FormatBinary},
 		{name: "empty", want: FormatText},
 	}

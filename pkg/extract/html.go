@@ -58,7 +58,9 @@ func extractHTML(ctx context.Context, r io.Reader, contentType string, out *sink
 	}
 
 	z := html.NewTokenizer(src)
-	z.SetMaxBuf(64 << 20) // a single token larger than this is not text anyone reads
+	// A token larger than the text the sink still takes is not read whole:
+	// the tokenizer refuses it instead of buffering it.
+	z.SetMaxBuf(out.remaining() + tokenSlack)
 	var (
 		skipTag   string // the element whose subtree is being skipped
 		skipDepth int    // nesting of skipTag inside itself
@@ -74,7 +76,8 @@ func extractHTML(ctx context.Context, r io.Reader, contentType string, out *sink
 		case html.ErrorToken:
 			if err := z.Err(); err != io.EOF {
 				if err == html.ErrBufferExceeded {
-					return fmt.Errorf("%w: HTML token too large", ErrLimit)
+					// One token holds more text than the sink takes.
+					return errTextFull
 				}
 				return fmt.Errorf("extract: read HTML: %w", err)
 			}

@@ -103,18 +103,19 @@ func readPDF(ctx context.Context, rs io.ReadSeeker, conf *model.Configuration) (
 	return pdfcpu.ReadWithContext(ctx, rs, conf)
 }
 
-// extractPDF writes the text of every page, pages separated by form feeds.
-// A page whose content cannot be read is skipped; the error is returned
-// only when no page gave text.
-func extractPDF(ctx context.Context, r io.ReaderAt, size int64, opts Options, out *sink) (int, error) {
+// extractPDF writes the text of every page, pages separated by form feeds,
+// and returns where each page's text lies in out with what OCR needs to
+// know of the page. A page whose content cannot be read is skipped; the
+// error is returned only when no page gave text.
+func extractPDF(ctx context.Context, r io.ReaderAt, size int64, opts Options, out *sink) (int, []pageSpan, error) {
 	doc, err := openPDF(ctx, r, size, opts)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	var firstErr error
-	pageNr := 0
-	err = doc.walkPages(func(page types.Dict, res types.Dict) error {
-		pageNr++
+	var spans []pageSpan
+	err = doc.walkPages(func(page types.Dict, res types.Dict, inh pageAttrs) error {
+		pageNr := len(spans) + 1
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -123,7 +124,11 @@ func extractPDF(ctx context.Context, r io.ReaderAt, size int64, opts Options, ou
 				return err
 			}
 		}
+		sp := doc.pageGeometry(page, res, inh)
+		sp.start = out.b.Len()
 		err := doc.pageText(page, res, out)
+		sp.end = out.b.Len()
+		spans = append(spans, sp)
 		if err != nil && !isFatal(err) {
 			if firstErr == nil {
 				firstErr = fmt.Errorf("page %d: %w", pageNr, err)
@@ -133,12 +138,78 @@ func extractPDF(ctx context.Context, r io.ReaderAt, size int64, opts Options, ou
 		return err
 	})
 	if err != nil {
-		return doc.pageCount, err
+		return doc.pageCount, spans, err
 	}
 	if firstErr != nil && out.b.Len() == 0 {
-		return doc.pageCount, fmt.Errorf("%w: PDF %v", ErrMalformed, firstErr)
+		return doc.pageCount, spans, fmt.Errorf("%w: PDF %v", ErrMalformed, firstErr)
 	}
-	return doc.pageCount, nil
+	return doc.pageCount, spans, nil
+}
+
+// pageAttrs are the page attributes inherited through the page tree.
+type pageAttrs struct {
+	mediaBox, cropBox types.Object
+	rotate            types.Object
+}
+
+// pageGeometry returns a page's visible size (crop box within the media
+// box, user unit, rotation) and what its image XObjects are.
+func (d *pdfDoc) pageGeometry(page, res types.Dict, inh pageAttrs) pageSpan {
+	box := func(o types.Object) (w, h float64, ok bool) {
+		a := d.array(o)
+		if len(a) != 4 {
+			return 0, 0, false
+		}
+		var v [4]float64
+		for i := range a {
+			if v[i], ok = d.num(a[i]); !ok {
+				return 0, 0, false
+			}
+		}
+		w, h = v[2]-v[0], v[3]-v[1]
+		if w < 0 {
+			w = -w
+		}
+		if h < 0 {
+			h = -h
+		}
+		return w, h, w > 0 && h > 0
+	}
+	w, h, ok := box(inh.mediaBox)
+	if !ok {
+		w, h = 612, 792 // US Letter, as readers assume
+	}
+	if cw, ch, ok := box(inh.cropBox); ok {
+		w, h = min(w, cw), min(h, ch)
+	}
+	if u := d.numOr(page["UserUnit"], 1); u > 0 && u < 1e4 {
+		w, h = w*u, h*u
+	}
+	if rot := int(d.numOr(inh.rotate, 0)); (rot/90)%2 != 0 {
+		w, h = h, w
+	}
+	sp := pageSpan{widthPt: w, heightPt: h}
+	var images int
+	var imgW, imgH float64
+	for _, o := range d.dict(res["XObject"]) {
+		x := d.dict(o)
+		if d.name(x["Subtype"]) != "Image" {
+			continue
+		}
+		iw, ih := d.numOr(x["Width"], 0), d.numOr(x["Height"], 0)
+		if iw <= 0 || ih <= 0 {
+			continue
+		}
+		images++
+		imgW, imgH = iw, ih
+		sp.maxImagePixels = max(sp.maxImagePixels, int64(min(iw*ih, 1<<62)))
+	}
+	if images == 1 {
+		// Orientation-agnostic: the long side of the image over the long
+		// side of the page (a scan fills its page).
+		sp.imageDPI = max(imgW, imgH) / (max(w, h) / 72)
+	}
+	return sp
 }
 
 // isFatal tells errors that end the whole extraction from damage confined to
@@ -150,14 +221,14 @@ func isFatal(err error) bool {
 
 // walkPages calls fn for every page in document order with the page's
 // effective resources (inherited through the page tree).
-func (d *pdfDoc) walkPages(fn func(page, res types.Dict) error) error {
+func (d *pdfDoc) walkPages(fn func(page, res types.Dict, inh pageAttrs) error) error {
 	cat, err := d.x.Catalog()
 	if err != nil {
 		return fmt.Errorf("%w: PDF catalog: %v", ErrMalformed, err)
 	}
 	seen := map[types.IndirectRef]bool{}
-	var walk func(o types.Object, res types.Dict, depth int) error
-	walk = func(o types.Object, res types.Dict, depth int) error {
+	var walk func(o types.Object, res types.Dict, inh pageAttrs, depth int) error
+	walk = func(o types.Object, res types.Dict, inh pageAttrs, depth int) error {
 		if depth > pdfMaxDepth {
 			return fmt.Errorf("%w: page tree deeper than %d", ErrLimit, pdfMaxDepth)
 		}
@@ -174,18 +245,27 @@ func (d *pdfDoc) walkPages(fn func(page, res types.Dict) error) error {
 		if r := d.dict(node["Resources"]); r != nil {
 			res = r
 		}
+		if o, ok := node["MediaBox"]; ok {
+			inh.mediaBox = o
+		}
+		if o, ok := node["CropBox"]; ok {
+			inh.cropBox = o
+		}
+		if o, ok := node["Rotate"]; ok {
+			inh.rotate = o
+		}
 		kids := d.array(node["Kids"])
 		if t := d.name(node["Type"]); t == "Page" || (t != "Pages" && kids == nil) {
-			return fn(node, res)
+			return fn(node, res, inh)
 		}
 		for _, kid := range kids {
-			if err := walk(kid, res, depth+1); err != nil {
+			if err := walk(kid, res, inh, depth+1); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	return walk(cat["Pages"], nil, 0)
+	return walk(cat["Pages"], nil, pageAttrs{}, 0)
 }
 
 // Object access that never fails: anything missing or of the wrong type is

@@ -1,8 +1,10 @@
 package extract
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -128,4 +130,62 @@ func (s *sink) PageBreak() error { return s.put('\f') }
 
 func (s *sink) result() (string, bool) {
 	return s.b.String(), s.truncated
+}
+
+// remaining is how many more bytes of text the sink takes.
+func (s *sink) remaining() int { return max(0, s.max-s.b.Len()) }
+
+// tokenSlack is what a markup token may hold beyond the text the sink still
+// takes: room for a tag with its attributes.
+const tokenSlack = 64 << 10
+
+// runLimiter bounds the bytes that may follow a '<' before the next one.
+// encoding/xml holds a whole token (a run of text, a tag) in memory, and
+// again as a string once it is text, so a small compressed part with one
+// huge run of text would cost that much memory before the text cap
+// applied. Past limit() bytes the rest of the run is dropped: text that
+// far past the cap would have been cut anyway, and a tag cut short is
+// malformed markup. limit is asked afresh for every read, as the sink
+// fills.
+type runLimiter struct {
+	r     io.Reader
+	limit func() int
+	run   int // bytes since the last '<'
+}
+
+func (l *runLimiter) Read(p []byte) (int, error) {
+	for {
+		n, err := l.r.Read(p)
+		if n == 0 {
+			return 0, err
+		}
+		lim, w := l.limit(), 0
+		for rest := p[:n]; len(rest) > 0; {
+			i := bytes.IndexByte(rest, '<')
+			run := rest
+			if i >= 0 {
+				run = rest[:i]
+			}
+			keep := min(len(run), max(0, lim-l.run))
+			w += copy(p[w:], run[:keep])
+			l.run += len(run)
+			if i < 0 {
+				break
+			}
+			p[w] = '<'
+			w++
+			l.run = 0
+			rest = rest[i+1:]
+		}
+		if w > 0 || err != nil {
+			return w, err
+		}
+		// Everything read was dropped: read on.
+	}
+}
+
+// boundedTokens wraps a markup source so that no token outgrows what the
+// sink can still take (plus tokenSlack).
+func boundedTokens(r io.Reader, out *sink) io.Reader {
+	return &runLimiter{r: r, limit: func() int { return out.remaining() + tokenSlack }}
 }

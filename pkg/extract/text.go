@@ -99,7 +99,7 @@ func extractPlain(ctx context.Context, r io.Reader, out *sink) error {
 // text per line. Malformed XML falls back to the plain text of the file (tags
 // included), which still indexes its words.
 func extractXML(ctx context.Context, r io.ReaderAt, size int64, out *sink) error {
-	dec := xml.NewDecoder(textReader(io.NewSectionReader(r, 0, size)))
+	dec := xml.NewDecoder(boundedTokens(textReader(io.NewSectionReader(r, 0, size)), out))
 	dec.Strict = false
 	dec.AutoClose = xml.HTMLAutoClose
 	dec.Entity = xml.HTMLEntity

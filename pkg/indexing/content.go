@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/docrepo/docrepo/pkg/extract"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+	"github.com/docrepo/docrepo/pkg/ocr"
 )
 
 // errTooLarge: the file is over Options.MaxFileBytes.
@@ -21,16 +23,27 @@ type downloadError struct{ err error }
 func (e *downloadError) Error() string { return "download: " + e.err.Error() }
 func (e *downloadError) Unwrap() error { return e.err }
 
+// extracted is a file's text and where it came from.
+type extracted struct {
+	text   string
+	source extract.ContentSource
+	// ocrNeeded counts pages that need OCR; ocrErr says why OCR failed
+	// for some or all of them (the text is what could be read).
+	ocrNeeded int
+	ocrErr    error
+}
+
 // content fetches the current file into a temporary file and extracts its
-// text. A downloadError means the file could not be fetched; any other error
-// means it was fetched but yields no text.
-func (ix *Indexer) content(ctx context.Context, docID int64, f *documentv1.IndexFile) (string, error) {
+// text, with OCR when withOCR and the indexer has an OCR engine. A
+// downloadError means the file could not be fetched; any other error means
+// it was fetched but yields no text.
+func (ix *Indexer) content(ctx context.Context, docID int64, docType string, f *documentv1.IndexFile, withOCR bool) (extracted, error) {
 	if f.GetImageSize() > ix.o.MaxFileBytes {
-		return "", fmt.Errorf("%w: %d bytes", errTooLarge, f.GetImageSize())
+		return extracted{}, fmt.Errorf("%w: %d bytes", errTooLarge, f.GetImageSize())
 	}
 	tmp, err := os.CreateTemp(ix.o.TempDir, "docrepo-index-*")
 	if err != nil {
-		return "", &downloadError{fmt.Errorf("temporary file: %w", err)}
+		return extracted{}, &downloadError{fmt.Errorf("temporary file: %w", err)}
 	}
 	defer func() {
 		tmp.Close()
@@ -39,9 +52,9 @@ func (ix *Indexer) content(ctx context.Context, docID int64, f *documentv1.Index
 	size, hdr, err := ix.download(ctx, docID, f.GetOwnid(), tmp)
 	if err != nil {
 		if errors.Is(err, errTooLarge) {
-			return "", err
+			return extracted{}, err
 		}
-		return "", &downloadError{err}
+		return extracted{}, &downloadError{err}
 	}
 	mime := f.GetImageType()
 	if mime == "" {
@@ -51,23 +64,34 @@ func (ix *Indexer) content(ctx context.Context, docID int64, f *documentv1.Index
 	if name == "" {
 		name = hdr.GetFilename()
 	}
-	res, err := extract.Extract(ctx, tmp, size, mime, name, extract.Options{
+	opts := extract.Options{
 		MaxTextBytes: ix.o.MaxTextBytes,
 		Timeout:      ix.o.ExtractTimeout,
-	})
+		OCRMaxPages:  ix.o.OCRMaxPages,
+		OCRMaxPixels: ix.o.OCRMaxPixels,
+		OCRDPI:       ix.o.OCRDPI,
+	}
+	if withOCR && ix.o.OCR != nil {
+		opts.OCR = ix.o.OCR.File(tmp.Name(), ix.o.OCRDocTypeLangs[docType], docID)
+	}
+	res, err := extract.Extract(ctx, tmp, size, mime, name, opts)
 	if err != nil {
 		if ctx.Err() != nil {
-			return "", &downloadError{ctx.Err()}
+			return extracted{}, &downloadError{ctx.Err()}
 		}
-		return "", err
+		return extracted{}, err
 	}
-	return res.Text, nil
+	return extracted{text: res.Text, source: res.Source, ocrNeeded: res.OCRNeeded, ocrErr: res.OCRErr}, nil
 }
 
 // download streams file ownID of document docID into w and returns its size.
 func (ix *Indexer) download(ctx context.Context, docID, ownID int64, w io.Writer) (int64, *documentv1.DownloadHeader, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The download is given up when no message arrives for DownloadIdle: a
+	// large file may take long, a stalled one must not hold the consumer.
+	idle := time.AfterFunc(ix.o.DownloadIdle, cancel)
+	defer idle.Stop()
 	stream, err := ix.o.Source.DownloadFile(ctx, &documentv1.DownloadFileRequest{DocId: docID, LinkedFileId: &ownID})
 	if err != nil {
 		return 0, nil, err
@@ -92,6 +116,7 @@ func (ix *Indexer) download(ctx context.Context, docID, ownID int64, w io.Writer
 		if err != nil {
 			return 0, nil, err
 		}
+		idle.Reset(ix.o.DownloadIdle)
 		chunk := msg.GetChunk()
 		if n+int64(len(chunk)) > hdr.GetSize() {
 			return 0, nil, fmt.Errorf("download sent more than the announced %d bytes", hdr.GetSize())
@@ -121,4 +146,21 @@ func failureReason(err error) string {
 		return "extract_timeout"
 	}
 	return "extract"
+}
+
+// ocrFailureReason labels an OCR failure for docrepo_indexer_ocr_failed_total.
+func ocrFailureReason(err error) string {
+	switch {
+	case errors.Is(err, extract.ErrOCRLimit):
+		return "limit"
+	case errors.Is(err, ocr.ErrPageTimeout):
+		return "page_timeout"
+	case errors.Is(err, ocr.ErrDocTimeout):
+		return "doc_timeout"
+	case errors.Is(err, ocr.ErrLanguage):
+		return "language"
+	case errors.Is(err, extract.ErrMalformed):
+		return "malformed"
+	}
+	return "ocr"
 }

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	indexerv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/indexer/v1"
+	"github.com/docrepo/docrepo/pkg/grpcclient"
+)
+
+func init() { deployCommands["ocr"] = ocrCmd }
+
+// ocrCmd shows the OCR work of the indexer:
+//
+//	docrepoctl ocr status [-addr HOST:PORT] [-user NAME | -token TOKEN]
+//
+// Like reindex it asks the indexer (DOCREPO_INDEXER_ADDR) and, when that
+// does not answer and -addr is not given, the search service, which runs
+// the indexer with the embedded engine. Without -token a short-lived admin
+// key is minted through DATABASE_URL and revoked afterwards.
+func ocrCmd(ctx context.Context, e deployEnv) error {
+	if len(e.args) == 0 || e.args[0] != "status" {
+		return fmt.Errorf("usage: docrepoctl ocr status [-addr HOST:PORT] [-user NAME | -token TOKEN]")
+	}
+	var addr, user, token string
+	pos, err := parseArgs("ocr status", e.args[1:], func(fs *flag.FlagSet) {
+		fs.StringVar(&addr, "addr", "", "IndexerService address (default DOCREPO_INDEXER_ADDR, then DOCREPO_SEARCH_ADDR)")
+		fs.StringVar(&user, "user", "admin", "user to mint a short-lived admin key for")
+		fs.StringVar(&token, "token", "", "use this token (scope admin) instead of minting one")
+	})
+	if err != nil {
+		return err
+	}
+	if err := exactly("ocr status", pos, 0); err != nil {
+		return err
+	}
+	targets := []string{addr}
+	if addr == "" {
+		targets = []string{envOr(e.getenv, "DOCREPO_INDEXER_ADDR", defaultIndexerAddr), envOr(e.getenv, "DOCREPO_SEARCH_ADDR", defaultSearchAddr)}
+	}
+	if token == "" {
+		tok, revoke, err := mintAdminKey(ctx, e.dbURL, user)
+		if err != nil {
+			return err
+		}
+		defer revoke()
+		token = tok
+	}
+	var last error
+	for i, target := range targets {
+		st, err := fetchOCRStatus(ctx, target, token)
+		if err == nil {
+			renderOCRStatus(e.stdout, st, time.Now())
+			return nil
+		}
+		last = err
+		if status.Code(err) != codes.Unavailable && status.Code(err) != codes.Unimplemented || i == len(targets)-1 {
+			break
+		}
+		fmt.Fprintf(e.stderr, "ocr status: %s does not answer (%v); trying %s (the search service runs the indexer with the embedded engine)\n",
+			target, status.Code(err), targets[i+1])
+	}
+	return last
+}
+
+func fetchOCRStatus(ctx context.Context, target, token string) (*indexerv1.GetOcrStatusResponse, error) {
+	conn, err := grpcclient.Dial(target, grpcclient.WithServiceToken(token))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return indexerv1.NewIndexerServiceClient(conn).GetOcrStatus(ctx, &indexerv1.GetOcrStatusRequest{})
+}
+
+// renderOCRStatus prints the status as a short report.
+func renderOCRStatus(w io.Writer, st *indexerv1.GetOcrStatusResponse, now time.Time) {
+	if !st.GetEnabled() {
+		fmt.Fprintln(w, "OCR: off (DOCREPO_OCR=false, or tesseract is not installed: see the indexer's log)")
+		return
+	}
+	fmt.Fprintf(w, "OCR: on, languages %s (installed: %s), %d workers\n", st.GetLangs(), strings.Join(st.GetInstalledLangs(), ", "), st.GetWorkers())
+	fmt.Fprintf(w, "documents: %d queued, %d in progress\n", st.GetDocumentsQueued(), st.GetDocumentsInProgress())
+	fmt.Fprintf(w, "pages:     %d queued, %d in progress, %d read, %d failed since start\n",
+		st.GetPagesQueued(), st.GetPagesInProgress(), st.GetPagesDone(), st.GetPagesFailed())
+	for _, d := range st.GetDocuments() {
+		fmt.Fprintf(w, "  document %d: %d/%d pages, for %s\n", d.GetDocId(), d.GetPagesDone(), d.GetPages(),
+			now.Sub(d.GetStarted().AsTime()).Round(time.Second))
+	}
+}
