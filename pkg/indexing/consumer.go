@@ -15,9 +15,17 @@ import (
 
 // Consumer defaults; see ConsumerOptions.
 const (
-	DefaultDurable         = "indexer"
-	DefaultBatchSize       = 64
-	DefaultAckWait         = 5 * time.Minute
+	DefaultDurable   = "indexer"
+	DefaultBatchSize = 64
+	// DefaultAckWait is short: a message delivered to a consumer that died
+	// is redelivered within seconds. Work in progress keeps its messages
+	// by heartbeats (InProgress every AckWait/3).
+	DefaultAckWait = 10 * time.Second
+	// DefaultMaxDeliver deliveries without success park an event.
+	DefaultMaxDeliver = 50
+	// DefaultIsolateAfter: an event delivered this often is handled alone,
+	// so one that makes the process fail cannot take a batch with it.
+	DefaultIsolateAfter    = 3
 	DefaultLinger          = 5 * time.Millisecond
 	DefaultContentAttempts = 5
 	DefaultBackoffMin      = 500 * time.Millisecond
@@ -48,6 +56,12 @@ type ConsumerOptions struct {
 	// BackoffMin and BackoffMax bound the redelivery delay after a
 	// transient failure (doubling with each delivery).
 	BackoffMin, BackoffMax time.Duration
+	// MaxDeliver: an event delivered this many times without being handled
+	// is parked in the dead-letter stream (DeadLetterStream).
+	MaxDeliver int
+	// IsolateAfter: events delivered this many times are handled one by
+	// one, outside the batch.
+	IsolateAfter int
 }
 
 func (o *ConsumerOptions) defaults() {
@@ -71,6 +85,12 @@ func (o *ConsumerOptions) defaults() {
 	}
 	if o.BackoffMax < o.BackoffMin {
 		o.BackoffMax = max(DefaultBackoffMax, o.BackoffMin)
+	}
+	if o.MaxDeliver <= 0 {
+		o.MaxDeliver = DefaultMaxDeliver
+	}
+	if o.IsolateAfter <= 0 {
+		o.IsolateAfter = DefaultIsolateAfter
 	}
 }
 
@@ -109,6 +129,9 @@ func (ix *Indexer) Consume(ctx context.Context, o ConsumerOptions) error {
 	}
 	ix.log.Info("indexer consuming", "stream", events.StreamName, "durable", o.Durable, "filter", events.SubjectDocuments)
 	go ix.reportPending(ctx, cons)
+	// Documents read by OCR in the background settle their events before
+	// Consume returns.
+	defer ix.deferred.Wait()
 	for ctx.Err() == nil {
 		if err := ix.consume(ctx, cons, o); err != nil && ctx.Err() == nil {
 			ix.log.Warn("indexer message iterator stopped; restarting", "error", err)
@@ -197,19 +220,22 @@ func (ix *Indexer) processBatch(ctx context.Context, batch []jetstream.Msg, o Co
 	byDoc := map[int64][]pendingMsg{}
 	pos := map[int64]int{}
 	for _, m := range batch {
+		pm := pendingMsg{msg: m, delivered: 1}
+		if md, err := m.Metadata(); err == nil {
+			pm.delivered = md.NumDelivered
+		}
 		ev, err := events.DecodeDocumentEvent(m)
 		if err == nil && ev.GetDocId() <= 0 {
 			err = fmt.Errorf("document event without a document id")
 		}
 		if err != nil {
-			ix.log.Error("dropping a message that is not a valid document event", "subject", m.Subject(), "error", err)
 			metricFailed.WithLabelValues("bad_event").Inc()
-			_ = m.Term()
+			ix.park(ctx, o.JetStream, o.Durable, m, pm.delivered, fmt.Errorf("not a valid document event: %w", err))
 			continue
 		}
-		pm := pendingMsg{msg: m, delivered: 1}
-		if md, err := m.Metadata(); err == nil {
-			pm.delivered = md.NumDelivered
+		if pm.delivered > uint64(o.MaxDeliver) {
+			ix.park(ctx, o.JetStream, o.Durable, m, pm.delivered, errDeliveredTooOften{pm.delivered})
+			continue
 		}
 		if ev.GetOccurredAt() != nil {
 			pm.occurred = ev.GetOccurredAt().AsTime()
@@ -234,49 +260,121 @@ func (ix *Indexer) processBatch(ctx context.Context, batch []jetstream.Msg, o Co
 	if len(items) == 0 {
 		return
 	}
-	stopProgress := ix.keepInProgress(batch, o.AckWait/3)
-	results := ix.Index(ctx, items)
-	stopProgress()
-	now := time.Now()
-	for i, it := range items {
-		r := results[i]
-		msgs := byDoc[it.ID]
-		if r.Outcome == Failed {
-			if ctx.Err() != nil {
-				// Shutting down: hand the messages back at once.
-				for _, pm := range msgs {
-					_ = pm.msg.Nak()
-				}
-				continue
-			}
-			if !transient(r.Err) {
-				ix.log.Error("dropping a document event the document service refuses", "doc_id", it.ID, "rev", it.Rev, "error", r.Err)
-				metricFailed.WithLabelValues("bad_event").Inc()
-				for _, pm := range msgs {
-					_ = pm.msg.Term()
-				}
-				continue
-			}
-			metricFailed.WithLabelValues("transient").Inc()
-			for _, pm := range msgs {
-				delay := backoff(pm.delivered, o.BackoffMin, o.BackoffMax)
-				ix.log.Warn("indexing failed; retrying", "doc_id", it.ID, "rev", it.Rev, "delivery", pm.delivered, "retry_in", delay, "error", r.Err)
-				_ = pm.msg.NakWithDelay(delay)
-			}
-			continue
-		}
-		metricIndexed.WithLabelValues(r.Outcome.String()).Inc()
-		for _, pm := range msgs {
-			if err := pm.msg.Ack(); err != nil {
-				ix.log.Warn("ack failed; the event will be redelivered and found current", "doc_id", it.ID, "error", err)
-				continue
-			}
-			if !pm.occurred.IsZero() {
-				metricLag.Observe(now.Sub(pm.occurred).Seconds())
-			}
+	if ix.o.OCR != nil {
+		for i := range items {
+			items[i].DeferOCR = true
 		}
 	}
+	stopProgress := ix.keepInProgress(batch, o.AckWait/3)
+	// Events delivered several times already are handled one by one: if
+	// one of them makes the process fail, it fails alone, and only its
+	// deliveries count up to MaxDeliver.
+	var batched, alone []Item
+	for _, it := range items {
+		if suspect(byDoc[it.ID], o.IsolateAfter) {
+			alone = append(alone, it)
+		} else {
+			batched = append(batched, it)
+		}
+	}
+	handle := func(its []Item) {
+		if len(its) == 0 {
+			return
+		}
+		results := ix.Index(ctx, its)
+		for i, it := range its {
+			if results[i].Outcome == Deferred {
+				ix.readLater(ctx, it, byDoc[it.ID], o)
+				continue
+			}
+			ix.settle(ctx, it, results[i], byDoc[it.ID], o)
+		}
+	}
+	handle(batched)
+	for _, it := range alone {
+		handle([]Item{it})
+	}
+	stopProgress()
 	metricBatch.Observe(time.Since(start).Seconds())
+}
+
+// suspect reports whether any of msgs has been delivered isolateAfter
+// times or more.
+func suspect(msgs []pendingMsg, isolateAfter int) bool {
+	for _, pm := range msgs {
+		if pm.delivered >= uint64(isolateAfter) {
+			return true
+		}
+	}
+	return false
+}
+
+// readLater indexes a document that needs OCR off the batch path: its
+// events stay in progress (heartbeats) until the OCR engine has a slot for
+// it, the document is indexed with OCR, and they are settled then. The
+// consumer goes on with other batches meanwhile.
+func (ix *Indexer) readLater(ctx context.Context, it Item, msgs []pendingMsg, o ConsumerOptions) {
+	raw := make([]jetstream.Msg, len(msgs))
+	for i, pm := range msgs {
+		raw[i] = pm.msg
+	}
+	stop := ix.keepInProgress(raw, o.AckWait/3)
+	ix.deferred.Add(1)
+	go func() {
+		defer ix.deferred.Done()
+		defer stop()
+		release, err := ix.o.OCR.Acquire(ctx)
+		if err != nil {
+			for _, pm := range msgs {
+				_ = pm.msg.Nak() // shutting down
+			}
+			return
+		}
+		defer release()
+		it.DeferOCR = false
+		r := ix.Index(ctx, []Item{it})[0]
+		ix.settle(ctx, it, r, msgs, o)
+	}()
+}
+
+// settle acknowledges the messages of an item after its result: ack when
+// handled, delayed redelivery after a transient failure, termination of
+// events the document service refuses.
+func (ix *Indexer) settle(ctx context.Context, it Item, r Result, msgs []pendingMsg, o ConsumerOptions) {
+	if r.Outcome == Failed {
+		if ctx.Err() != nil {
+			// Shutting down: hand the messages back at once.
+			for _, pm := range msgs {
+				_ = pm.msg.Nak()
+			}
+			return
+		}
+		if !transient(r.Err) {
+			metricFailed.WithLabelValues("bad_event").Inc()
+			for _, pm := range msgs {
+				ix.park(ctx, o.JetStream, o.Durable, pm.msg, pm.delivered, fmt.Errorf("the document service refuses it: %w", r.Err))
+			}
+			return
+		}
+		metricFailed.WithLabelValues("transient").Inc()
+		for _, pm := range msgs {
+			delay := backoff(pm.delivered, o.BackoffMin, o.BackoffMax)
+			ix.log.Warn("indexing failed; retrying", "doc_id", it.ID, "rev", it.Rev, "delivery", pm.delivered, "retry_in", delay, "error", r.Err)
+			_ = pm.msg.NakWithDelay(delay)
+		}
+		return
+	}
+	metricIndexed.WithLabelValues(r.Outcome.String()).Inc()
+	now := time.Now()
+	for _, pm := range msgs {
+		if err := pm.msg.Ack(); err != nil {
+			ix.log.Warn("ack failed; the event will be redelivered and found current", "doc_id", it.ID, "error", err)
+			continue
+		}
+		if !pm.occurred.IsZero() {
+			metricLag.Observe(now.Sub(pm.occurred).Seconds())
+		}
+	}
 }
 
 // keepInProgress extends the ack deadline of msgs every interval until the

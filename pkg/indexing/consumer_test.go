@@ -18,12 +18,12 @@ import (
 
 // publisher publishes document events the way the outbox relay does.
 type publisher struct {
-	t      *testing.T
+	t      testing.TB
 	js     jetstream.JetStream
 	nextID int64
 }
 
-func newStream(t *testing.T) (*natstest.Server, jetstream.JetStream, *publisher) {
+func newStream(t testing.TB) (*natstest.Server, jetstream.JetStream, *publisher) {
 	t.Helper()
 	srv := natstest.Start(t)
 	js := srv.JetStream(t)

@@ -24,7 +24,13 @@
 //     indexed without content. A file that cannot be extracted (malformed,
 //     hostile, too slow) is a poison input: the document is indexed with
 //     its metadata and no content, and the failure is logged and counted,
-//     so it never blocks the stream.
+//     so it never blocks the stream. With an OCR engine (Options.OCR,
+//     pkg/ocr), pages without a text layer and images are read by OCR;
+//     an OCR failure keeps the text that could be read and counts in
+//     docrepo_indexer_ocr_failed_total. Where the text came from (text,
+//     ocr, none) is reported to the document service
+//     (DocumentService.SetContentSource, for GET's content_source) before
+//     the engine write, so a failed report is retried with the event.
 //  4. The content (its first Options.MaxEmbedBytes) and the canonical
 //     metadata text (engine.MetadataText) are embedded (pkg/embed), batched
 //     over all documents of the batch.
@@ -35,15 +41,34 @@
 //
 // Consume runs a durable JetStream pull consumer on the DOCREPO stream,
 // filtered to docrepo.document.* (folder events do not change what is
-// indexed: filesbelongto holds folder ids, and deleting a folder emits
-// folders_changed events for its documents through a database trigger). It
+// indexed: filesbelongto holds folder ids, and a folder deletion reaches
+// the index as folders_changed events of its documents, which the document
+// service emits when it removes their assignments). It
 // takes up to BatchSize messages at a time, collapses several events of one
 // document into one load, indexes them, and acknowledges each message only
 // after the engine write that covers it. Transient failures (the document
 // service or the engine unavailable) are negatively acknowledged with an
-// exponential backoff and retried without limit; a file that still cannot be
-// downloaded after ContentAttempts deliveries is indexed without content.
-// Messages that are not document events are terminated and logged.
+// exponential backoff and retried; a file that still cannot be downloaded
+// after ContentAttempts deliveries is indexed without content.
+//
+// The ack wait is short (10 s): a message delivered to a consumer that then
+// died comes back within seconds, while work in progress keeps its messages
+// with heartbeats. Every outbound call has a deadline (CallTimeout,
+// EngineTimeout, DownloadIdle), so a hung document service, engine or blob
+// store fails the item instead of stalling the stream. Events delivered
+// IsolateAfter times are handled one by one, so one that makes the process
+// fail fails alone. An event that is not a document event, that the
+// document service refuses, or that was delivered MaxDeliver times without
+// being handled is parked in the dead-letter stream (DOCREPO_DEADLETTER)
+// with its reason, counted in docrepo_indexer_deadlettered_total, and
+// listed and retried with docrepoctl deadletter.
+//
+// OCR never runs inside a batch: when a document needs OCR, the batch
+// leaves it (Item.DeferOCR, outcome Deferred) and a background reader
+// takes it once the OCR engine grants a document slot (ocr.Engine.Acquire),
+// downloads it again and indexes it with OCR; its messages are kept in
+// progress meanwhile and settled when it is written. A 300-page scan
+// therefore delays nothing but itself.
 //
 // Since acknowledgements follow engine writes and writes are idempotent by
 // revision, a consumer killed at any point and restarted loses nothing and

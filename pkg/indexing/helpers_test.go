@@ -37,6 +37,8 @@ type docStore struct {
 	failDownloads atomic.Bool
 	// failGets makes GetIndexDocument fail with Unavailable.
 	failGets atomic.Bool
+	// sources records SetContentSource calls by file id.
+	sources map[int64]string
 }
 
 type storedDoc struct {
@@ -51,7 +53,33 @@ type storedDoc struct {
 	declared int64 // image_size reported; len(file) when 0
 }
 
-func newDocStore() *docStore { return &docStore{docs: map[int64]*storedDoc{}} }
+func newDocStore() *docStore {
+	return &docStore{docs: map[int64]*storedDoc{}, sources: map[int64]string{}}
+}
+
+// SetContentSource records the source of the document's current file, as
+// the document service does.
+func (s *docStore) SetContentSource(_ context.Context, req *documentv1.SetContentSourceRequest) (*documentv1.SetContentSourceResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.docs[req.GetDocId()]
+	if !ok || d.file == nil || req.GetFileId() != req.GetDocId()*10+d.rev {
+		return &documentv1.SetContentSourceResponse{}, nil
+	}
+	s.sources[req.GetFileId()] = req.GetSource()
+	return &documentv1.SetContentSourceResponse{Applied: true}, nil
+}
+
+// source returns the recorded content source of a document's current file.
+func (s *docStore) source(id int64) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.docs[id]
+	if !ok {
+		return ""
+	}
+	return s.sources[id*10+d.rev]
+}
 
 func (s *docStore) put(id int64, d *storedDoc) {
 	s.mu.Lock()
@@ -94,7 +122,8 @@ func (s *docStore) GetIndexDocument(_ context.Context, req *documentv1.GetIndexD
 		if size == 0 {
 			size = int64(len(d.file))
 		}
-		out.File = &documentv1.IndexFile{Ownid: req.GetDocId()*10 + d.rev, Origname: d.name, ImageType: d.mime, ImageSize: size}
+		out.File = &documentv1.IndexFile{Ownid: req.GetDocId()*10 + d.rev, Origname: d.name, ImageType: d.mime, ImageSize: size,
+			ContentSource: s.sources[req.GetDocId()*10+d.rev]}
 	}
 	return &documentv1.GetIndexDocumentResponse{Document: out}, nil
 }
@@ -108,13 +137,14 @@ func (s *docStore) ListDocumentIds(_ context.Context, req *documentv1.ListDocume
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	total := int64(len(ids))
-	var page []int64
+	var page, revs []int64
 	for _, id := range ids {
 		if id > req.GetAfterId() && len(page) < int(req.GetLimit()) {
 			page = append(page, id)
+			revs = append(revs, s.docs[id].rev)
 		}
 	}
-	return &documentv1.ListDocumentIdsResponse{Ids: page, Total: total}, nil
+	return &documentv1.ListDocumentIdsResponse{Ids: page, Total: total, Revs: revs}, nil
 }
 
 func (s *docStore) DownloadFile(req *documentv1.DownloadFileRequest, stream grpc.ServerStreamingServer[documentv1.DownloadFileResponse]) error {
@@ -143,7 +173,7 @@ func (s *docStore) DownloadFile(req *documentv1.DownloadFileRequest, stream grpc
 }
 
 // serve runs s on a loopback port for the test and returns a client.
-func (s *docStore) serve(t *testing.T) documentv1.DocumentServiceClient {
+func (s *docStore) serve(t testing.TB) documentv1.DocumentServiceClient {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -172,7 +202,7 @@ type recEngine struct {
 	writes int
 }
 
-func openRecEngine(t *testing.T, dir string) *recEngine {
+func openRecEngine(t testing.TB, dir string) *recEngine {
 	t.Helper()
 	e, err := bleveengine.Open(dir, bleveengine.Options{})
 	if err != nil {
@@ -182,7 +212,7 @@ func openRecEngine(t *testing.T, dir string) *recEngine {
 	return &recEngine{Engine: e, dir: dir, docs: map[int64]engine.Document{}}
 }
 
-func newMemEngine(t *testing.T) *recEngine { return openRecEngine(t, t.TempDir()) }
+func newMemEngine(t testing.TB) *recEngine { return openRecEngine(t, t.TempDir()) }
 
 func (m *recEngine) Upsert(ctx context.Context, docs []engine.Document) (engine.WriteResult, error) {
 	r, err := m.Engine.Upsert(ctx, docs)
@@ -217,7 +247,7 @@ func (m *recEngine) get(id int64) (engine.Document, bool) {
 	return d, true
 }
 
-func newTestIndexer(t *testing.T, eng engine.Engine, src Source, mod func(*Options)) *Indexer {
+func newTestIndexer(t testing.TB, eng engine.Engine, src Source, mod func(*Options)) *Indexer {
 	t.Helper()
 	emb, err := embed.NewHash(64)
 	if err != nil {

@@ -16,7 +16,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/docrepo/docrepo/pkg/embed"
+	"github.com/docrepo/docrepo/pkg/extract"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+	"github.com/docrepo/docrepo/pkg/ocr"
 	"github.com/docrepo/docrepo/pkg/search/engine"
 	"github.com/docrepo/docrepo/pkg/tracing"
 )
@@ -28,6 +30,7 @@ type Source interface {
 	GetIndexDocument(ctx context.Context, in *documentv1.GetIndexDocumentRequest, opts ...grpc.CallOption) (*documentv1.GetIndexDocumentResponse, error)
 	ListDocumentIds(ctx context.Context, in *documentv1.ListDocumentIdsRequest, opts ...grpc.CallOption) (*documentv1.ListDocumentIdsResponse, error)
 	DownloadFile(ctx context.Context, in *documentv1.DownloadFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[documentv1.DownloadFileResponse], error)
+	SetContentSource(ctx context.Context, in *documentv1.SetContentSourceRequest, opts ...grpc.CallOption) (*documentv1.SetContentSourceResponse, error)
 }
 
 // Defaults of Options.
@@ -37,7 +40,14 @@ const (
 	DefaultMaxTextBytes   = 8 << 20
 	DefaultMaxEmbedBytes  = 32 << 10
 	DefaultWorkers        = 4
-	defaultCallTimeout    = 30 * time.Second
+	// DefaultCallTimeout bounds each unary call to the document service.
+	DefaultCallTimeout = 30 * time.Second
+	// DefaultEngineTimeout bounds each engine call (revision, delete,
+	// batch write).
+	DefaultEngineTimeout = time.Minute
+	// DefaultDownloadIdle is how long a file download may go without
+	// receiving a byte before it is given up.
+	DefaultDownloadIdle = time.Minute
 )
 
 // Options configure an Indexer. Engine, Source and Embedder are required;
@@ -62,12 +72,32 @@ type Options struct {
 	// Workers is the number of documents of a batch loaded, downloaded and
 	// extracted at once.
 	Workers int
+	// CallTimeout, EngineTimeout and DownloadIdle bound every outbound call
+	// (see the defaults), so a hung document service, engine or blob
+	// store fails the call instead of stalling the consumer for ever.
+	CallTimeout   time.Duration
+	EngineTimeout time.Duration
+	DownloadIdle  time.Duration
+
+	// OCR reads scanned pages and images; nil turns OCR off.
+	OCR *ocr.Engine
+	// OCRDocTypeLangs gives the OCR languages of documents by doc type
+	// ("invoice" -> "deu+eng"); other documents use the engine's.
+	OCRDocTypeLangs map[string]string
+	// OCRMaxPages, OCRMaxPixels and OCRDPI: see extract.Options (zero:
+	// the defaults).
+	OCRMaxPages  int
+	OCRMaxPixels int64
+	OCRDPI       int
 }
 
 // Indexer writes documents of record into a search engine.
 type Indexer struct {
 	o   Options
 	log *slog.Logger
+	// deferred counts documents the consumer is reading with OCR in the
+	// background.
+	deferred sync.WaitGroup
 }
 
 // New returns an Indexer.
@@ -90,6 +120,15 @@ func New(o Options) (*Indexer, error) {
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
 	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.EngineTimeout <= 0 {
+		o.EngineTimeout = DefaultEngineTimeout
+	}
+	if o.DownloadIdle <= 0 {
+		o.DownloadIdle = DefaultDownloadIdle
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
@@ -110,6 +149,11 @@ type Item struct {
 	// DegradeContent: when the file cannot be downloaded, index the
 	// document without content instead of failing (last attempts).
 	DegradeContent bool
+	// DeferOCR: when the document needs OCR, do not read it now; the
+	// outcome is Deferred and the caller indexes the item again without
+	// DeferOCR, off its fast path (the event consumer does, so that a long
+	// scan never holds back the documents of its batch).
+	DeferOCR bool
 	// Cause is the trace context of the write that caused the event (from
 	// its traceparent header): indexing continues that trace, so the calls
 	// to the document service carry it too. Zero when unknown.
@@ -129,6 +173,9 @@ const (
 	Current
 	// Deleted: the document no longer exists and was removed.
 	Deleted
+	// Deferred: nothing was written because the document needs OCR and
+	// the item asked to defer it (Item.DeferOCR).
+	Deferred
 )
 
 func (o Outcome) String() string {
@@ -139,6 +186,8 @@ func (o Outcome) String() string {
 		return "current"
 	case Deleted:
 		return "deleted"
+	case Deferred:
+		return "deferred"
 	}
 	return "failed"
 }
@@ -151,6 +200,12 @@ type Result struct {
 	// ContentErr is set when the document was written without content
 	// because its file could not be fetched or extracted.
 	ContentErr error
+	// Source tells where the written content came from (text, ocr, none);
+	// empty when nothing was written.
+	Source extract.ContentSource
+	// OCRErr is set when OCR failed for some or all pages; the document
+	// was written with the text that could be read.
+	OCRErr error
 }
 
 // prepared is one item after loading.
@@ -158,6 +213,8 @@ type prepared struct {
 	outcome    Outcome
 	err        error
 	contentErr error
+	ocrErr     error
+	source     extract.ContentSource
 	doc        *engine.Document
 }
 
@@ -189,7 +246,7 @@ func (ix *Indexer) Index(ctx context.Context, items []Item) []Result {
 	}
 	results := make([]Result, len(items))
 	for i, p := range preps {
-		results[i] = Result{Outcome: p.outcome, Err: p.err, ContentErr: p.contentErr}
+		results[i] = Result{Outcome: p.outcome, Err: p.err, ContentErr: p.contentErr, OCRErr: p.ocrErr}
 	}
 	if len(docs) == 0 {
 		return results
@@ -216,11 +273,15 @@ func (ix *Indexer) Index(ctx context.Context, items []Item) []Result {
 		seen[d.ID] = len(batch)
 		batch = append(batch, *d)
 	}
-	if _, err := ix.o.Engine.Upsert(ctx, batch); err != nil {
+	ectx, cancel := context.WithTimeout(ctx, ix.o.EngineTimeout)
+	_, err := ix.o.Engine.Upsert(ectx, batch)
+	cancel()
+	if err != nil {
 		return fail(fmt.Errorf("engine upsert: %w", err))
 	}
 	for _, i := range idx {
 		results[i].Outcome = Written
+		results[i].Source = preps[i].source
 	}
 	return results
 }
@@ -233,14 +294,16 @@ func (ix *Indexer) prepare(ctx context.Context, it Item) prepared {
 	ctx, span := tracing.Tracer("indexing").Start(ctx, "index document",
 		trace.WithAttributes(attribute.Int64("docrepo.doc_id", it.ID), attribute.Int64("docrepo.rev", it.Rev)))
 	defer span.End()
-	stored, have, err := ix.o.Engine.Revision(ctx, it.ID)
+	ectx, cancel := context.WithTimeout(ctx, ix.o.EngineTimeout)
+	stored, have, err := ix.o.Engine.Revision(ectx, it.ID)
+	cancel()
 	if err != nil {
 		return prepared{err: fmt.Errorf("engine revision of %d: %w", it.ID, err)}
 	}
 	if it.Rev > 0 && have && stored >= it.Rev {
 		return prepared{outcome: Current}
 	}
-	cctx, cancel := context.WithTimeout(ctx, defaultCallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, ix.o.CallTimeout)
 	resp, err := ix.o.Source.GetIndexDocument(cctx, &documentv1.GetIndexDocumentRequest{DocId: it.ID})
 	cancel()
 	if err != nil {
@@ -249,7 +312,10 @@ func (ix *Indexer) prepare(ctx context.Context, it Item) prepared {
 	if resp.GetDeleted() || resp.GetDocument() == nil {
 		// Ids are never reused: whatever the engine holds is gone.
 		rev := max(stored, it.Rev)
-		if err := ix.o.Engine.Delete(ctx, it.ID, rev); err != nil {
+		ectx, cancel := context.WithTimeout(ctx, ix.o.EngineTimeout)
+		err := ix.o.Engine.Delete(ectx, it.ID, rev)
+		cancel()
+		if err != nil {
 			return prepared{err: fmt.Errorf("engine delete %d: %w", it.ID, err)}
 		}
 		return prepared{outcome: Deleted}
@@ -260,8 +326,20 @@ func (ix *Indexer) prepare(ctx context.Context, it Item) prepared {
 	}
 	doc := toEngineDocument(src)
 	var contentErr error
+	source := extract.SourceNone
+	var ocrErr error
 	if f := src.GetFile(); f != nil && f.GetOwnid() != 0 {
-		doc.Content, contentErr = ix.content(ctx, it.ID, f)
+		var ex extracted
+		ex, contentErr = ix.content(ctx, it.ID, src.GetDocument().GetDocType(), f, !it.DeferOCR)
+		if contentErr == nil && it.DeferOCR && ex.ocrNeeded > 0 && ix.o.OCR != nil {
+			return prepared{outcome: Deferred}
+		}
+		doc.Content, source, ocrErr = ex.text, ex.source, ex.ocrErr
+		if ocrErr != nil {
+			ix.log.Warn("OCR failed for some or all pages; indexing the text that could be read", "doc_id", it.ID, "rev", doc.Rev,
+				"pages_needing_ocr", ex.ocrNeeded, "source", source, "error", ocrErr)
+			metricOCRFailed.WithLabelValues(ocrFailureReason(ocrErr)).Inc()
+		}
 		if contentErr != nil {
 			var dl *downloadError
 			if errors.As(contentErr, &dl) && !it.DegradeContent {
@@ -273,8 +351,33 @@ func (ix *Indexer) prepare(ctx context.Context, it Item) prepared {
 			ix.log.Warn("indexing document without content", "doc_id", it.ID, "rev", doc.Rev, "error", contentErr)
 			metricFailed.WithLabelValues(failureReason(contentErr)).Inc()
 		}
+		if err := ix.reportSource(ctx, it.ID, f, source); err != nil {
+			return prepared{err: err}
+		}
 	}
-	return prepared{doc: doc, contentErr: contentErr}
+	return prepared{doc: doc, contentErr: contentErr, ocrErr: ocrErr, source: source}
+}
+
+// reportSource tells the document service where a file's text came from
+// (GET's content_source), when that differs from what it has. It is done
+// before the engine write, so a failed report fails the item and the retry
+// makes it again. A document service that does not know the call, or a
+// document gone meanwhile, is no reason to hold indexing back.
+func (ix *Indexer) reportSource(ctx context.Context, docID int64, f *documentv1.IndexFile, source extract.ContentSource) error {
+	if string(source) == f.GetContentSource() {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, ix.o.CallTimeout)
+	defer cancel()
+	_, err := ix.o.Source.SetContentSource(cctx, &documentv1.SetContentSourceRequest{DocId: docID, FileId: f.GetOwnid(), Source: string(source)})
+	switch status.Code(err) {
+	case codes.OK:
+		return nil
+	case codes.Unimplemented, codes.NotFound, codes.InvalidArgument:
+		ix.log.Warn("content source not recorded", "doc_id", docID, "file_id", f.GetOwnid(), "source", source, "error", err)
+		return nil
+	}
+	return fmt.Errorf("record content source of %d: %w", docID, err)
 }
 
 // embed fills the content and metadata vectors of docs.

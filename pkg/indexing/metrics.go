@@ -23,8 +23,28 @@ var (
 	}, []string{"result"})
 	metricFailed = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "docrepo_indexer_failed_total",
-		Help: "Indexing failures, by reason: transient (retried), bad_event (dropped), and content failures (too_large, download, extract, extract_limit, extract_timeout) after which the document is indexed without content.",
+		Help: "Indexing failures, by reason: transient (retried), bad_event (parked as a dead letter), and content failures (too_large, download, extract, extract_limit, extract_timeout) after which the document is indexed without content.",
 	}, []string{"reason"})
+	metricOCRFailed = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "docrepo_indexer_ocr_failed_total",
+		Help: "Documents whose OCR failed for some or all pages, by reason: limit (pages, pixels), page_timeout, doc_timeout, language, malformed (image header), ocr (the programs failed). The document is indexed with the text that could be read.",
+	}, []string{"reason"})
+	metricDeadLettered = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "docrepo_indexer_deadlettered_total",
+		Help: "Events parked in the dead-letter stream (docrepoctl deadletter list), by reason: refused (the document service refuses the event) or max_deliveries (delivered DOCREPO_INDEX_MAX_DELIVER times without being handled).",
+	}, []string{"reason"})
+	metricRepaired = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "docrepo_indexer_repaired_total",
+		Help: "Documents the anti-entropy pass repaired, by kind: missing (the index lacked it), stale (older revision indexed), deleted (indexed but no longer a document).",
+	}, []string{"kind"})
+	metricDiverged = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "docrepo_indexer_diverged",
+		Help: "Documents the last anti-entropy pass found indexed at a newer revision than the documents of record (a restored backup): docrepoctl reindex -recreate rebuilds the index.",
+	})
+	metricVerified = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "docrepo_indexer_verified_timestamp_seconds",
+		Help: "When the last anti-entropy pass compared the whole index with the documents of record.",
+	})
 	metricBatch = promauto.NewHistogram(prometheus.HistogramOpts{
 		Name:    "docrepo_indexer_batch_seconds",
 		Help:    "Time to process one batch of events, from fetch to the last acknowledgement.",
@@ -33,6 +53,15 @@ var (
 )
 
 func init() {
+	for _, r := range []string{"limit", "page_timeout", "doc_timeout", "language", "malformed", "ocr"} {
+		metricOCRFailed.WithLabelValues(r)
+	}
+	for _, r := range []string{"missing", "stale", "deleted"} {
+		metricRepaired.WithLabelValues(r)
+	}
+	for _, r := range []string{"refused", "max_deliveries"} {
+		metricDeadLettered.WithLabelValues(r)
+	}
 	for _, r := range []string{"written", "current", "deleted"} {
 		metricIndexed.WithLabelValues(r)
 	}

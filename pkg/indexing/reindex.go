@@ -56,7 +56,7 @@ func (ix *Indexer) Reindex(ctx context.Context, recreate bool, report func(Progr
 	batch := ix.o.Workers * reindexBatchFactor
 	var after int64
 	for {
-		cctx, cancel := context.WithTimeout(ctx, defaultCallTimeout)
+		cctx, cancel := context.WithTimeout(ctx, ix.o.CallTimeout)
 		page, err := ix.o.Source.ListDocumentIds(cctx, &documentv1.ListDocumentIdsRequest{AfterId: after, Limit: reindexPage})
 		cancel()
 		if err != nil {
@@ -130,6 +130,15 @@ type Server struct {
 	indexerv1.UnimplementedIndexerServiceServer
 	ix      *Indexer
 	running atomic.Bool
+	// newTarget, when set, makes recreate a zero-downtime rebuild into a
+	// new index (Indexer.Rebuild) instead of emptying the current one.
+	newTarget func(context.Context) (Target, error)
+}
+
+// RebuildInto makes Reindex with recreate build a new index from
+// newTarget and switch to it, so searches never see a partial index.
+func (s *Server) RebuildInto(newTarget func(context.Context) (Target, error)) {
+	s.newTarget = newTarget
 }
 
 // NewServer returns the IndexerService for ix.
@@ -142,9 +151,25 @@ func (s *Server) Reindex(req *indexerv1.ReindexRequest, stream grpc.ServerStream
 		return apierr.Conflict("A reindex is already running")
 	}
 	defer s.running.Store(false)
-	_, err := s.ix.Reindex(stream.Context(), req.GetRecreate(), func(p Progress) error {
-		return stream.Send(&indexerv1.ReindexResponse{Done: p.Done, Total: p.Total, Failed: p.Failed, Finished: p.Finished})
-	})
+	var err error
+	if req.GetVerify() {
+		if req.GetRecreate() {
+			return apierr.Invalid("verify and recreate exclude each other")
+		}
+		_, err = s.ix.Verify(stream.Context(), func(r VerifyResult, total int64, finished bool) error {
+			return stream.Send(&indexerv1.ReindexResponse{Done: r.Checked, Total: max(total, r.Checked), Failed: r.Failed, Finished: finished,
+				Missing: r.Missing, Stale: r.Stale, Diverged: r.Diverged, Deleted: r.Deleted})
+		})
+	} else {
+		send := func(p Progress) error {
+			return stream.Send(&indexerv1.ReindexResponse{Done: p.Done, Total: p.Total, Failed: p.Failed, Finished: p.Finished})
+		}
+		if req.GetRecreate() && s.newTarget != nil {
+			_, err = s.ix.Rebuild(stream.Context(), s.newTarget, send)
+		} else {
+			_, err = s.ix.Reindex(stream.Context(), req.GetRecreate(), send)
+		}
+	}
 	if err != nil {
 		if stream.Context().Err() != nil {
 			return stream.Context().Err()

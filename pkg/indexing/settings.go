@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -12,8 +13,10 @@ import (
 
 	"github.com/docrepo/docrepo/pkg/config"
 	"github.com/docrepo/docrepo/pkg/embed"
+	"github.com/docrepo/docrepo/pkg/extract"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
 	"github.com/docrepo/docrepo/pkg/grpcclient"
+	"github.com/docrepo/docrepo/pkg/ocr"
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
 
@@ -38,6 +41,27 @@ type Settings struct {
 	BatchSize      int
 	Durable        string
 	TempDir        string
+
+	AckWait       time.Duration
+	MaxDeliver    int
+	CallTimeout   time.Duration
+	EngineTimeout time.Duration
+	DownloadIdle  time.Duration
+	// VerifyInterval is how often the consuming process runs the
+	// anti-entropy pass (also once at start-up); 0 turns it off.
+	VerifyInterval time.Duration
+
+	OCR             bool
+	OCRLangs        string
+	OCRDocTypeLangs string
+	OCRWorkers      int
+	OCRDocuments    int
+	OCRPageTimeout  time.Duration
+	OCRDocTimeout   time.Duration
+	OCRMaxPages     int
+	OCRMaxPixels    int64
+	OCRDPI          int
+	OCROSD          bool
 }
 
 // RegisterEmbedder registers the embedder settings alone (for a process
@@ -61,6 +85,80 @@ func (s *Settings) Register(l *config.Loader) {
 	l.Int(&s.BatchSize, "index-batch", "DOCREPO_INDEX_BATCH", DefaultBatchSize, "events processed per batch")
 	l.String(&s.Durable, "index-consumer", "DOCREPO_INDEX_CONSUMER", DefaultDurable, "durable JetStream consumer name (one per search engine)")
 	l.String(&s.TempDir, "index-temp-dir", "DOCREPO_INDEX_TEMP_DIR", "", "directory for files being extracted (default: the system temp dir)")
+	l.Duration(&s.AckWait, "index-ack-wait", "DOCREPO_INDEX_ACK_WAIT", DefaultAckWait, "an event not acknowledged within this is delivered again (work in progress sends heartbeats)")
+	l.Int(&s.MaxDeliver, "index-max-deliver", "DOCREPO_INDEX_MAX_DELIVER", DefaultMaxDeliver, "deliveries after which an event that was never handled is parked as a dead letter")
+	l.Duration(&s.CallTimeout, "index-call-timeout", "DOCREPO_INDEX_CALL_TIMEOUT", DefaultCallTimeout, "deadline of each call to the document service")
+	l.Duration(&s.EngineTimeout, "index-engine-timeout", "DOCREPO_INDEX_ENGINE_TIMEOUT", DefaultEngineTimeout, "deadline of each search-engine call of the indexer")
+	l.Duration(&s.VerifyInterval, "index-verify-interval", "DOCREPO_INDEX_VERIFY_INTERVAL", DefaultVerifyInterval, "how often the index is compared with the documents of record and repaired (also at start-up; 0: never)")
+	l.Duration(&s.DownloadIdle, "index-download-idle", "DOCREPO_INDEX_DOWNLOAD_IDLE", DefaultDownloadIdle, "a file download receiving nothing for this long is given up")
+	l.Bool(&s.OCR, "ocr", "DOCREPO_OCR", true, "read scanned PDF pages and images with Tesseract (false turns OCR off)")
+	l.String(&s.OCRLangs, "ocr-langs", "DOCREPO_OCR_LANGS", ocr.DefaultLangs, "OCR languages, Tesseract names joined by +, e.g. deu+eng (each needs its Debian package tesseract-ocr-LANG)")
+	l.String(&s.OCRDocTypeLangs, "ocr-doctype-langs", "DOCREPO_OCR_DOCTYPE_LANGS", "", "OCR languages by doc type, e.g. Rechnung=deu,Factura=spa+eng; other documents use DOCREPO_OCR_LANGS")
+	l.Int(&s.OCRWorkers, "ocr-workers", "DOCREPO_OCR_WORKERS", 0, "pages read at once, one single-threaded tesseract each (0: half the CPUs, at least 1)")
+	l.Int(&s.OCRDocuments, "ocr-documents", "DOCREPO_OCR_DOCUMENTS", ocr.DefaultDocuments, "documents the event consumer downloads and reads with OCR at once")
+	l.Duration(&s.OCRPageTimeout, "ocr-page-timeout", "DOCREPO_OCR_PAGE_TIMEOUT", ocr.DefaultPageTimeout, "time limit for rendering and reading one page")
+	l.Duration(&s.OCRDocTimeout, "ocr-doc-timeout", "DOCREPO_OCR_DOC_TIMEOUT", ocr.DefaultDocTimeout, "time limit for the OCR of one document, queueing included")
+	l.Int(&s.OCRMaxPages, "ocr-max-pages", "DOCREPO_OCR_MAX_PAGES", extract.DefaultOCRMaxPages, "a file with more pages needing OCR gets no OCR")
+	l.Int64(&s.OCRMaxPixels, "ocr-max-pixels", "DOCREPO_OCR_MAX_PIXELS", extract.DefaultOCRMaxPixels, "pixel limit of one page image; larger images are refused unread, larger PDF pages rendered at a lower resolution")
+	l.Int(&s.OCRDPI, "ocr-dpi", "DOCREPO_OCR_DPI", extract.DefaultOCRDPI, "resolution PDF pages are rendered at for OCR (a scan is never rendered above its own resolution, down to 200)")
+	l.Bool(&s.OCROSD, "ocr-osd", "DOCREPO_OCR_OSD", true, "detect page orientation (reads upside-down scans; about 15% more time per page)")
+}
+
+// parseDocTypeLangs parses "type=langs,type=langs".
+func parseDocTypeLangs(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		typ, langs, ok := strings.Cut(part, "=")
+		typ, langs = strings.TrimSpace(typ), strings.TrimSpace(langs)
+		if !ok || typ == "" || langs == "" {
+			return nil, fmt.Errorf("DOCREPO_OCR_DOCTYPE_LANGS: %q is not doctype=langs", part)
+		}
+		out[typ] = langs
+	}
+	return out, nil
+}
+
+// NewOCR starts the OCR engine, or returns nil when OCR is turned off. When
+// Tesseract or a configured language is missing the indexer still runs,
+// without OCR, and says so in the log.
+func (s Settings) NewOCR(logger *slog.Logger) (*ocr.Engine, map[string]string, error) {
+	if !s.OCR {
+		logger.Info("OCR is off (DOCREPO_OCR=false): scanned pages and images are indexed without text")
+		return nil, nil, nil
+	}
+	byType, err := parseDocTypeLangs(s.OCRDocTypeLangs)
+	if err != nil {
+		return nil, nil, err
+	}
+	eng, err := ocr.New(ocr.Config{
+		Langs:       s.OCRLangs,
+		Workers:     s.OCRWorkers,
+		Documents:   s.OCRDocuments,
+		PageTimeout: s.OCRPageTimeout,
+		DocTimeout:  s.OCRDocTimeout,
+		OSD:         s.OCROSD,
+		TempDir:     s.TempDir,
+	})
+	if errors.Is(err, ocr.ErrLanguage) {
+		return nil, nil, fmt.Errorf("DOCREPO_OCR_LANGS: %w", err)
+	}
+	if err != nil {
+		logger.Error("OCR is unavailable; scanned pages and images are indexed without text", "error", err)
+		return nil, nil, nil
+	}
+	for typ, langs := range byType {
+		if err := eng.CheckLangs(langs); err != nil {
+			eng.Close()
+			return nil, nil, fmt.Errorf("DOCREPO_OCR_DOCTYPE_LANGS %s: %w", typ, err)
+		}
+	}
+	st := eng.Status()
+	logger.Info("OCR on", "langs", st.Langs, "workers", st.Workers, "installed", strings.Join(eng.Installed(), "+"))
+	return eng, byType, nil
 }
 
 // NewEmbedder returns the configured embedder. An OpenAI-compatible
@@ -99,25 +197,47 @@ func (s Settings) NewPipeline(eng engine.Engine, emb embed.Embedder, logger *slo
 	if s.ServiceToken == "" {
 		return nil, errors.New("indexing: DOCREPO_SERVICE_TOKEN is not set: the indexer needs a service token with the internal scope to read documents")
 	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	ocrEngine, docTypeLangs, err := s.NewOCR(logger)
+	if err != nil {
+		return nil, err
+	}
+	closeOCR := func() {
+		if ocrEngine != nil {
+			ocrEngine.Close()
+		}
+	}
 	conn, err := grpcclient.Dial(s.DocumentAddr, grpcclient.WithServiceToken(s.ServiceToken))
 	if err != nil {
+		closeOCR()
 		return nil, err
 	}
 	ix, err := New(Options{
-		Engine:         eng,
-		Source:         documentv1.NewDocumentServiceClient(conn),
-		Embedder:       emb,
-		Logger:         logger,
-		MaxFileBytes:   s.MaxFileBytes,
-		ExtractTimeout: s.ExtractTimeout,
-		Workers:        s.Workers,
-		TempDir:        s.TempDir,
+		Engine:          eng,
+		Source:          documentv1.NewDocumentServiceClient(conn),
+		Embedder:        emb,
+		Logger:          logger,
+		MaxFileBytes:    s.MaxFileBytes,
+		ExtractTimeout:  s.ExtractTimeout,
+		Workers:         s.Workers,
+		TempDir:         s.TempDir,
+		CallTimeout:     s.CallTimeout,
+		EngineTimeout:   s.EngineTimeout,
+		DownloadIdle:    s.DownloadIdle,
+		OCR:             ocrEngine,
+		OCRDocTypeLangs: docTypeLangs,
+		OCRMaxPages:     s.OCRMaxPages,
+		OCRMaxPixels:    s.OCRMaxPixels,
+		OCRDPI:          s.OCRDPI,
 	})
 	if err != nil {
 		conn.Close()
+		closeOCR()
 		return nil, err
 	}
-	return &Pipeline{Indexer: ix, Server: NewServer(ix), settings: s, conns: []func(){func() { conn.Close() }}}, nil
+	return &Pipeline{Indexer: ix, Server: NewServer(ix), settings: s, conns: []func(){func() { conn.Close() }, closeOCR}}, nil
 }
 
 // Consume connects to NATS at natsURL and consumes document events until
@@ -137,7 +257,11 @@ func (p *Pipeline) Consume(ctx context.Context, natsURL string) error {
 	if err != nil {
 		return fmt.Errorf("indexing: jetstream: %w", err)
 	}
-	return p.Indexer.Consume(ctx, ConsumerOptions{JetStream: js, Durable: p.settings.Durable, BatchSize: p.settings.BatchSize})
+	if p.settings.VerifyInterval > 0 {
+		go p.Indexer.VerifyLoop(ctx, p.settings.VerifyInterval)
+	}
+	return p.Indexer.Consume(ctx, ConsumerOptions{JetStream: js, Durable: p.settings.Durable, BatchSize: p.settings.BatchSize,
+		AckWait: p.settings.AckWait, MaxDeliver: p.settings.MaxDeliver})
 }
 
 // Close releases the pipeline's connections.

@@ -24,6 +24,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/docrepo/docrepo/pkg/auth"
+	"github.com/docrepo/docrepo/pkg/catalog"
 	"github.com/docrepo/docrepo/pkg/database"
 	"github.com/docrepo/docrepo/pkg/identity"
 )
@@ -142,12 +143,12 @@ func bootstrapCmd(ctx context.Context, e deployEnv) error {
 	if err := exactly("bootstrap", pos, 0); err != nil {
 		return err
 	}
-	pool, err := database.Open(ctx, e.dbURL)
+	pool, err := database.Open(ctx, e.dbURL, catalog.Schema)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	applied, err := database.Migrate(ctx, pool)
+	applied, err := database.Migrate(ctx, pool, adminSets...)
 	if err != nil {
 		return err
 	}

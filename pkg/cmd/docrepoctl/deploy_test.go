@@ -14,6 +14,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/docrepo/docrepo/pkg/auth"
+	"github.com/docrepo/docrepo/pkg/catalog"
 	"github.com/docrepo/docrepo/pkg/database"
 	"github.com/docrepo/docrepo/pkg/identity"
 	"github.com/docrepo/docrepo/pkg/testenv/pgtest"
@@ -125,9 +126,9 @@ func parseEnvLines(t *testing.T, out string) map[string]string {
 }
 
 func TestBootstrap(t *testing.T) {
-	dbURL := pgtest.NewDatabase(t)
+	dbURL := pgtest.NewDatabase(t, adminSets...)
 	ctx := context.Background()
-	pool, err := database.Open(ctx, dbURL)
+	pool, err := database.Open(ctx, dbURL, catalog.Schema)
 	if err != nil {
 		t.Fatal(err)
 	}

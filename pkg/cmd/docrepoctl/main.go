@@ -15,6 +15,7 @@
 //	docrepoctl template list
 //	docrepoctl template show NAME
 //	docrepoctl reindex [-recreate] [-addr HOST:PORT] [-user NAME | -token TOKEN]
+//	docrepoctl deadletter list | deadletter retry SEQ... | deadletter retry all
 //
 // Custom-field templates: a grid template has typed columns of its own
 // (--column, repeated, in order). TYPE is text, number, date, boolean or
@@ -90,6 +91,11 @@ commands:
   reindex [-recreate] [-addr HOST:PORT] [-user NAME | -token TOKEN]
                                             rebuild the search index from the documents of record,
                                             with progress (see reindex.go)
+  ocr status [-addr HOST:PORT] [-user NAME | -token TOKEN]
+  deadletter list                       events the indexer parked, with why (NATS_URL)
+  deadletter retry SEQ... | all         publish parked events again
+                                            OCR work of the indexer: documents and pages
+                                            queued and in progress (see ocr.go)
 
 scopes: documents_read, documents_write, search, internal, admin
 `
@@ -117,7 +123,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if deployCmd, ok := deployCommands[rest[0]]; ok { // deploy.go
 		return deployCmd(ctx, deployEnv{dbURL: *dbURL, args: rest[1:], stdout: stdout, stderr: stderr, getenv: getenv})
 	}
-	pool, err := database.Open(ctx, *dbURL)
+	pool, err := database.Open(ctx, *dbURL, catalog.Schema)
 	if err != nil {
 		return err
 	}
@@ -178,8 +184,13 @@ func exactly(name string, args []string, n int) error {
 	return nil
 }
 
+// adminSets are the migration sets of the data docrepoctl writes itself:
+// identity (users, groups, keys) and the schema service's doc types and
+// templates. Every service applies its own sets at start-up.
+var adminSets = []database.MigrationSet{identity.Migrations, catalog.Migrations}
+
 func (e env) migrate() error {
-	applied, err := database.Migrate(e.ctx, e.pool)
+	applied, err := database.Migrate(e.ctx, e.pool, adminSets...)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/docrepo/docrepo/pkg/auth"
+	"github.com/docrepo/docrepo/pkg/catalog"
 	"github.com/docrepo/docrepo/pkg/database"
 	"github.com/docrepo/docrepo/pkg/identity"
 	"github.com/docrepo/docrepo/pkg/testenv/pgtest"
@@ -20,7 +21,7 @@ func ctl(t *testing.T, dbURL string, args ...string) (string, error) {
 }
 
 func TestAdminWorkflow(t *testing.T) {
-	dbURL := pgtest.NewDatabase(t)
+	dbURL := pgtest.NewDatabase(t, adminSets...)
 	steps := []struct {
 		name    string
 		args    []string
@@ -60,7 +61,7 @@ func TestAdminWorkflow(t *testing.T) {
 	if !auth.WellFormed(token) || strings.Count(out, "\n") != 1 {
 		t.Fatalf("key create printed %q, want the token alone on one line", out)
 	}
-	pool, err := database.Open(context.Background(), dbURL)
+	pool, err := database.Open(context.Background(), dbURL, catalog.Schema)
 	if err != nil {
 		t.Fatal(err)
 	}

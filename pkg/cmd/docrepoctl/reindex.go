@@ -32,7 +32,12 @@ const (
 
 // reindexCmd rebuilds the search index through IndexerService.Reindex:
 //
-//	docrepoctl reindex [-recreate] [-addr HOST:PORT] [-user NAME | -token TOKEN]
+//	docrepoctl reindex [-recreate | -verify] [-addr HOST:PORT] [-user NAME | -token TOKEN]
+//
+// -verify does not rebuild: it compares the revision of every document of
+// record with the index's and repairs only the differences (documents the
+// index lacks, holds at an older revision, or holds but that no longer
+// exist), printing what it found.
 //
 // The indexer serves it with OpenSearch; with the embedded engine the
 // search service does, so when -addr is not given and the indexer is not
@@ -43,12 +48,14 @@ const (
 func reindexCmd(ctx context.Context, e deployEnv) error {
 	var (
 		recreate    bool
+		verify      bool
 		addr, user  string
 		token       string
 		addrFromCLI bool
 	)
 	pos, err := parseArgs("reindex", e.args, func(fs *flag.FlagSet) {
 		fs.BoolVar(&recreate, "recreate", false, "empty the index first (also drops documents that no longer exist)")
+		fs.BoolVar(&verify, "verify", false, "compare the index with the documents of record and repair only the differences")
 		fs.StringVar(&addr, "addr", "", "IndexerService address (default DOCREPO_INDEXER_ADDR, then DOCREPO_SEARCH_ADDR)")
 		fs.StringVar(&user, "user", "admin", "user to mint a short-lived admin key for")
 		fs.StringVar(&token, "token", "", "use this token (scope admin) instead of minting one")
@@ -58,6 +65,9 @@ func reindexCmd(ctx context.Context, e deployEnv) error {
 	}
 	if err := exactly("reindex", pos, 0); err != nil {
 		return err
+	}
+	if recreate && verify {
+		return errors.New("reindex: -recreate and -verify exclude each other")
 	}
 	addrFromCLI = addr != ""
 	targets := []string{addr}
@@ -75,7 +85,7 @@ func reindexCmd(ctx context.Context, e deployEnv) error {
 	out := newProgressWriter(e.stdout, isTerminal(e.stdout))
 	var last error
 	for i, target := range targets {
-		err := runReindex(ctx, target, token, recreate, out)
+		err := runReindex(ctx, target, token, &indexerv1.ReindexRequest{Recreate: recreate, Verify: verify}, out)
 		if err == nil {
 			return nil
 		}
@@ -99,7 +109,7 @@ func envOr(getenv func(string) string, key, def string) string {
 // mintAdminKey creates a short-lived admin key for user and returns a
 // function revoking it.
 func mintAdminKey(ctx context.Context, dbURL, user string) (string, func(), error) {
-	pool, err := database.Open(ctx, dbURL)
+	pool, err := database.Open(ctx, dbURL, "")
 	if err != nil {
 		return "", nil, fmt.Errorf("reindex: a key is minted through the database (or pass -token): %w", err)
 	}
@@ -121,13 +131,13 @@ func mintAdminKey(ctx context.Context, dbURL, user string) (string, func(), erro
 	return token, revoke, nil
 }
 
-func runReindex(ctx context.Context, target, token string, recreate bool, out *progressWriter) error {
+func runReindex(ctx context.Context, target, token string, req *indexerv1.ReindexRequest, out *progressWriter) error {
 	conn, err := grpcclient.Dial(target, grpcclient.WithServiceToken(token))
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	stream, err := indexerv1.NewIndexerServiceClient(conn).Reindex(ctx, &indexerv1.ReindexRequest{Recreate: recreate})
+	stream, err := indexerv1.NewIndexerServiceClient(conn).Reindex(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -144,6 +154,10 @@ func runReindex(ctx context.Context, target, token string, recreate bool, out *p
 		out.update(p, time.Since(start))
 		if p.GetFinished() {
 			out.done(p, time.Since(start))
+			if req.GetVerify() {
+				fmt.Fprintf(out.w, "verified %d documents: %d missing, %d stale, %d deleted repaired; %d indexed at a newer revision than the documents of record (reindex -recreate follows them)\n",
+					p.GetDone(), p.GetMissing(), p.GetStale(), p.GetDeleted(), p.GetDiverged())
+			}
 			if p.GetFailed() > 0 {
 				return fmt.Errorf("reindex: %d documents failed (see the indexer's log)", p.GetFailed())
 			}

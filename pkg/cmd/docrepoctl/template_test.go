@@ -78,7 +78,7 @@ func TestParseLink(t *testing.T) {
 }
 
 func TestTemplateCommands(t *testing.T) {
-	dbURL := pgtest.NewDatabase(t)
+	dbURL := pgtest.NewDatabase(t, adminSets...)
 	steps := []struct {
 		name    string
 		args    []string
@@ -140,7 +140,7 @@ func TestTemplateCommands(t *testing.T) {
 		}
 	}
 	// What the commands made is what the catalog holds.
-	pool, err := database.Open(context.Background(), dbURL)
+	pool, err := database.Open(context.Background(), dbURL, catalog.Schema)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-// Package bleveengine is docrepo's embedded search engine (DESIGN §6): an
+// Package bleveengine is docrepo's embedded search engine (docs/design.md §6): an
 // engine.Engine built on bleve v2 (scorch) for the document content and an
 // in-memory table for everything else (metadata, groups, revisions,
 // vectors). It needs no external service, persists to one directory and

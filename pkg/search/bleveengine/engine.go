@@ -498,6 +498,22 @@ func (e *Engine) Revision(ctx context.Context, id int64) (int64, bool, error) {
 	return r.rev, true, nil
 }
 
+// Revisions returns every live document with its stored revision.
+func (e *Engine) Revisions(ctx context.Context) (map[int64]int64, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return nil, engine.ErrClosed
+	}
+	out := make(map[int64]int64, e.tab.live)
+	for i := range e.tab.recs {
+		if r := &e.tab.recs[i]; !r.deleted {
+			out[r.id] = r.rev
+		}
+	}
+	return out, ctx.Err()
+}
+
 // Count returns the number of live documents.
 func (e *Engine) Count(ctx context.Context) (int64, error) {
 	e.mu.RLock()

@@ -87,8 +87,8 @@ func recordFromDocument(d *engine.Document) record {
 	r := record{
 		id:         d.ID,
 		rev:        d.Rev,
-		groups:     sortedUnique(d.GroupIDs),
-		folders:    sortedUnique(d.FolderIDs),
+		groups:     engine.SortedIDs(d.GroupIDs),
+		folders:    engine.SortedIDs(d.FolderIDs),
 		privileged: d.Privileged,
 		locked:     d.IsLocked,
 		cvec:       cloneVec(d.ContentVector),
@@ -122,15 +122,6 @@ func (r *record) setString(i int, v string) {
 	r.strSet |= 1 << i
 	r.str[i] = v
 	r.lower[i] = strings.ToLower(v)
-}
-
-func sortedUnique(ids []int64) []int64 {
-	if len(ids) == 0 {
-		return nil
-	}
-	out := slices.Clone(ids)
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 func cloneVec(v []float32) []float32 {

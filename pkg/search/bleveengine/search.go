@@ -105,55 +105,89 @@ func (run *searchRun) checkCtx() error {
 	return run.ctx.Err()
 }
 
+// eligibility decides whether the document in a slot may match: not
+// deleted, visible to the caller, and passing the metadata filters.
+type eligibility struct {
+	visible func(*record) bool
+	filters evalFn
+}
+
+func (e eligibility) ok(slot int32, r *record) bool {
+	if r.deleted || !e.visible(r) {
+		return false
+	}
+	ok, _ := e.filters(slot, r)
+	return ok
+}
+
+// execute runs the search in its phases: the eligible documents (caller's
+// groups and metadata filters), the vector clause's nearest neighbours,
+// the fts clauses (restricted to those neighbours when there are any),
+// the matching documents with their scores, and the requested page.
 func (run *searchRun) execute() (engine.Result, error) {
-	q, plan := run.q, run.plan
-	visible := visibility(run.req)
 	comp := &compiler{leaves: map[*dsl.FTS]*ftsLeaf{}}
 	defer func() {
 		for _, l := range comp.leaves {
 			l.release()
 		}
 	}()
-	filters, err := comp.compileAll(plan.Filters)
+	eligible, err := run.eligibility(comp)
 	if err != nil {
 		return engine.Result{}, err
 	}
-	eligible := func(slot int32, r *record) bool {
-		if r.deleted || !visible(r) {
-			return false
-		}
-		ok, _ := filters(slot, r)
-		return ok
+	nearest, err := run.vectorCandidates(eligible)
+	if err != nil {
+		return engine.Result{}, err
 	}
-	recs := run.tab.recs
-
-	// The vector clause: the k nearest eligible documents.
-	var nearest []neighbour
-	if plan.Vector != nil {
-		if len(run.req.QueryVector) == 0 {
-			return engine.Result{}, errors.New("request has a vector clause but no query vector")
-		}
-		k := q.Options.VectorK
-		if k <= 0 {
-			k = dsl.DefaultVectorK
-		}
-		var err error
-		nearest, err = run.nearest(run.req.QueryVector, k, plan.Vector.Target == dsl.TargetMetadata, eligible)
-		if err != nil {
-			return engine.Result{}, err
-		}
+	fullText, err := run.compileFullText(comp, nearest)
+	if err != nil {
+		return engine.Result{}, err
 	}
+	matches, err := run.collect(comp, eligible, nearest, fullText)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	return run.page(matches)
+}
 
-	// The fts clauses, each run over the whole index (or only over the
-	// nearest documents when there is a vector clause).
+// eligibility compiles the visibility pre-filter and the metadata filters.
+func (run *searchRun) eligibility(comp *compiler) (eligibility, error) {
+	filters, err := comp.compileAll(run.plan.Filters)
+	if err != nil {
+		return eligibility{}, err
+	}
+	return eligibility{visible: visibility(run.req), filters: filters}, nil
+}
+
+// vectorCandidates is the vector clause: the k nearest eligible documents
+// (nil without a vector clause).
+func (run *searchRun) vectorCandidates(eligible eligibility) ([]neighbour, error) {
+	v := run.plan.Vector
+	if v == nil {
+		return nil, nil
+	}
+	if len(run.req.QueryVector) == 0 {
+		return nil, errors.New("request has a vector clause but no query vector")
+	}
+	k := run.q.Options.VectorK
+	if k <= 0 {
+		k = dsl.DefaultVectorK
+	}
+	return run.nearest(run.req.QueryVector, k, v.Target == dsl.TargetMetadata, eligible.ok)
+}
+
+// compileFullText runs every fts clause over the index (only over the
+// nearest documents when there is a vector clause) and compiles the fts
+// part of the where tree.
+func (run *searchRun) compileFullText(comp *compiler, nearest []neighbour) (evalFn, error) {
 	var restrict []string
-	if plan.Vector != nil {
+	if run.plan.Vector != nil {
 		restrict = make([]string, len(nearest))
 		for i, n := range nearest {
 			restrict[i] = docID(n.id)
 		}
 	}
-	for _, c := range plan.FullText {
+	for _, c := range run.plan.FullText {
 		var werr error
 		dsl.Walk(c, func(sub dsl.Clause) bool {
 			f, ok := sub.(*dsl.FTS)
@@ -169,76 +203,94 @@ func (run *searchRun) execute() (engine.Result, error) {
 			return true
 		})
 		if werr != nil {
-			return engine.Result{}, werr
+			return nil, werr
 		}
 	}
-	fullText, err := comp.compileAll(plan.FullText)
-	if err != nil {
-		return engine.Result{}, err
-	}
+	return comp.compileAll(run.plan.FullText)
+}
 
-	var matches []match
-	switch {
-	case plan.Vector != nil:
-		for _, n := range nearest {
-			if len(plan.FullText) == 0 {
-				matches = append(matches, match{slot: n.slot, score: 1 / (1 + float64(n.d2))})
-				continue
-			}
-			if ok, s := fullText(n.slot, &recs[n.slot]); ok {
-				matches = append(matches, match{slot: n.slot, score: s})
-			}
-		}
-	case driver(plan.FullText, comp.leaves) != nil:
-		// Every match matches the conjunct that is an fts clause with the
-		// fewest matches: only its matches need evaluating.
-		driver := driver(plan.FullText, comp.leaves)
-		for i, slot := range driver.slots {
-			if i%checkEvery == 0 {
-				if err := run.checkCtx(); err != nil {
-					return engine.Result{}, err
-				}
-			}
-			r := &recs[slot]
-			if !eligible(slot, r) {
-				continue
-			}
-			if ok, s := fullText(slot, r); ok {
-				matches = append(matches, match{slot: slot, score: s})
-			}
-		}
-	default:
-		for i := range recs {
-			if i%checkEvery == 0 {
-				if err := run.checkCtx(); err != nil {
-					return engine.Result{}, err
-				}
-			}
-			slot := int32(i)
-			r := &recs[i]
-			if !eligible(slot, r) {
-				continue
-			}
-			if ok, s := fullText(slot, r); ok {
-				matches = append(matches, match{slot: slot, score: s})
-			}
-		}
+// collect returns every matching document with its score. With a vector
+// clause the candidates are the nearest documents (scored 1/(1+d²) alone,
+// or by BM25 when fts clauses narrow them); otherwise an fts conjunct's
+// own matches (the fewest, when there are several) or, failing one, every
+// document.
+func (run *searchRun) collect(comp *compiler, eligible eligibility, nearest []neighbour, fullText evalFn) ([]match, error) {
+	plan := run.plan
+	if plan.Vector != nil {
+		return nearestMatches(nearest, run.tab.recs, len(plan.FullText) > 0, fullText), nil
 	}
-	if err := run.checkCtx(); err != nil {
-		return engine.Result{}, err
+	if d := driver(plan.FullText, comp.leaves); d != nil {
+		// Every match matches this conjunct: only its matches need
+		// evaluating.
+		if len(d.slots) == 0 {
+			return nil, run.checkCtx()
+		}
+		return run.scan(d.slots, eligible, fullText)
 	}
+	return run.scan(nil, eligible, fullText)
+}
 
+// nearestMatches scores the vector clause's candidates: by distance alone,
+// or, with fts clauses, by BM25 over the candidates that match them.
+func nearestMatches(nearest []neighbour, recs []record, withFullText bool, fullText evalFn) []match {
+	var out []match
+	for _, n := range nearest {
+		if !withFullText {
+			out = append(out, match{slot: n.slot, score: 1 / (1 + float64(n.d2))})
+			continue
+		}
+		if ok, s := fullText(n.slot, &recs[n.slot]); ok {
+			out = append(out, match{slot: n.slot, score: s})
+		}
+	}
+	return out
+}
+
+// scan evaluates the given slots (every slot of the table when slots is
+// nil) and returns the eligible documents matching the fts clauses,
+// checking the context as it goes.
+func (run *searchRun) scan(slots []int32, eligible eligibility, fullText evalFn) ([]match, error) {
+	recs := run.tab.recs
+	n := len(recs)
+	if slots != nil {
+		n = len(slots)
+	}
+	// eligible.ok spelt out: this loop runs once per document.
+	visible, filters := eligible.visible, eligible.filters
+	var out []match
+	for i := 0; i < n; i++ {
+		if i%checkEvery == 0 {
+			if err := run.checkCtx(); err != nil {
+				return nil, err
+			}
+		}
+		slot := int32(i)
+		if slots != nil {
+			slot = slots[i]
+		}
+		r := &recs[slot]
+		if r.deleted || !visible(r) {
+			continue
+		}
+		if ok, _ := filters(slot, r); !ok {
+			continue
+		}
+		if ok, s := fullText(slot, r); ok {
+			out = append(out, match{slot: slot, score: s})
+		}
+	}
+	return out, run.checkCtx()
+}
+
+// page sorts the matches, cuts the requested page and builds its hits.
+func (run *searchRun) page(matches []match) (engine.Result, error) {
+	q, plan, recs := run.q, run.plan, run.tab.recs
 	scored := plan.Vector != nil || len(plan.FullText) > 0
-	limit, offset := q.Limit, q.Offset
-	if limit <= 0 {
-		limit = dsl.DefaultLimit
-	}
 	res := engine.Result{Total: int64(len(matches))}
-	page := topN(matches, offset+limit, comparator(q.EffectiveSort(), recs, scored))
-	if offset >= len(page) {
+	page := pageOf(matches, q.Offset, q.Limit, comparator(q.EffectiveSort(), recs, scored))
+	if len(page) == 0 {
 		return res, nil
 	}
-	page = page[offset:]
 	res.Hits = make([]engine.Hit, len(page))
 	for i, m := range page {
 		r := &recs[m.slot]
@@ -255,6 +307,19 @@ func (run *searchRun) execute() (engine.Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// pageOf returns the matches from offset, at most limit of them (the
+// default limit when limit is 0), in cmp's order.
+func pageOf(matches []match, offset, limit int, cmp func(a, b *match) int) []match {
+	if limit <= 0 {
+		limit = dsl.DefaultLimit
+	}
+	top := topN(matches, offset+limit, cmp)
+	if offset >= len(top) {
+		return nil
+	}
+	return top[offset:]
 }
 
 // nearest returns the k eligible documents nearest to q (content or
@@ -419,7 +484,7 @@ func visibility(req *engine.Request) func(r *record) bool {
 	if req.Unrestricted {
 		return func(*record) bool { return true }
 	}
-	groups := sortedUnique(req.GroupIDs)
+	groups := engine.SortedIDs(req.GroupIDs)
 	if len(groups) == 0 {
 		return func(*record) bool { return false }
 	}

@@ -1,5 +1,5 @@
 // Package dsl parses and validates the request of POST /apiv2/pub/search
-// (spec §4.8, DESIGN §6) into an AST that both search engines (embedded
+// (docs/api.md §4.8, docs/design.md §6) into an AST that both search engines (embedded
 // bleve and OpenSearch) translate without re-parsing any user text.
 //
 // # Entry points
@@ -9,7 +9,7 @@
 // Query; Query.Plan splits its where tree into the vector clause, the
 // metadata pre-filter and the full-text part, and names the Mode. ParseFTS
 // parses an fts query string on its own. Every error is an *Error whose
-// Detail is the user-facing 400 message; unknown field names use the spec §7
+// Detail is the user-facing 400 message; unknown field names use the docs/api.md §7
 // wording "Unknown field <name> in <operator> clause. Field names must be
 // lowercase snake_case", with select and sort as the operator for those
 // lists. When a request has several problems, the first one found is
@@ -105,7 +105,7 @@
 //   - '*' is only allowed at the end of a word (prefix, at least one
 //     character before it) or as the *N/*NP leader; anywhere else it is an
 //     error rather than silently searched. Prefixes, phrases and NEAR match
-//     exact lowercased tokens; bare words are stemmed (DESIGN §6).
+//     exact lowercased tokens; bare words are stemmed (docs/design.md §6).
 //   - *N needs at least two words in its quotes; *NP at least two quoted
 //     groups, and every quoted group that follows it separated only by
 //     whitespace belongs to it (end it with any other term). n is 0..1000,

@@ -74,7 +74,7 @@ func (f Field) supports(op Op) bool {
 	}
 }
 
-// Names of the pseudo-fields of search results (spec §2.8).
+// Names of the pseudo-fields of search results (docs/api.md §2.8).
 const (
 	// FieldID is the document id: always returned, filterable and sortable.
 	FieldID = "id"
@@ -84,11 +84,11 @@ const (
 	FieldHighlights = "_highlights"
 )
 
-// idField is the document id. It is not a metadata field of spec §2.8 but
+// idField is the document id. It is not a metadata field of docs/api.md §2.8 but
 // is usable in where clauses, select and sort.
 var idField = Field{Name: FieldID, Type: TypeInt}
 
-// metadataFields is the table of spec §2.8, in the spec's order.
+// metadataFields is the table of docs/api.md §2.8, in the spec's order.
 var metadataFields = []Field{
 	{Name: "doc_type", Type: TypeString},
 	{Name: "doc_status", Type: TypeString},
@@ -116,7 +116,7 @@ var fieldIndex = func() map[string]Field {
 	return m
 }()
 
-// MetadataFields returns the search metadata fields of spec §2.8 in the
+// MetadataFields returns the search metadata fields of docs/api.md §2.8 in the
 // spec's order. It does not include id or the pseudo-fields. The returned
 // slice is a copy.
 func MetadataFields() []Field {
@@ -130,7 +130,7 @@ func LookupField(name string) (Field, bool) {
 	return f, ok
 }
 
-// DefaultSelect returns the select list used when the request has none (spec
+// DefaultSelect returns the select list used when the request has none (docs/api.md
 // §4.8). The returned slice is a copy.
 func DefaultSelect() []string {
 	return []string{FieldID, "description", "doc_type", "doc_status", "reference_number", "entry_date", FieldScore}

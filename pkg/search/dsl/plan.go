@@ -1,7 +1,7 @@
 package dsl
 
 // Mode says which kinds of clause a query combines; it selects the
-// behaviour of spec §4.8 and DESIGN §6. Metadata filters (Plan.Filters) are
+// behaviour of docs/api.md §4.8 and docs/design.md §6. Metadata filters (Plan.Filters) are
 // always applied as a pre-filter, together with the user's groups.
 type Mode int
 

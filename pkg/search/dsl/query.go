@@ -243,7 +243,7 @@ func parseOptions(in map[string]any) (Options, error) {
 	return opts, nil
 }
 
-// unknownField is the spec §7 message for a field name that is not known
+// unknownField is the docs/api.md §7 message for a field name that is not known
 // where it is used.
 func unknownField(name, op string) error {
 	return errorf("Unknown field %s in %s clause. Field names must be lowercase snake_case", displayName(name), op)

@@ -219,7 +219,7 @@ func TestFieldTable(t *testing.T) {
 	for _, f := range fields {
 		names = append(names, f.Name)
 	}
-	// Spec §2.8, in order.
+	// docs/api.md §2.8, in order.
 	want := "doc_type doc_status doc_number description from_entity to_entity reference_number entry_date entry_person rev_number date privileged islocked filesbelongto subdoctype"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("MetadataFields() = %s\nwant %s", got, want)

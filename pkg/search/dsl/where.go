@@ -321,7 +321,7 @@ const dateRangeProblem = "date out of range (years 0001 to 9999, in UTC)"
 const dateProblem = "expected an ISO 8601 date (YYYY-MM-DD) or date-time (RFC 3339, e.g. 2024-01-31T12:00:00Z)"
 
 // Accepted date-time layouts. A date-time without a UTC offset is taken as
-// UTC: responses may carry date-times without a trailing Z (spec §2), and
+// UTC: responses may carry date-times without a trailing Z (docs/api.md §2), and
 // clients copy them into filters.
 const (
 	layoutDay      = "2006-01-02"

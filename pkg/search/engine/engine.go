@@ -1,7 +1,7 @@
 // Package engine is the contract between docrepo's search service and its
 // search engines: the embedded engine (bleve plus an exact vector scan) and
 // OpenSearch. Both execute the same parsed query (pkg/search/dsl) with the
-// semantics of DESIGN §6, so that they answer identically.
+// semantics of docs/design.md §6, so that they answer identically.
 //
 // The indexer writes Documents; the search service runs Requests. Writes
 // are idempotent and order-safe: a document is written only when its Rev is
@@ -12,6 +12,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/docrepo/docrepo/pkg/search/dsl"
@@ -28,7 +29,7 @@ type Document struct {
 	// filesbelongto field).
 	FolderIDs []int64
 
-	// Metadata fields of spec §2.8. A nil pointer means the document lacks
+	// Metadata fields of docs/api.md §2.8. A nil pointer means the document lacks
 	// the field (ne/nin match it; eq never does).
 	Description     *string
 	DocNumber       *string
@@ -108,6 +109,10 @@ type Engine interface {
 	Delete(ctx context.Context, id, rev int64) error
 	// Revision returns the stored revision of a document (false when absent).
 	Revision(ctx context.Context, id int64) (int64, bool, error)
+	// Revisions returns every document the engine holds with its stored
+	// revision (for the anti-entropy pass that compares the index with
+	// the documents of record).
+	Revisions(ctx context.Context) (map[int64]int64, error)
 	// Search executes a request. It honours ctx's deadline and then returns
 	// an error wrapping context.DeadlineExceeded.
 	Search(ctx context.Context, req Request) (Result, error)
@@ -117,6 +122,18 @@ type Engine interface {
 	Reset(ctx context.Context) error
 	// Close releases the engine.
 	Close() error
+}
+
+// SortedIDs returns ids sorted, without duplicates (nil for none): how both
+// engines store group and folder ids, so that filesbelongto comes back in a
+// stable order.
+func SortedIDs(ids []int64) []int64 {
+	if len(ids) == 0 {
+		return nil
+	}
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // ErrClosed is returned by an engine used after Close.

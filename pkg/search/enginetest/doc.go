@@ -1,6 +1,6 @@
 // Package enginetest is the behaviour suite every search engine
 // (pkg/search/engine.Engine) must pass, so that the embedded engine and
-// OpenSearch answer the same requests the same way (DESIGN §6).
+// OpenSearch answer the same requests the same way (docs/design.md §6).
 //
 // Run it from the engine's tests:
 //

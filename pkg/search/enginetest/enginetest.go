@@ -27,6 +27,7 @@ func Run(t *testing.T, newEngine func(t *testing.T) engine.Engine) {
 	t.Run("Select", func(t *testing.T) { testSelect(t, newEngine) })
 	t.Run("Highlights", func(t *testing.T) { testHighlights(t, newEngine) })
 	t.Run("Writes", func(t *testing.T) { testWrites(t, newEngine) })
+	t.Run("Revisions", func(t *testing.T) { testRevisions(t, newEngine) })
 	t.Run("Errors", func(t *testing.T) { testErrors(t, newEngine) })
 }
 

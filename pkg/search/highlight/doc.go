@@ -1,5 +1,5 @@
-// Package highlight builds the highlight snippets of search results (spec
-// §4.8, DESIGN §6), shared by both search engines so that they present
+// Package highlight builds the highlight snippets of search results (docs/api.md
+// §4.8, docs/design.md §6), shared by both search engines so that they present
 // matches the same way.
 //
 // A snippet is HTML: matched text is wrapped in <b>…</b> and every other

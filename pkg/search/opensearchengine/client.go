@@ -73,7 +73,13 @@ func newResponseError(method, path string, status int, body []byte) *ResponseErr
 // (with backoff, the body replayed).
 type client struct {
 	os *opensearch.Client
+	// timeout bounds a request whose context has no deadline of its own.
+	timeout time.Duration
 }
+
+// DefaultRequestTimeout bounds every OpenSearch request without a
+// deadline of its own: a hung node fails the call instead of holding it.
+const DefaultRequestTimeout = 30 * time.Second
 
 func newClient(cfg Config) (*client, error) {
 	backoff := cfg.RetryBackoff
@@ -100,7 +106,11 @@ func newClient(cfg Config) (*client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opensearchengine: %w", err)
 	}
-	return &client{os: c}, nil
+	timeout := cfg.RequestTimeout
+	if timeout == 0 {
+		timeout = DefaultRequestTimeout
+	}
+	return &client{os: c, timeout: timeout}, nil
 }
 
 // backoffDelay is base·2^(attempt-1), at most 5s, with ±20% jitter.
@@ -131,6 +141,11 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
+	}
+	if _, ok := ctx.Deadline(); !ok && c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {

@@ -70,6 +70,9 @@ type Config struct {
 	// Refresh is the refresh policy of writes: RefreshFalse (the default),
 	// RefreshWaitFor or RefreshTrue.
 	Refresh string
+	// RequestTimeout bounds every request whose context has no deadline of
+	// its own (DefaultRequestTimeout when 0; negative: none).
+	RequestTimeout time.Duration
 	// SearchTimeout bounds each search on the server (the request's
 	// "timeout") when ctx has no earlier deadline; 0 means no server-side
 	// bound beyond ctx.

@@ -2,7 +2,7 @@
 // (opensearch-go/v4): BM25 full text and k-NN vectors (HNSW on the lucene
 // engine, space_type l2), for deployments; the embedded engine
 // (bleveengine) is the default. Both execute the parsed query of
-// pkg/search/dsl with the semantics of DESIGN §6, and the shared behaviour
+// pkg/search/dsl with the semantics of docs/design.md §6, and the shared behaviour
 // suite (enginetest) holds both to them.
 //
 // # Configuration
@@ -61,7 +61,7 @@
 //
 // NEAR: Lucene's unordered span_near matches when (last end − first start)
 // − (sum of the clauses' lengths) ≤ slop, i.e. exactly when at most n other
-// tokens lie between the first and the last clause, in any order (DESIGN
+// tokens lie between the first and the last clause, in any order (docs/design.md
 // §6). span_term is not analysed, so the client tokenizes the clause words
 // like content.exact (UAX #29 word segmentation, lowercased).
 //

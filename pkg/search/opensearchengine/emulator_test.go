@@ -354,6 +354,19 @@ func (em *emulator) search(ix *emuIndex, req map[string]any) (map[string]any, er
 		}
 		return 0
 	})
+	// search_after (on a sort by one field, ascending, as Revisions asks):
+	// only the hits after the given sort value.
+	if after, ok := req["search_after"].([]any); ok && len(after) == 1 && len(sortKeys) == 1 {
+		for field := range sortKeys[0].(map[string]any) {
+			kept := hits[:0]
+			for _, h := range hits {
+				if v, ok := sortValue(h.d, field); ok && compareValues(v, int64(num(after[0]))) > 0 {
+					kept = append(kept, h)
+				}
+			}
+			hits = kept
+		}
+	}
 	total := len(hits)
 	from, size := int(num(req["from"])), 10
 	if v, ok := req["size"]; ok {
@@ -363,6 +376,16 @@ func (em *emulator) search(ix *emuIndex, req map[string]any) (map[string]any, er
 	var out []any
 	for _, h := range page {
 		rh := map[string]any{"_id": h.d.id, "_score": h.score}
+		if req["version"] == true {
+			rh["_version"] = h.d.version
+		}
+		if len(sortKeys) == 1 {
+			for field := range sortKeys[0].(map[string]any) {
+				if v, ok := sortValue(h.d, field); ok {
+					rh["sort"] = []any{v}
+				}
+			}
+		}
 		if inc, ok := req["_source"].(map[string]any); ok {
 			src := map[string]any{}
 			for _, f := range inc["includes"].([]any) {

@@ -246,6 +246,75 @@ func (e *Engine) Count(ctx context.Context) (int64, error) {
 	return got.Count, nil
 }
 
+// revisionsPage is how many documents one request of Revisions reads.
+const revisionsPage = 5000
+
+// Revisions returns every document of the index with its version (the
+// document's rev, by external versioning), paging through the index in id
+// order with search_after.
+func (e *Engine) Revisions(ctx context.Context) (map[int64]int64, error) {
+	if err := e.check(); err != nil {
+		return nil, err
+	}
+	out := map[int64]int64{}
+	path := e.indexPath("/_search")
+	var after []any
+	for {
+		req := revisionsRequest(after)
+		body, err := json.Marshal(req)
+		if err != nil {
+			return nil, err
+		}
+		res, err := e.c.do(ctx, http.MethodPost, path, nil, body, "application/json")
+		if err != nil {
+			return nil, err
+		}
+		if res.Status != http.StatusOK {
+			return nil, newResponseError(http.MethodPost, path, res.Status, res.Body)
+		}
+		var got struct {
+			Hits struct {
+				Hits []struct {
+					ID      string `json:"_id"`
+					Version int64  `json:"_version"`
+					Sort    []any  `json:"sort"`
+				} `json:"hits"`
+			} `json:"hits"`
+		}
+		if err := json.Unmarshal(res.Body, &got); err != nil {
+			return nil, fmt.Errorf("opensearchengine: POST %s: %w", path, err)
+		}
+		for _, h := range got.Hits.Hits {
+			id, err := strconv.ParseInt(h.ID, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("opensearchengine: document id %q is not a docrepo id", h.ID)
+			}
+			out[id] = h.Version
+		}
+		if len(got.Hits.Hits) < revisionsPage {
+			return out, nil
+		}
+		after = got.Hits.Hits[len(got.Hits.Hits)-1].Sort
+	}
+}
+
+// revisionsRequest is one page of Revisions: ids and versions only, in id
+// order, after the sort values of the previous page's last hit.
+func revisionsRequest(after []any) obj {
+	req := obj{
+		"size":             revisionsPage,
+		"query":            obj{"match_all": obj{}},
+		"_source":          false,
+		"version":          true,
+		"sort":             []any{obj{fieldID: obj{"order": "asc"}}},
+		"track_total_hits": false,
+	}
+	if after != nil {
+		req["search_after"] = after
+	}
+	return req
+}
+
 // Reset deletes the index and creates it again, empty: the fastest way to
 // drop every document, and the only one that also drops the version
 // tombstones of deleted documents (which would make a full reindex count

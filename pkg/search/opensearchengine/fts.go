@@ -9,7 +9,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/search/dsl"
 )
 
-// ftsQuery translates a parsed fts query (DESIGN §6), with the same
+// ftsQuery translates a parsed fts query (docs/design.md §6), with the same
 // analysis decisions as the embedded engine:
 //
 //   - a bare word: match on content (english analyzer: possessive removed,
@@ -226,7 +226,7 @@ func prefixQuery(p *dsl.Prefix) (any, bool) {
 // and the left-hand side is exactly the number of other tokens lying
 // between the first and the last clause; so it matches "all clauses, in
 // any order, with at most n other tokens between the first and the last"
-// (DESIGN §6). content.exact has no stop filter, so every word counts as a
+// (docs/design.md §6). content.exact has no stop filter, so every word counts as a
 // token. (When two clauses are the same word, one occurrence can serve
 // both: Lucene lets unordered spans overlap; the embedded engine follows
 // the same rule.)

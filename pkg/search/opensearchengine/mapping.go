@@ -34,7 +34,7 @@ const (
 // keywordIgnoreAbove keeps a keyword term under Lucene's 32766-byte limit
 // (8191 characters of up to 4 UTF-8 bytes). A longer value is kept in
 // _source but not indexed: filters and sort treat it as absent. Metadata
-// values are far shorter (spec §8: at most 400 characters).
+// values are far shorter (docs/api.md §8: at most 400 characters).
 const keywordIgnoreAbove = 8191
 
 // HNSW parameters of both vector fields (the k-NN plugin's defaults for

@@ -9,7 +9,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
 
-// Highlighting parameters (DESIGN §6: up to 3 snippets, matched terms in
+// Highlighting parameters (docs/design.md §6: up to 3 snippets, matched terms in
 // <b>…</b>, all other text HTML-escaped).
 const (
 	highlightFragments = 3
@@ -25,7 +25,7 @@ const (
 // searchPlan is the translation of one engine.Request: the parts every
 // request body of the search is assembled from. Building it is pure.
 //
-// How each mode runs (DESIGN §6, spec §4.8):
+// How each mode runs (docs/design.md §6, docs/api.md §4.8):
 //
 //   - all, metadata: one search; constant_score over the pre-filter
 //     (visibility ∧ Plan.Filters), sorted by the sort keys (_score keys

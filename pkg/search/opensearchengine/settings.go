@@ -21,6 +21,8 @@ type Settings struct {
 	Index    string
 	// Insecure skips TLS certificate verification (development only).
 	Insecure bool
+	// Timeout bounds each request that has no deadline of its own.
+	Timeout time.Duration
 }
 
 // Register adds the settings to l.
@@ -30,6 +32,7 @@ func (s *Settings) Register(l *config.Loader) {
 	l.String(&s.Password, "opensearch-password", EnvPassword, "", "OpenSearch basic-auth password")
 	l.String(&s.Index, "opensearch-index", EnvIndex, DefaultIndex, "OpenSearch index or alias")
 	l.Bool(&s.Insecure, "opensearch-insecure", EnvInsecure, false, "skip TLS certificate verification of OpenSearch (development only)")
+	l.Duration(&s.Timeout, "opensearch-timeout", "OPENSEARCH_TIMEOUT", DefaultRequestTimeout, "deadline of each OpenSearch request that has none of its own")
 }
 
 // Enabled reports whether an OpenSearch URL is configured.
@@ -50,6 +53,7 @@ func (s Settings) Open(ctx context.Context, dims int, searchTimeout time.Duratio
 		Password:           s.Password,
 		Index:              s.Index,
 		InsecureSkipVerify: s.Insecure,
+		RequestTimeout:     s.Timeout,
 		Dimensions:         dims,
 		SearchTimeout:      searchTimeout,
 	})

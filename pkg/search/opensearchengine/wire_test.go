@@ -783,3 +783,30 @@ func TestWireSearchModes(t *testing.T) {
 		}
 	})
 }
+
+// A node that accepts a request and never answers fails the call after the
+// request timeout instead of holding it for ever.
+func TestHungNodeTimesOut(t *testing.T) {
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"version":{"distribution":"opensearch","number":"3.1.0"}}`))
+			return
+		}
+		<-r.Context().Done()
+	}))
+	defer hung.Close()
+	cfg, err := Config{Addresses: []string{hung.URL}, RequestTimeout: 200 * time.Millisecond, MaxRetries: -1, Dimensions: 4}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := newClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = c.do(context.Background(), http.MethodGet, "/docrepo/_count", nil, nil, "")
+	if err == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("a hung node: %v after %v, want a timeout after about 200ms", err, time.Since(start))
+	}
+}

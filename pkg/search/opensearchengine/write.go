@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,8 +48,8 @@ type source struct {
 func sourceOf(d *engine.Document) source {
 	s := source{
 		ID:              d.ID,
-		Groups:          sortedUnique(d.GroupIDs),
-		FilesBelongTo:   sortedUnique(d.FolderIDs),
+		Groups:          engine.SortedIDs(d.GroupIDs),
+		FilesBelongTo:   engine.SortedIDs(d.FolderIDs),
 		Description:     d.Description,
 		DocNumber:       d.DocNumber,
 		DocType:         d.DocType,
@@ -76,17 +75,6 @@ func sourceOf(d *engine.Document) source {
 		s.EntryDate = &v
 	}
 	return s
-}
-
-// sortedUnique returns the ids sorted, without duplicates (nil for none),
-// so that filesbelongto comes back in a stable order.
-func sortedUnique(ids []int64) []int64 {
-	if len(ids) == 0 {
-		return nil
-	}
-	out := slices.Clone(ids)
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 // validate rejects what OpenSearch would reject for the whole batch's

@@ -1,0 +1,68 @@
+package indexing
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/docrepo/docrepo/pkg/search/engine"
+)
+
+// A full rebuild (IndexerService.Reindex with recreate) never leaves
+// search partial: it writes a complete new index while the current one
+// goes on answering searches and taking the consumer's writes, switches to
+// the new one atomically, and then runs the anti-entropy pass, which
+// brings over whatever changed during the rebuild. A rebuild that fails, is
+// cancelled, or cannot index every document leaves the current index
+// untouched.
+
+// Target is where a rebuild writes: a new, empty index, and how to make it
+// current (or drop it).
+type Target interface {
+	// Engine is the new index.
+	Engine() engine.Engine
+	// Commit makes the new index the one in use (atomically, for searches
+	// and writes alike) and releases the old one.
+	Commit(ctx context.Context) error
+	// Abandon drops the new index.
+	Abandon()
+}
+
+// Rebuild indexes every document of record into a target that newTarget
+// creates, then commits it and verifies the result against the documents
+// of record. report receives the progress of the rebuild, then of the
+// verification.
+func (ix *Indexer) Rebuild(ctx context.Context, newTarget func(ctx context.Context) (Target, error), report func(Progress) error) (Progress, error) {
+	t, err := newTarget(ctx)
+	if err != nil {
+		return Progress{}, fmt.Errorf("indexing: rebuild: new index: %w", err)
+	}
+	into := &Indexer{o: ix.o, log: ix.log.With("rebuild", true)}
+	into.o.Engine = t.Engine()
+	p, err := into.Reindex(ctx, false, func(p Progress) error {
+		if p.Finished || report == nil {
+			return nil // finished only after the switch
+		}
+		return report(p)
+	})
+	if err == nil && p.Failed > 0 {
+		err = fmt.Errorf("indexing: rebuild: %d documents could not be indexed; the current index stays in use", p.Failed)
+	}
+	if err != nil {
+		t.Abandon()
+		return p, err
+	}
+	if err := t.Commit(ctx); err != nil {
+		t.Abandon()
+		return p, fmt.Errorf("indexing: rebuild: switch to the new index: %w", err)
+	}
+	ix.log.Info("rebuild: the new index is in use", "documents", p.Done, "failed", p.Failed)
+	// Writes that went to the old index during the rebuild.
+	if _, err := ix.Verify(ctx, nil); err != nil {
+		ix.log.Warn("rebuild: the verification after the switch failed; the next periodic pass repairs", "error", err)
+	}
+	p.Finished = true
+	if report != nil {
+		return p, report(p)
+	}
+	return p, nil
+}

@@ -1,0 +1,152 @@
+package indexing
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+)
+
+// Anti-entropy: whatever happened to the events — a message lost, a backup
+// of the database restored, an index restored from an older copy, a crash
+// anywhere — Verify proves the index complete or makes it so. It reads the
+// revision of every document the engine holds, then pages through the
+// documents of record (id and rev, from the document service) and repairs
+// the difference without a full rebuild:
+//
+//   - missing: the document exists, the index lacks it → indexed;
+//   - stale: the index holds an older revision → indexed;
+//   - diverged: the index holds a newer revision than the documents of
+//     record (a database backup was restored). The engine keeps only newer
+//     revisions, so this is counted and logged, not repaired: a full
+//     rebuild (docrepoctl reindex -recreate) makes the index follow the
+//     restored documents;
+//   - deleted: the index holds a document that no longer exists → removed.
+//
+// The engine is read first: a document created after that read is found
+// in the documents of record and indexed (idempotent by revision), never
+// mistaken for a deleted one.
+
+// VerifyResult counts what a Verify pass found and repaired.
+type VerifyResult struct {
+	// Checked counts documents of record compared.
+	Checked                           int64
+	Missing, Stale, Diverged, Deleted int64
+	// Failed counts repairs that failed (the next pass tries again).
+	Failed int64
+}
+
+// Repaired is the number of documents repaired.
+func (r VerifyResult) Repaired() int64 { return r.Missing + r.Stale + r.Deleted - r.Failed }
+
+// Verify compares the index with the documents of record and repairs the
+// differences. report, when not nil, receives the progress as Reindex's
+// does.
+func (ix *Indexer) Verify(ctx context.Context, report func(VerifyResult, int64, bool) error) (VerifyResult, error) {
+	var res VerifyResult
+	started := time.Now()
+	ectx, cancel := context.WithTimeout(ctx, ix.o.EngineTimeout)
+	held, err := ix.o.Engine.Revisions(ectx)
+	cancel()
+	if err != nil {
+		return res, fmt.Errorf("indexing: verify: read the index: %w", err)
+	}
+	var lastReport time.Time
+	var total int64
+	var after int64
+	for {
+		cctx, cancel := context.WithTimeout(ctx, ix.o.CallTimeout)
+		page, err := ix.o.Source.ListDocumentIds(cctx, &documentv1.ListDocumentIdsRequest{AfterId: after, Limit: reindexPage})
+		cancel()
+		if err != nil {
+			return res, fmt.Errorf("indexing: verify: list documents after %d: %w", after, err)
+		}
+		total = max(page.GetTotal(), res.Checked)
+		ids, revs := page.GetIds(), page.GetRevs()
+		if len(ids) == 0 {
+			break
+		}
+		if len(revs) != len(ids) {
+			return res, fmt.Errorf("indexing: verify: the document service sent %d revisions for %d ids (an older version?)", len(revs), len(ids))
+		}
+		var repair []Item
+		for i, id := range ids {
+			rev := revs[i]
+			stored, ok := held[id]
+			delete(held, id)
+			switch {
+			case !ok:
+				res.Missing++
+				repair = append(repair, Item{ID: id, Rev: rev})
+			case stored < rev:
+				res.Stale++
+				repair = append(repair, Item{ID: id, Rev: rev})
+			case stored > rev:
+				res.Diverged++
+				ix.log.Warn("verify: the index holds a newer revision than the documents of record (a restored backup?); "+
+					"docrepoctl reindex -recreate rebuilds the index from them", "doc_id", id, "indexed_rev", stored, "rev", rev)
+			}
+		}
+		res.Checked += int64(len(ids))
+		if len(repair) > 0 {
+			for _, r := range ix.Index(ctx, repair) {
+				if r.Outcome == Failed {
+					res.Failed++
+				}
+			}
+		}
+		after = ids[len(ids)-1]
+		if report != nil && time.Since(lastReport) >= progressMinGap {
+			lastReport = time.Now()
+			if err := report(res, total, false); err != nil {
+				return res, err
+			}
+		}
+	}
+	// What the index still holds has no document of record.
+	for id, rev := range held {
+		res.Deleted++
+		if err := ix.remove(ctx, id, rev); err != nil {
+			res.Failed++
+			ix.log.Warn("verify: removing a deleted document failed", "doc_id", id, "error", err)
+		}
+	}
+	for kind, n := range map[string]int64{"missing": res.Missing, "stale": res.Stale, "deleted": res.Deleted} {
+		metricRepaired.WithLabelValues(kind).Add(float64(n))
+	}
+	metricDiverged.Set(float64(res.Diverged))
+	metricVerified.SetToCurrentTime()
+	ix.log.Info("verify: index compared with the documents of record", "checked", res.Checked, "missing", res.Missing,
+		"stale", res.Stale, "diverged", res.Diverged, "deleted", res.Deleted, "failed", res.Failed,
+		"took", time.Since(started).Round(time.Millisecond))
+	if report != nil {
+		return res, report(res, res.Checked, true)
+	}
+	return res, nil
+}
+
+// remove deletes a document from the engine under the engine deadline.
+func (ix *Indexer) remove(ctx context.Context, id, rev int64) error {
+	ectx, cancel := context.WithTimeout(ctx, ix.o.EngineTimeout)
+	defer cancel()
+	return ix.o.Engine.Delete(ectx, id, rev)
+}
+
+// DefaultVerifyInterval is the default of Settings.VerifyInterval.
+const DefaultVerifyInterval = time.Hour
+
+// VerifyLoop runs Verify at start-up and then every interval until ctx
+// ends; a failed pass is logged and tried again at the next tick.
+func (ix *Indexer) VerifyLoop(ctx context.Context, interval time.Duration) {
+	for {
+		if _, err := ix.Verify(ctx, nil); err != nil && ctx.Err() == nil {
+			ix.log.Warn("verify: pass failed; trying again later", "error", err, "retry_in", interval)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
+}
