@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -147,100 +148,151 @@ func (g *Gateway) openDownload(r *http.Request, req *documentv1.DownloadFileRequ
 	return &downloadStream{hdr: hdr, stream: stream, cancel: cancel}, nil
 }
 
-// download handles GET /apiv2/pub/documents/{doc_id}/download (DESIGN §4).
-// linked_file_id names a file version (current or since archived);
-// archive_id names an entry of the version history.
+// download handles GET and HEAD /apiv2/pub/documents/{doc_id}/download
+// (docs/design.md §4): it parses the request, opens the file, decides from
+// the conditional headers what to answer, and streams the body.
 func (g *Gateway) download(w http.ResponseWriter, r *http.Request, params map[string]string) {
-	docID, err := strconv.ParseInt(params["doc_id"], 10, 64)
-	if err != nil {
-		writeError(w, r, apierr.Invalid("Invalid value for doc_id: expected an integer"))
-		return
-	}
-	req := &documentv1.DownloadFileRequest{DocId: docID}
-	q := r.URL.Query()
-	for _, p := range []string{"linked_file_id", "archive_id"} {
-		v := q.Get(p)
-		if v == "" {
-			continue
-		}
-		if req.LinkedFileId != nil {
-			writeError(w, r, apierr.Invalid("Use either linked_file_id or archive_id, not both"))
-			return
-		}
-		id, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			writeError(w, r, apierr.Invalid("Invalid value for %s: expected an integer", p))
-			return
-		}
-		req.LinkedFileId = &id
-		req.Archive = p == "archive_id"
-	}
-	if h := r.Header.Get("Range"); h != "" {
-		parseRange(h, req)
-	}
-	ranged := req.RangeFirst != nil || req.RangeSuffix != nil
-	ds, err := g.openDownload(r, req)
-	var unsatisfiable error
-	if err != nil && ranged && apierr.HTTPStatus(status.Convert(err)) == http.StatusRequestedRangeNotSatisfiable {
-		// The 416 must say how big the file is (Content-Range: bytes
-		// */SIZE), and If-None-Match and If-Range still come first (RFC
-		// 9110 §13.2.2): open the whole file for its header.
-		unsatisfiable = err
-		req.RangeFirst, req.RangeLast, req.RangeSuffix = nil, nil, nil
-		ds, err = g.openDownload(r, req)
-	}
+	req, err := parseDownloadRequest(params["doc_id"], r.URL.Query(), r.Header.Get("Range"))
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	etag := `"` + ds.hdr.GetSha256() + `"`
-	var lastModified time.Time
-	if lm := ds.hdr.GetLastModified(); lm != nil {
-		lastModified = lm.AsTime()
+	ranged := isRanged(req)
+	ds, unsatisfiable, err := g.openForDecision(r, req)
+	if err != nil {
+		writeError(w, r, err)
+		return
 	}
-	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, etag) {
+	switch decideDownload(ds.hdr, ranged, unsatisfiable != nil, r.Header.Get("If-None-Match"), r.Header.Get("If-Range")) {
+	case answerNotModified:
 		ds.cancel()
-		g.downloadValidators(w, ds.hdr, etag)
+		setDownloadHeaders(w.Header(), downloadNotModified, ds.hdr)
 		w.WriteHeader(http.StatusNotModified)
 		return
-	}
-	staleRange := false
-	if ir := r.Header.Get("If-Range"); ir != "" && ranged && !ifRangeMatches(ir, etag, lastModified) {
-		// The client's copy is outdated: send the whole file instead.
-		staleRange = true
-	}
-	switch {
-	case unsatisfiable != nil && !staleRange:
+	case answerUnsatisfiable:
 		ds.cancel()
-		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", ds.hdr.GetSize()))
+		setDownloadHeaders(w.Header(), downloadUnsatisfiable, ds.hdr)
 		writeError(w, r, unsatisfiable)
 		return
-	case staleRange && ds.hdr.GetPartial():
+	case answerWholeFile:
 		ds.cancel()
-		req.RangeFirst, req.RangeLast, req.RangeSuffix = nil, nil, nil
+		clearRange(req)
 		if ds, err = g.openDownload(r, req); err != nil {
 			writeError(w, r, err)
 			return
 		}
 	}
 	defer ds.cancel()
+	serveDownload(w, r, ds)
+}
+
+// parseDownloadRequest reads the document id, the file version (at most one
+// of linked_file_id, archive_id) and the Range header into a request.
+func parseDownloadRequest(docIDParam string, q url.Values, rangeHeader string) (*documentv1.DownloadFileRequest, error) {
+	docID, err := strconv.ParseInt(docIDParam, 10, 64)
+	if err != nil {
+		return nil, apierr.Invalid("Invalid value for doc_id: expected an integer")
+	}
+	req := &documentv1.DownloadFileRequest{DocId: docID}
+	for _, p := range []string{"linked_file_id", "archive_id"} {
+		v := q.Get(p)
+		if v == "" {
+			continue
+		}
+		if req.LinkedFileId != nil {
+			return nil, apierr.Invalid("Use either linked_file_id or archive_id, not both")
+		}
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, apierr.Invalid("Invalid value for %s: expected an integer", p)
+		}
+		req.LinkedFileId = &id
+		req.Archive = p == "archive_id"
+	}
+	if rangeHeader != "" {
+		parseRange(rangeHeader, req)
+	}
+	return req, nil
+}
+
+func isRanged(req *documentv1.DownloadFileRequest) bool {
+	return req.RangeFirst != nil || req.RangeSuffix != nil
+}
+
+func clearRange(req *documentv1.DownloadFileRequest) {
+	req.RangeFirst, req.RangeLast, req.RangeSuffix = nil, nil, nil
+}
+
+// openForDecision opens the download. A range the file cannot satisfy
+// comes back as an error without a header; then the whole file is opened
+// for its header instead (the 416 must say how big the file is, and
+// If-None-Match and If-Range still come first, RFC 9110 §13.2.2), and the
+// 416 is returned beside it.
+func (g *Gateway) openForDecision(r *http.Request, req *documentv1.DownloadFileRequest) (ds *downloadStream, unsatisfiable, err error) {
+	ds, err = g.openDownload(r, req)
+	if err == nil || !isRanged(req) || apierr.HTTPStatus(status.Convert(err)) != http.StatusRequestedRangeNotSatisfiable {
+		return ds, nil, err
+	}
+	unsatisfiable = err
+	clearRange(req)
+	ds, err = g.openDownload(r, req)
+	return ds, unsatisfiable, err
+}
+
+// downloadAnswer is what a download answers, decided from the opened
+// file's header and the request's conditional headers.
+type downloadAnswer int
+
+const (
+	// answerOpened serves what was opened: the whole file or the range.
+	answerOpened downloadAnswer = iota
+	// answerNotModified is a 304: If-None-Match matched.
+	answerNotModified
+	// answerUnsatisfiable is a 416 with the file's size.
+	answerUnsatisfiable
+	// answerWholeFile serves the whole file although a range was opened:
+	// If-Range no longer matches the file.
+	answerWholeFile
+)
+
+// decideDownload applies RFC 9110's order: If-None-Match first, then
+// If-Range (an outdated copy gets the whole file, even where its range
+// could not be satisfied), then the range itself.
+func decideDownload(hdr *documentv1.DownloadHeader, ranged, unsatisfiable bool, ifNoneMatch, ifRange string) downloadAnswer {
+	etag := quotedETag(hdr)
+	if ifNoneMatch != "" && etagMatches(ifNoneMatch, etag) {
+		return answerNotModified
+	}
+	var lastModified time.Time
+	if lm := hdr.GetLastModified(); lm != nil {
+		lastModified = lm.AsTime()
+	}
+	stale := ranged && ifRange != "" && !ifRangeMatches(ifRange, etag, lastModified)
+	switch {
+	case unsatisfiable && !stale:
+		return answerUnsatisfiable
+	case stale && hdr.GetPartial():
+		return answerWholeFile
+	}
+	return answerOpened
+}
+
+// serveDownload writes the status, headers and (except for HEAD) the body
+// of an opened download.
+func serveDownload(w http.ResponseWriter, r *http.Request, ds *downloadStream) {
 	hdr := ds.hdr
-	h := w.Header()
-	g.downloadValidators(w, hdr, etag)
+	kind := downloadWhole
+	if hdr.GetPartial() {
+		kind = downloadPartial
+	}
 	ct := hdr.GetContentType()
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
-	h.Set("Content-Type", ct)
-	h.Set("Content-Disposition", contentDisposition(hdr.GetFilename()))
-	h.Set("X-Content-Type-Options", "nosniff")
-	length := hdr.GetRangeLast() - hdr.GetRangeFirst() + 1
-	if hdr.GetSize() == 0 {
-		length = 0
-	}
-	h.Set("Content-Length", strconv.FormatInt(length, 10))
-	if hdr.GetPartial() {
-		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", hdr.GetRangeFirst(), hdr.GetRangeLast(), hdr.GetSize()))
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	setDownloadHeaders(w.Header(), kind, hdr)
+	if kind == downloadPartial {
 		w.WriteHeader(http.StatusPartialContent)
 	} else {
 		w.WriteHeader(http.StatusOK)
@@ -262,20 +314,20 @@ func (g *Gateway) download(w http.ResponseWriter, r *http.Request, params map[st
 		n, werr := w.Write(msg.GetChunk())
 		sent += int64(n)
 		if werr != nil {
-			return // client went away; the deferred cancel ends the stream
+			return // client went away; the caller's deferred cancel ends the stream
 		}
 	}
-	if sent != length {
+	if sent != contentLength(hdr) {
 		panic(http.ErrAbortHandler)
 	}
 }
 
-// downloadValidators sets the headers a download and its 304 share.
-func (g *Gateway) downloadValidators(w http.ResponseWriter, hdr *documentv1.DownloadHeader, etag string) {
-	h := w.Header()
-	h.Set("ETag", etag)
-	h.Set("Accept-Ranges", "bytes")
-	if lm := hdr.GetLastModified(); lm != nil {
-		h.Set("Last-Modified", lm.AsTime().UTC().Format(http.TimeFormat))
+// contentLength is the number of body bytes of a download response.
+func contentLength(hdr *documentv1.DownloadHeader) int64 {
+	if hdr.GetSize() == 0 {
+		return 0
 	}
+	return hdr.GetRangeLast() - hdr.GetRangeFirst() + 1
 }
+
+func quotedETag(hdr *documentv1.DownloadHeader) string { return `"` + hdr.GetSha256() + `"` }

@@ -64,7 +64,7 @@ func clientDetail(st *status.Status) string {
 	return msg
 }
 
-// errorHandler writes gRPC errors as spec §7 errors.
+// errorHandler writes gRPC errors as docs/api.md §7 errors.
 func errorHandler(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
 	if bodyTooLarge(r.Context()) {
 		writeDetail(w, http.StatusRequestEntityTooLarge, tooLargeDetail)

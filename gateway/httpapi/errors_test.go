@@ -86,7 +86,7 @@ func TestDecodeErrorsAreClean(t *testing.T) {
 }
 
 // TestErrorBodiesAreNotHTMLEscaped: details are JSON like every other body
-// (DESIGN §2), not HTML-escaped JSON ("\u003c" for "<").
+// (docs/design.md §2), not HTML-escaped JSON ("\u003c" for "<").
 func TestErrorBodiesAreNotHTMLEscaped(t *testing.T) {
 	rec := httptest.NewRecorder()
 	writeDetail(rec, 400, `Unknown field <b> & "c"`)
@@ -113,8 +113,8 @@ func TestMetricsMethodLabelIsBounded(t *testing.T) {
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // TestBodiesAreStrictJSON: protojson reads proto3's lenient JSON (numbers
-// as strings, int64 as "5"); the API's JSON has numbers as numbers (DESIGN
-// §2), so a quoted number is a wrong type (spec §7: 400). Free-form values
+// as strings, int64 as "5"); the API's JSON has numbers as numbers (docs/design.md
+// §2), so a quoted number is a wrong type (docs/api.md §7: 400). Free-form values
 // (a where clause's value) keep whatever JSON type they have.
 func TestBodiesAreStrictJSON(t *testing.T) {
 	tests := []struct {

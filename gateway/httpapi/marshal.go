@@ -26,7 +26,7 @@ import (
 // maxJSONBody bounds a JSON request body.
 const maxJSONBody = 4 << 20
 
-// Marshaler writes docrepo's JSON (DESIGN §2): proto field names
+// Marshaler writes docrepo's JSON (docs/design.md §2): proto field names
 // (snake_case as the spec spells them), every integer as a JSON number
 // (int64 included), RFC 3339 datetimes, null for unset optional values,
 // bare arrays for json_list messages and list bodies, and fields marked
@@ -140,8 +140,8 @@ func jsonDepth(data []byte) int {
 //     win; OpenAPI leaves them out of the body schema);
 //   - bodyRequired fields must be present and not null;
 //   - a number written as a string, which protojson accepts (proto3's JSON
-//     mapping reads "20" as 20 and int64 as "5"), is a wrong type (spec
-//     §7: 400): the API's numbers are JSON numbers (DESIGN §2).
+//     mapping reads "20" as 20 and int64 as "5"), is a wrong type (docs/api.md
+//     §7: 400): the API's numbers are JSON numbers (docs/design.md §2).
 func checkBody(data []byte, md protoreflect.MessageDescriptor) error {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(data, &obj); err != nil {

@@ -121,7 +121,7 @@ const (
 	openAPIPath = "/openapi.json"
 )
 
-// uploadLimits are spec §4.1's length limits of the upload form fields.
+// uploadLimits are docs/api.md §4.1's length limits of the upload form fields.
 var uploadLimits = map[string]uint64{
 	"description": 400, "doc_type": 60, "doc_status": 50, "account_number": 255,
 	"reference_number": 255, "from_entity": 255, "to_entity": 255, "rev_number": 10,
@@ -202,7 +202,7 @@ func build(swagger []byte) (*builder, error) {
 	doc.Info = &openapi3.Info{
 		Title:   "docrepo REST API",
 		Version: "v1",
-		Description: "The public REST API of docrepo (spec paths /apiv2/pub and /apiv3/pub, plus the extensions of DESIGN §4).\n\n" +
+		Description: "The public REST API of docrepo (spec paths /apiv2/pub and /apiv3/pub, plus the extensions of docs/design.md §4).\n\n" +
 			"Every call sends `Authorization: Bearer <token>`; the scopes an operation needs are in `x-docrepo-scopes`. " +
 			"JSON uses the proto field names; integers are JSON numbers; date-times are RFC 3339; an unset optional value is `null`; " +
 			"every error body is `{\"detail\": \"...\"}`.",
@@ -218,7 +218,7 @@ func build(swagger []byte) (*builder, error) {
 
 	b.schemas["Error"] = openapi3.NewSchemaRef("", &openapi3.Schema{
 		Type:                 &openapi3.Types{openapi3.TypeObject},
-		Description:          "Every error response (spec §7).",
+		Description:          "Every error response (docs/api.md §7).",
 		Required:             []string{"detail"},
 		Properties:           openapi3.Schemas{"detail": openapi3.NewSchemaRef("", describe(openapi3.NewStringSchema(), "What went wrong."))},
 		AdditionalProperties: openapi3.AdditionalProperties{Has: openapi3.Ptr(false)},
@@ -617,8 +617,7 @@ func (b *builder) errorResponses(op *openapi3.Operation, statuses []int) {
 		resp := openapi3.NewResponse().WithDescription(http.StatusText(st)).
 			WithContent(openapi3.NewContentWithJSONSchemaRef(openapi3.NewSchemaRef("#/components/schemas/Error", b.schemas["Error"].Value)))
 		if st == http.StatusRequestedRangeNotSatisfiable {
-			resp.Headers = openapi3.Headers{"Content-Range": header("`bytes */SIZE`: the size of the whole file (RFC 9110).", true,
-				openapi3.NewStringSchema().WithPattern(`^bytes \*/\d+$`))}
+			resp.Headers = downloadHeaderDocs(downloadUnsatisfiable)
 		}
 		if st == http.StatusTooManyRequests {
 			resp.Headers = openapi3.Headers{"Retry-After": &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
@@ -673,7 +672,7 @@ func (b *builder) handWritten() error {
 		return errors.New("openapi: the document service's streaming RPCs are not registered")
 	}
 
-	// POST /apiv2/pub/documents/upload (spec §4.1): the form fields are
+	// POST /apiv2/pub/documents/upload (docs/api.md §4.1): the form fields are
 	// UploadMetadata's, the file part is "file".
 	meta := (&documentv1.UploadMetadata{}).ProtoReflect().Descriptor()
 	form := openapi3.NewObjectSchema()
@@ -705,12 +704,12 @@ func (b *builder) handWritten() error {
 	uploadOp := &openapi3.Operation{
 		OperationID: "DocumentService_UploadDocument",
 		Tags:        []string{"DocumentService"},
-		Summary:     "Upload a document and its file (spec §4.1).",
+		Summary:     "Upload a document and its file (docs/api.md §4.1).",
 		Description: "Creates a document and its first file in one multipart/form-data request; the document goes into folder_id and is visible to the uploader's groups.",
 		RequestBody: &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(true).
 			WithContent(openapi3.Content{"multipart/form-data": &openapi3.MediaType{Schema: openapi3.NewSchemaRef("", form)}})},
 		Responses: openapi3.NewResponses(openapi3.WithStatus(200,
-			okJSON("The created document (spec §2.9).", b.messageRef((&documentv1.UploadDocumentResponse{}).ProtoReflect().Descriptor(), response)))),
+			okJSON("The created document (docs/api.md §2.9).", b.messageRef((&documentv1.UploadDocumentResponse{}).ProtoReflect().Descriptor(), response)))),
 	}
 	setScopes(uploadOp, upload)
 	b.addOperation(http.MethodPost, "/apiv2/pub/documents/upload", uploadOp)
@@ -734,23 +733,15 @@ func (b *builder) handWritten() error {
 	setScopes(versionOp, version)
 	b.addOperation(http.MethodPost, "/apiv3/pub/documents/{doc_id}/versions", versionOp)
 
-	// GET /apiv2/pub/documents/{doc_id}/download (DESIGN §4).
-	binary := func(desc string, partial bool) *openapi3.ResponseRef {
+	// GET /apiv2/pub/documents/{doc_id}/download (docs/design.md §4).
+	binary := func(desc string, k downloadKind) *openapi3.ResponseRef {
 		r := openapi3.NewResponse().WithDescription(desc).WithContent(openapi3.Content{
 			"*/*": &openapi3.MediaType{Schema: openapi3.NewSchemaRef("", openapi3.NewStringSchema().WithFormat("binary"))}})
-		r.Headers = openapi3.Headers{
-			"ETag":                header("The SHA-256 of the whole file, quoted.", true, openapi3.NewStringSchema().WithPattern(`^"[0-9a-f]{64}"$`)),
-			"Accept-Ranges":       header("Always `bytes`.", true, openapi3.NewStringSchema().WithEnum("bytes")),
-			"Content-Disposition": header("`attachment` with the description as file name (original extension kept).", true, openapi3.NewStringSchema()),
-			"Content-Length":      header("Bytes in this response.", true, openapi3.NewInt64Schema().WithMin(0)),
-			"Last-Modified":       header("When the file was stored.", false, openapi3.NewStringSchema()),
-		}
-		if partial {
-			r.Headers["Content-Range"] = header("`bytes FIRST-LAST/SIZE`.", true, openapi3.NewStringSchema().WithPattern(`^bytes \d+-\d+/\d+$`))
-		}
+		r.Headers = downloadHeaderDocs(k)
 		return &openapi3.ResponseRef{Value: r}
 	}
 	notModified := openapi3.NewResponse().WithDescription("If-None-Match matched the ETag.")
+	notModified.Headers = downloadHeaderDocs(downloadNotModified)
 	downloadOp := &openapi3.Operation{
 		OperationID: "DocumentService_DownloadFile",
 		Tags:        []string{"DocumentService"},
@@ -766,8 +757,8 @@ func (b *builder) handWritten() error {
 			{Value: openapi3.NewHeaderParameter("If-None-Match").WithDescription("ETags; a match gives 304.").WithSchema(openapi3.NewStringSchema())},
 		},
 		Responses: openapi3.NewResponses(
-			openapi3.WithStatus(200, binary("The whole file.", false)),
-			openapi3.WithStatus(206, binary("The requested range.", true)),
+			openapi3.WithStatus(200, binary("The whole file.", downloadWhole)),
+			openapi3.WithStatus(206, binary("The requested range.", downloadPartial)),
 			openapi3.WithStatus(304, &openapi3.ResponseRef{Value: notModified}),
 		),
 	}

@@ -232,7 +232,7 @@ func TestOpenAPIShapes(t *testing.T) {
 		for _, f := range []string{"file", "folder_id", "description", "doc_type", "doc_status", "account_number", "reference_number",
 			"date", "from_entity", "to_entity", "rev_number", "privileged", "doc_number_prefix"} {
 			if s.Properties[f] == nil {
-				t.Errorf("the upload form lacks %s (spec §4.1)", f)
+				t.Errorf("the upload form lacks %s (docs/api.md §4.1)", f)
 			}
 		}
 		if !slices.Equal(s.Required, []string{"file", "folder_id"}) {

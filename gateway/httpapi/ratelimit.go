@@ -14,7 +14,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/auth"
 )
 
-// rateLimiter limits requests per API key (DESIGN §4: configurable, off by
+// rateLimiter limits requests per API key (docs/design.md §4: configurable, off by
 // default). Keys are identified by a hash of the bearer token, so the
 // gateway needs no database; requests without a token are not limited here
 // (the services answer them 401). Each gateway replica limits on its own.

@@ -21,7 +21,7 @@ import (
 // from the document the end-to-end tests hold every response to:
 //
 //   - a 405 lists the methods of the path in Allow (RFC 9110 §15.5.6);
-//   - query parameters an operation does not declare are a 400 (spec §7:
+//   - query parameters an operation does not declare are a 400 (docs/api.md §7:
 //     wrong field names), not silently ignored.
 
 type routeTable struct {

@@ -45,8 +45,11 @@ type Config struct {
 	MaxUploadBytes int64
 	// RequestTimeout bounds each forwarded unary call (0: none).
 	RequestTimeout time.Duration
-	LogLevel       string
-	LogFormat      string
+	// StallTimeout cuts a connection whose request body or response moves
+	// no byte for this long (0: DefaultStallTimeout; negative: never).
+	StallTimeout time.Duration
+	LogLevel     string
+	LogFormat    string
 	// RateLimit is the sustained requests per second allowed per API key
 	// (0: no limit); RateBurst the burst above it.
 	RateLimit float64
@@ -67,6 +70,7 @@ func (c *Config) Register(l *config.Loader) {
 	l.String(&c.SchemaAddr, "schema-addr", "DOCREPO_SCHEMA_ADDR", "127.0.0.1:9104", "schema service gRPC address")
 	l.Int64(&c.MaxUploadBytes, "max-upload-bytes", "DOCREPO_MAX_UPLOAD_BYTES", 10<<30, "largest accepted upload in bytes (413 above)")
 	l.Duration(&c.RequestTimeout, "request-timeout", "DOCREPO_REQUEST_TIMEOUT", 60*time.Second, "deadline of each forwarded unary call")
+	l.Duration(&c.StallTimeout, "stall-timeout", "DOCREPO_HTTP_STALL_TIMEOUT", DefaultStallTimeout, "a request body or response that moves no byte for this long is cut (long transfers that keep moving are fine)")
 	l.Float64(&c.RateLimit, "rate-limit", "DOCREPO_RATE_LIMIT", 0, "requests per second per API key (0: unlimited)")
 	l.Int(&c.RateBurst, "rate-burst", "DOCREPO_RATE_BURST", 0, "burst allowed above the rate (default: the rate, at least 1)")
 	l.String(&c.LogLevel, "log-level", "DOCREPO_LOG_LEVEL", "info", "log level")
@@ -181,9 +185,24 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	if cfg.RateLimit > 0 {
 		h = newRateLimiter(cfg.RateLimit, cfg.RateBurst).middleware(h)
 	}
+	h = oneAuthorization(h)
 	g.handler = otelhttp.NewHandler(g.middleware(h), "gateway",
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
 	return g, nil
+}
+
+// oneAuthorization refuses a request with more than one Authorization
+// header (400): every part of the gateway and the services must see the
+// same credentials, or one could be played against another (a rate limit
+// keyed on the first header, authentication on the first Bearer one).
+func oneAuthorization(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header.Values("Authorization")) > 1 {
+			writeDetail(w, http.StatusBadRequest, "Only one Authorization header is allowed")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Handler is the complete HTTP handler.
@@ -219,7 +238,11 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("gateway: listen %s: %w", cfg.HTTPAddr, err)
 		}
 	}
-	hs := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	stall := cfg.StallTimeout
+	if stall == 0 {
+		stall = DefaultStallTimeout
+	}
+	hs := &http.Server{Handler: stallDeadlines(g.Handler(), stall), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(lis) }()
 	g.log.Info("gateway listening", "addr", lis.Addr().String())

@@ -281,7 +281,7 @@ func (e errClientBody) detail() string {
 	return "Malformed multipart body: " + e.err.Error()
 }
 
-// upload handles POST /apiv2/pub/documents/upload (spec §4.1). The body is
+// upload handles POST /apiv2/pub/documents/upload (docs/api.md §4.1). The body is
 // read part by part and forwarded as it arrives: form fields as metadata
 // messages, the file as a header and chunks, so nothing but one chunk is
 // ever held in memory.

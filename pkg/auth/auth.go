@@ -63,6 +63,17 @@ func FromContext(ctx context.Context) (*Principal, bool) {
 	return p, ok && p != nil
 }
 
+// Caller returns the principal of the current call, or the 401 "Invalid or
+// expired token" when the call has none (a handler reached without the
+// interceptor).
+func Caller(ctx context.Context) (*Principal, error) {
+	p, ok := FromContext(ctx)
+	if !ok {
+		return nil, ErrInvalidToken()
+	}
+	return p, nil
+}
+
 // NewToken returns a fresh random token and its hash.
 func NewToken() (token string, hash []byte) {
 	var b [32]byte

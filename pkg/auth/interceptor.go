@@ -24,8 +24,14 @@ type Authenticator interface {
 // ErrInvalidToken is the 401 every unusable token gets.
 func ErrInvalidToken() error { return apierr.Unauthenticated("Invalid or expired token") }
 
-// publicServices need no token: infrastructure every gRPC server exposes.
-var publicServices = []string{"/grpc.health.v1.Health/", "/grpc.reflection.v1.ServerReflection/", "/grpc.reflection.v1alpha.ServerReflection/"}
+// publicMethods need no token: the health checks of probes and load
+// balancers (Kubernetes gRPC probes and docrepoctl health call Check).
+var publicMethods = map[string]bool{"/grpc.health.v1.Health/Check": true, "/grpc.health.v1.Health/List": true}
+
+// infrastructure is what every gRPC server exposes beside its API: a
+// health Watch stream and reflection (which describes the whole API). They
+// need a valid token, but no scope.
+var infrastructure = []string{"/grpc.health.v1.Health/", "/grpc.reflection.v1.ServerReflection/", "/grpc.reflection.v1alpha.ServerReflection/"}
 
 // Interceptor enforces the access option of every RPC.
 type Interceptor struct {
@@ -70,9 +76,16 @@ func (i *Interceptor) rule(fullMethod string) *apiv1.Access {
 // Authorize authenticates the call described by ctx and checks its scopes,
 // returning ctx with the principal attached.
 func (i *Interceptor) Authorize(ctx context.Context, fullMethod string) (context.Context, error) {
-	for _, p := range publicServices {
+	if publicMethods[fullMethod] {
+		return ctx, nil
+	}
+	for _, p := range infrastructure {
 		if strings.HasPrefix(fullMethod, p) {
-			return ctx, nil
+			pr, err := i.authenticate(ctx)
+			if err != nil {
+				return ctx, err
+			}
+			return WithPrincipal(ctx, pr), nil
 		}
 	}
 	rule := i.rule(fullMethod)
@@ -83,11 +96,7 @@ func (i *Interceptor) Authorize(ctx context.Context, fullMethod string) (context
 	if rule.GetPublic() {
 		return ctx, nil
 	}
-	token, ok := tokenFromMetadata(ctx)
-	if !ok || !WellFormed(token) {
-		return ctx, ErrInvalidToken()
-	}
-	p, err := i.authn.Authenticate(ctx, token)
+	p, err := i.authenticate(ctx)
 	if err != nil {
 		return ctx, err
 	}
@@ -105,14 +114,26 @@ func (i *Interceptor) Authorize(ctx context.Context, fullMethod string) (context
 	return WithPrincipal(ctx, p), nil
 }
 
+// authenticate resolves the call's bearer token to its principal.
+func (i *Interceptor) authenticate(ctx context.Context) (*Principal, error) {
+	token, ok := tokenFromMetadata(ctx)
+	if !ok || !WellFormed(token) {
+		return nil, ErrInvalidToken()
+	}
+	return i.authn.Authenticate(ctx, token)
+}
+
+// tokenFromMetadata returns the bearer token of the call's one
+// authorization value. A call with several is refused: which one counts
+// would otherwise depend on where it is read (a rate limiter keyed on one
+// and authentication on another could be played against each other).
 func tokenFromMetadata(ctx context.Context) (string, bool) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	for _, v := range md.Get("authorization") {
-		if t, ok := BearerToken(v); ok {
-			return t, true
-		}
+	vals := md.Get("authorization")
+	if len(vals) != 1 {
+		return "", false
 	}
-	return "", false
+	return BearerToken(vals[0])
 }
 
 // Unary is the unary server interceptor.

@@ -41,6 +41,10 @@ var (
 	}, []string{"service", "method"})
 )
 
+// DefaultMaxConcurrentStreams is the default bound of calls in progress on
+// one connection.
+const DefaultMaxConcurrentStreams = 1024
+
 // KeepalivePolicy is the servers' keepalive enforcement: clients may ping
 // this often, with or without calls in flight.
 var KeepalivePolicy = keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}
@@ -54,6 +58,14 @@ type Options struct {
 	Authenticator auth.Authenticator
 	// GracePeriod bounds how long Serve waits for in-flight calls at stop.
 	GracePeriod time.Duration
+	// MaxConnectionAge: after it a client is asked (GOAWAY) to open new
+	// connections, so pods added by scaling get their share of calls.
+	// Calls in progress are never cut for age: a long upload, download or
+	// reindex stream runs to its end. Default 5 minutes.
+	MaxConnectionAge time.Duration
+	// MaxConcurrentStreams bounds the calls in progress on one connection
+	// (clients queue the rest). Default DefaultMaxConcurrentStreams.
+	MaxConcurrentStreams uint32
 	// ExtraOptions are appended to the grpc.Server options.
 	ExtraOptions []grpc.ServerOption
 }
@@ -73,6 +85,12 @@ func New(opts Options) *Server {
 	if opts.GracePeriod == 0 {
 		opts.GracePeriod = 20 * time.Second
 	}
+	if opts.MaxConnectionAge == 0 {
+		opts.MaxConnectionAge = 5 * time.Minute
+	}
+	if opts.MaxConcurrentStreams == 0 {
+		opts.MaxConcurrentStreams = DefaultMaxConcurrentStreams
+	}
 	authz := auth.NewInterceptor(opts.Authenticator)
 	b := &boundary{name: opts.Name, log: opts.Logger}
 	serverOpts := append([]grpc.ServerOption{
@@ -80,9 +98,12 @@ func New(opts Options) *Server {
 		grpc.ChainStreamInterceptor(b.stream, authz.Stream),
 		grpc.MaxRecvMsgSize(8 << 20),
 		// Clients reconnect (and re-resolve the service name) every few
-		// minutes, so pods added by scaling get their share of calls; a
-		// call in flight keeps its connection for up to the grace period.
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: 5 * time.Minute, MaxConnectionAgeGrace: 30 * time.Minute}),
+		// minutes, so pods added by scaling get their share of calls. No
+		// MaxConnectionAgeGrace: a call in flight keeps its connection
+		// until it ends, however long (a 35-minute cut-off used to end
+		// long uploads, downloads and reindex streams).
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: opts.MaxConnectionAge}),
+		grpc.MaxConcurrentStreams(opts.MaxConcurrentStreams),
 		// Accept the keepalive pings grpcclient sends (every
 		// grpcclient.KeepaliveTime of silence). grpc-go's default policy
 		// allows one ping per 5 minutes and answers more with GOAWAY

@@ -23,7 +23,7 @@ func TestKeepaliveLongQuietStream(t *testing.T) {
 	if os.Getenv("DOCREPO_SLOW_TESTS") == "" {
 		t.Skip("takes about 2.5 minutes; set DOCREPO_SLOW_TESTS=1")
 	}
-	srv := grpcserver.New(grpcserver.Options{Name: "test", Authenticator: tokens{}})
+	srv := grpcserver.New(grpcserver.Options{Name: "test", Authenticator: tokens{testToken: {UserID: 1}}})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +31,7 @@ func TestKeepaliveLongQuietStream(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = srv.Serve(ctx, lis) }()
-	conn, err := grpcclient.Dial(lis.Addr().String())
+	conn, err := grpcclient.Dial(lis.Addr().String(), grpcclient.WithServiceToken(testToken))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,112 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docrepo/docrepo/pkg/logging"
+)
+
+// A request whose body stops arriving is cut after the stall timeout
+// (it would otherwise hold a handler and a backend stream for ever), while
+// a body that arrives slowly but steadily, taking several stall periods in
+// all, is read to the end and answered.
+func TestStalledBodiesAreCutSlowOnesAreNot(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		_ = Run(ctx, Config{
+			Listener: lis, Logger: logging.NewTo(io.Discard, "gateway", "info", "json"),
+			DocumentAddr: "127.0.0.1:1", FolderAddr: "127.0.0.1:1", SearchAddr: "127.0.0.1:1", SchemaAddr: "127.0.0.1:1",
+			StallTimeout: 300 * time.Millisecond,
+		})
+	}()
+	var conn net.Conn
+	for i := 0; i < 100; i++ {
+		if conn, err = net.Dial("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"name":"` + strings.Repeat("a", 100) + `"}`
+	head := fmt.Sprintf("POST /apiv2/pub/folders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer drk_x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
+
+	t.Run("stalled", func(t *testing.T) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprint(c, head+body[:10]) // then nothing
+		start := time.Now()
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err = io.ReadAll(c)
+		if d := time.Since(start); err != nil || d > 5*time.Second {
+			t.Fatalf("the stalled request's connection: %v after %v, want it closed by the server", err, d)
+		}
+	})
+	t.Run("slow but steady", func(t *testing.T) {
+		defer conn.Close()
+		fmt.Fprint(conn, head)
+		for i := 0; i < len(body); i += 10 {
+			time.Sleep(100 * time.Millisecond) // 1.1 s in all, under 300 ms between bytes
+			fmt.Fprint(conn, body[i:min(i+10, len(body))])
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		status, err := bufio.NewReader(conn).ReadString('\n')
+		if err != nil || !strings.HasPrefix(status, "HTTP/1.1 ") {
+			t.Fatalf("the slow request got %q, %v; want an HTTP answer", status, err)
+		}
+	})
+}
+
+// A request refused before its body is read (here the document service is
+// unreachable: 503; in the stack, no token: 401) is answered at once,
+// though its announced body never arrives: the stall deadlines must not
+// make the server drain a body the handler never read.
+func TestRefusedUploadIsAnsweredWithoutItsBody(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		_ = Run(ctx, Config{
+			Listener: lis, Logger: logging.NewTo(io.Discard, "gateway", "info", "json"),
+			DocumentAddr: "127.0.0.1:1", FolderAddr: "127.0.0.1:1", SearchAddr: "127.0.0.1:1", SchemaAddr: "127.0.0.1:1",
+			StallTimeout: time.Minute,
+		})
+	}()
+	var c net.Conn
+	for i := 0; i < 100; i++ {
+		if c, err = net.Dial("tcp", lis.Addr().String()); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /apiv2/pub/documents/upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: %d\r\n\r\n--b\r\n", int64(1)<<30)
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	status, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 503") {
+		t.Fatalf("got %q, %v; want the 503 before the body", status, err)
+	}
+}
