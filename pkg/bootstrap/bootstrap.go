@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
@@ -40,7 +41,10 @@ type Service struct {
 	Logger   *slog.Logger
 	Pool     *pgxpool.Pool
 	Identity *identity.Store
-	Server   *grpcserver.Server
+	// Tokens authenticates every RPC: Identity behind a cache that
+	// notifications from Postgres empty (see identity.TokenCache).
+	Tokens *identity.TokenCache
+	Server *grpcserver.Server
 
 	// Listener, when set before Run, is used instead of listening on
 	// Config.GRPCAddr (tests pass pre-bound listeners).
@@ -105,7 +109,12 @@ func Start(ctx context.Context, name string, cfg config.Common, opts Options) (_
 		}
 	}
 	s.Identity = identity.NewStore(s.Pool)
-	s.Server = grpcserver.New(grpcserver.Options{Name: name, Logger: logger, Authenticator: s.Identity})
+	s.Tokens = identity.NewTokenCache(s.Identity, identity.DefaultCacheTTL, logger)
+	s.Go(s.Tokens.Run)
+	// One service per process; a second Start in the same process (tests)
+	// keeps the first one's counters.
+	_ = s.Tokens.RegisterMetrics(prometheus.DefaultRegisterer)
+	s.Server = grpcserver.New(grpcserver.Options{Name: name, Logger: logger, Authenticator: s.Tokens})
 	return s, nil
 }
 

@@ -223,6 +223,13 @@ const lastUsedResolution = time.Minute
 // Authenticate resolves a token. Unknown, expired and revoked tokens all get
 // the same 401, so a caller cannot tell them apart.
 func (s *Store) Authenticate(ctx context.Context, token string) (*auth.Principal, error) {
+	p, _, err := s.resolve(ctx, token)
+	return p, err
+}
+
+// resolve is Authenticate, also returning when the key expires (nil:
+// never), for TokenCache.
+func (s *Store) resolve(ctx context.Context, token string) (*auth.Principal, *time.Time, error) {
 	var (
 		p        auth.Principal
 		expires  *time.Time
@@ -234,25 +241,33 @@ func (s *Store) Authenticate(ctx context.Context, token string) (*auth.Principal
 		FROM identity.api_keys k JOIN identity.users u ON u.id = k.user_id WHERE k.token_hash = $1`, auth.HashToken(token)).
 		Scan(&p.KeyID, &p.UserID, &p.Username, &p.Scopes, &expires, &revoked, &lastUsed, &p.GroupIDs)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, auth.ErrInvalidToken()
+		return nil, nil, auth.ErrInvalidToken()
 	}
 	if err != nil {
-		return nil, apierr.Internal(fmt.Errorf("authenticate: %w", err))
+		return nil, nil, apierr.Internal(fmt.Errorf("authenticate: %w", err))
 	}
 	now := s.now()
 	if revoked != nil || (expires != nil && !now.Before(*expires)) {
-		return nil, auth.ErrInvalidToken()
+		return nil, nil, auth.ErrInvalidToken()
 	}
-	if (lastUsed == nil || now.Sub(*lastUsed) > lastUsedResolution) && s.claimTouch(p.KeyID, now) {
-		// Best effort and off the request path: a lost update only makes
-		// last_used_at a little older.
-		go func(id int64) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_, _ = s.pool.Exec(ctx, `UPDATE identity.api_keys SET last_used_at = now() WHERE id = $1`, id)
-		}(p.KeyID)
+	if lastUsed == nil || now.Sub(*lastUsed) > lastUsedResolution {
+		s.touch(p.KeyID, now)
 	}
-	return &p, nil
+	return &p, expires, nil
+}
+
+// touch records that key id was used, at most once per lastUsedResolution
+// and process. Best effort and off the request path: a lost update only
+// makes last_used_at a little older.
+func (s *Store) touch(id int64, now time.Time) {
+	if !s.claimTouch(id, now) {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, _ = s.pool.Exec(ctx, `UPDATE identity.api_keys SET last_used_at = now() WHERE id = $1`, id)
+	}()
 }
 
 // claimTouch reports whether this process should write key id's

@@ -1,0 +1,229 @@
+package identity_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/docrepo/docrepo/pkg/apierr"
+	"github.com/docrepo/docrepo/pkg/auth"
+	"github.com/docrepo/docrepo/pkg/identity"
+	"github.com/docrepo/docrepo/pkg/testenv/pgtest"
+)
+
+// startCache runs a token cache over a fresh identity database and waits
+// until it serves from memory (its listener is up).
+func startCache(t *testing.T) (*identity.Store, *identity.TokenCache, *pgxpool.Pool) {
+	t.Helper()
+	pool := pgtest.NewPool(t, "", identity.Migrations)
+	s := identity.NewStore(pool)
+	c := identity.NewTokenCache(s, time.Minute, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = c.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	if _, err := s.CreateUser(ctx, "probe", nil); err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := s.CreateKey(ctx, "probe", []string{auth.ScopeSearch}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the cache to serve from memory", func() bool {
+		h0, _ := c.Stats()
+		_, _ = c.Authenticate(ctx, token)
+		_, _ = c.Authenticate(ctx, token)
+		h1, _ := c.Stats()
+		return h1 > h0
+	})
+	return s, c, pool
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !ok() {
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// A repeated token is answered from memory; the principal it gets is its
+// own copy (a caller changing it changes nothing cached).
+func TestTokenCacheAnswersRepeatsFromMemory(t *testing.T) {
+	ctx := context.Background()
+	s, c, _ := startCache(t)
+	if _, err := s.CreateUser(ctx, "alice", []string{"finance"}); err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := s.CreateKey(ctx, "alice", []string{auth.ScopeSearch, auth.ScopeDocumentsRead}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h0, m0 := c.Stats()
+	for i := 0; i < 10; i++ {
+		p, err := c.Authenticate(ctx, token)
+		if err != nil || p.Username != "alice" || !p.HasScope(auth.ScopeSearch) || len(p.GroupIDs) != 1 {
+			t.Fatalf("Authenticate = %+v, %v", p, err)
+		}
+		p.Scopes[0], p.GroupIDs[0] = "admin", 0
+	}
+	h1, m1 := c.Stats()
+	if m1-m0 != 1 || h1-h0 != 9 {
+		t.Fatalf("10 calls: %d misses and %d hits, want 1 and 9", m1-m0, h1-h0)
+	}
+	if _, err := c.Authenticate(ctx, "drk_"+token[4:len(token)-1]+"A"); !apierr.IsKind(err, apierr.KindUnauthenticated) {
+		t.Fatalf("unknown token: %v, want 401", err)
+	}
+}
+
+// Whatever changes what a cached token resolves to, through the store or
+// by hand in SQL, takes effect in well under a second.
+func TestTokenCacheForgetsChangesAtOnce(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(ctx context.Context, s *identity.Store, pool *pgxpool.Pool, keyID int64) error
+		// check is what the next authentication must show.
+		check func(p *auth.Principal, err error) bool
+	}{
+		{
+			name:   "key revoked",
+			change: func(ctx context.Context, s *identity.Store, _ *pgxpool.Pool, id int64) error { return s.RevokeKey(ctx, id) },
+			check:  func(_ *auth.Principal, err error) bool { return apierr.IsKind(err, apierr.KindUnauthenticated) },
+		},
+		{
+			name: "key deleted in SQL",
+			change: func(ctx context.Context, _ *identity.Store, pool *pgxpool.Pool, id int64) error {
+				_, err := pool.Exec(ctx, `DELETE FROM identity.api_keys WHERE id = $1`, id)
+				return err
+			},
+			check: func(_ *auth.Principal, err error) bool { return apierr.IsKind(err, apierr.KindUnauthenticated) },
+		},
+		{
+			name: "scopes narrowed in SQL",
+			change: func(ctx context.Context, _ *identity.Store, pool *pgxpool.Pool, id int64) error {
+				_, err := pool.Exec(ctx, `UPDATE identity.api_keys SET scopes = '{documents_read}' WHERE id = $1`, id)
+				return err
+			},
+			check: func(p *auth.Principal, err error) bool { return err == nil && !p.HasScope(auth.ScopeSearch) },
+		},
+		{
+			name: "removed from a group",
+			change: func(ctx context.Context, _ *identity.Store, pool *pgxpool.Pool, _ int64) error {
+				_, err := pool.Exec(ctx, `DELETE FROM identity.user_groups WHERE user_id = (SELECT id FROM identity.users WHERE username = 'bob')`)
+				return err
+			},
+			check: func(p *auth.Principal, err error) bool { return err == nil && len(p.GroupIDs) == 0 },
+		},
+		{
+			name: "added to a group",
+			change: func(ctx context.Context, s *identity.Store, _ *pgxpool.Pool, _ int64) error {
+				return s.AddUserToGroups(ctx, "bob", []string{"legal"})
+			},
+			check: func(p *auth.Principal, err error) bool { return err == nil && len(p.GroupIDs) == 2 },
+		},
+		{
+			name: "user deleted",
+			change: func(ctx context.Context, _ *identity.Store, pool *pgxpool.Pool, _ int64) error {
+				_, err := pool.Exec(ctx, `DELETE FROM identity.users WHERE username = 'bob'`)
+				return err
+			},
+			check: func(_ *auth.Principal, err error) bool { return apierr.IsKind(err, apierr.KindUnauthenticated) },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s, c, pool := startCache(t)
+			if _, err := s.CreateUser(ctx, "bob", []string{"finance"}); err != nil {
+				t.Fatal(err)
+			}
+			token, key, err := s.CreateKey(ctx, "bob", []string{auth.ScopeSearch, auth.ScopeDocumentsRead}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 3; i++ { // cached
+				if _, err := c.Authenticate(ctx, token); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tt.change(ctx, s, pool, key.ID); err != nil {
+				t.Fatal(err)
+			}
+			took := waitFor(t, "the change to show", func() bool { return tt.check(c.Authenticate(ctx, token)) })
+			if took > time.Second {
+				t.Fatalf("the change showed after %v, want under a second", took)
+			}
+		})
+	}
+}
+
+// A key's expiry ends its cache entry too.
+func TestTokenCacheHonoursExpiry(t *testing.T) {
+	ctx := context.Background()
+	s, c, _ := startCache(t)
+	if _, err := s.CreateUser(ctx, "carol", nil); err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := s.CreateKey(ctx, "carol", []string{auth.ScopeSearch}, 1500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Authenticate(ctx, token); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1600 * time.Millisecond)
+	if _, err := c.Authenticate(ctx, token); !apierr.IsKind(err, apierr.KindUnauthenticated) {
+		t.Fatalf("expired key: %v, want 401", err)
+	}
+}
+
+// When the listening connection dies, what changed meanwhile is not served
+// from memory: the cache is emptied and bypassed until it listens again.
+func TestTokenCacheSurvivesListenerLoss(t *testing.T) {
+	ctx := context.Background()
+	s, c, pool := startCache(t)
+	if _, err := s.CreateUser(ctx, "dave", nil); err != nil {
+		t.Fatal(err)
+	}
+	token, key, err := s.CreateKey(ctx, "dave", []string{auth.ScopeSearch}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Authenticate(ctx, token); err != nil {
+		t.Fatal(err)
+	}
+	var killed int
+	if err := pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND query LIKE 'LISTEN%'`).Scan(&killed); err != nil || killed != 1 {
+		t.Fatalf("terminating the listener: %d, %v", killed, err)
+	}
+	if err := s.RevokeKey(ctx, key.ID); err != nil {
+		t.Fatal(err)
+	}
+	took := waitFor(t, "the revocation to show", func() bool {
+		_, err := c.Authenticate(ctx, token)
+		return apierr.IsKind(err, apierr.KindUnauthenticated)
+	})
+	if took > time.Second {
+		t.Fatalf("the revocation showed after %v, want under a second", took)
+	}
+	// And it listens again: repeats are served from memory.
+	other, _, err := s.CreateKey(ctx, "dave", []string{auth.ScopeSearch}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the cache to serve from memory again", func() bool {
+		h0, _ := c.Stats()
+		_, _ = c.Authenticate(ctx, other)
+		_, _ = c.Authenticate(ctx, other)
+		h1, _ := c.Stats()
+		return h1 > h0
+	})
+}
