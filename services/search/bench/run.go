@@ -36,6 +36,8 @@ type settings struct {
 	queries       int
 	lagSamples    int
 	indexDeadline time.Duration
+	ingestDocs    int
+	pidDir        string
 }
 
 func run(ctx context.Context, args []string, out io.Writer, getenv func(string) string) error {
@@ -44,7 +46,9 @@ func run(ctx context.Context, args []string, out io.Writer, getenv func(string) 
 	fs.StringVar(&s.url, "url", getenv("DOCREPO_URL"), "gateway base URL (env DOCREPO_URL)")
 	fs.StringVar(&s.dbURL, "database-url", getenv("DATABASE_URL"), "Postgres URL of the stack (env DATABASE_URL)")
 	fs.StringVar(&s.scifactDir, "scifact", getenv("DOCREPO_SCIFACT_DIR"), "SciFact folder (default: shared/data/scifact above the working directory)")
-	fs.StringVar(&s.what, "run", "scifact,synthetic", "what to run: scifact, synthetic, or both")
+	fs.StringVar(&s.what, "run", "scifact,synthetic", "what to run: scifact, synthetic, ingest (comma-separated)")
+	fs.IntVar(&s.ingestDocs, "ingest-docs", 20000, "documents the ingest run uploads")
+	fs.StringVar(&s.pidDir, "pid-dir", getenv("DOCREPO_PID_DIR"), "the stack's pid directory (.data/pids), for CPU per process (env DOCREPO_PID_DIR)")
 	fs.IntVar(&s.docs, "docs", 100000, "synthetic corpus size")
 	fs.IntVar(&s.concurrency, "concurrency", 8, "parallel uploads")
 	fs.IntVar(&s.queries, "queries", 200, "timed queries per mode")
@@ -73,6 +77,11 @@ func run(ctx context.Context, args []string, out io.Writer, getenv func(string) 
 			return err
 		}
 	}
+	if strings.Contains(s.what, "ingest") {
+		if err := b.ingest(ctx); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -85,6 +94,9 @@ type bench struct {
 	types  *catalog.Store
 	folder int64
 	token  string
+
+	mu        sync.Mutex
+	latencies []time.Duration // of every upload of uploadAll
 }
 
 func newBench(ctx context.Context, s settings, out io.Writer) (*bench, error) {
@@ -242,6 +254,7 @@ func (b *bench) uploadAll(ctx context.Context, n int, doc func(i int) (string, s
 				name, text, fields := doc(i)
 				var id int64
 				var err error
+				began := time.Now()
 				for attempt := 0; attempt < 5; attempt++ {
 					if id, err = b.upload(ctx, name, text, fields); err == nil {
 						break
@@ -253,6 +266,9 @@ func (b *bench) uploadAll(ctx context.Context, n int, doc func(i int) (string, s
 					return
 				}
 				ids[i] = id
+				b.mu.Lock()
+				b.latencies = append(b.latencies, time.Since(began))
+				b.mu.Unlock()
 				if d := done.Add(1); d%10000 == 0 {
 					fmt.Fprintf(os.Stderr, "bench: uploaded %d/%d (%.0f/s)\n", d, n, float64(d)/time.Since(start).Seconds())
 				}

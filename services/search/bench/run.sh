@@ -7,7 +7,7 @@
 # service its own process, NATS JetStream in devstack's process, the
 # embedded search engine, so the search process runs the indexer), runs the
 # benchmark against the gateway and stops everything. Arguments are passed
-# to the benchmark (e.g. -docs 10000 -run scifact). The report goes to
+# to the benchmark (e.g. -docs 10000 -run scifact, or -run ingest). The report goes to
 # stdout and, with BENCH_OUT=FILE, to FILE too.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -26,10 +26,13 @@ trap cleanup EXIT
 
 echo "bench: building into $work/bin" >&2
 mkdir -p "$work/bin"
+# STACK_ROOT builds the stack from another checkout (a before/after run:
+# the same benchmark against an older stack).
+stack_root=${STACK_ROOT:-$root}
 for d in services/document services/folder services/schema services/search gateway; do
-	(cd "$root/$d" && go build -o "$work/bin/$(basename "$d")" .)
+	(cd "$stack_root/$d" && go build -o "$work/bin/$(basename "$d")" .)
 done
-(cd "$root/pkg" && go build -o "$work/bin/devstack" ./cmd/devstack)
+(cd "$stack_root/pkg" && go build -o "$work/bin/devstack" ./cmd/devstack)
 (cd "$root/services/search" && go build -o "$work/bin/bench" ./bench)
 
 psql -q -c "CREATE DATABASE $db" postgres
@@ -43,6 +46,7 @@ for _ in $(seq 1 600); do
 	sleep 0.5
 done
 set -a; . "$work/data/devstack.env"; set +a
+export DOCREPO_PID_DIR="$work/data/pids"
 echo "bench: stack up at $DOCREPO_URL (log $work/devstack.log)" >&2
 if [ -n "${BENCH_OUT:-}" ]; then
 	"$work/bin/bench" "$@" | tee "$BENCH_OUT"

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ingest measures the upload path as a new user of `make run` meets it:
+// s.ingestDocs small text documents (about 1 KB) uploaded through the
+// gateway by s.concurrency clients, with, during the upload, a probe that
+// uploads one document at a time and times it until search finds it (index
+// lag under load), and the CPU each stack process spent per document
+// (utime+stime from /proc, pids from the supervisor's pid directory).
+func (b *bench) ingest(ctx context.Context) error {
+	if err := b.newTenant(ctx, "ingest"); err != nil {
+		return err
+	}
+	typ, err := b.docType(ctx, "bench-ingest")
+	if err != nil {
+		return err
+	}
+	c := newCorpus([]string{typ})
+	doc := func(i int) (string, string, map[string]string) {
+		name, text, fields := c.doc(i)
+		for len(text) < 1000 { // about 1 KB of text, as in the issue's measurement
+			text += " " + strings.Join(c.words(i+len(text)), " ")
+		}
+		return name, text, fields
+	}
+	n := b.s.ingestDocs
+	pids := b.stackPids()
+	before := cpuTicks(pids)
+
+	var (
+		lags      []time.Duration
+		lagErr    error
+		probeWG   sync.WaitGroup
+		uploading atomic.Bool
+	)
+	uploading.Store(true)
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	probeWG.Add(1)
+	go func() {
+		defer probeWG.Done()
+		for i := 0; uploading.Load() && probeCtx.Err() == nil; i++ {
+			token := fmt.Sprintf("ingestprobe%dq%d", i, time.Now().UnixNano()%1e6)
+			name, text, fields := doc(n + i)
+			if _, err := b.upload(probeCtx, name, text+" "+token, fields); err != nil {
+				if probeCtx.Err() == nil {
+					lagErr = err
+				}
+				return
+			}
+			accepted := time.Now()
+			for {
+				r, err := b.search(probeCtx, map[string]any{"where": map[string]any{"fts": map[string]any{"query": token}}, "select": []any{"id"}})
+				if err != nil {
+					if probeCtx.Err() == nil {
+						lagErr = err
+					}
+					return
+				}
+				if r.Total == 1 {
+					lags = append(lags, time.Since(accepted))
+					break
+				}
+				if time.Since(accepted) > 5*time.Minute {
+					lagErr = fmt.Errorf("ingest probe %d not searchable after 5 minutes", i)
+					return
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+
+	fmt.Fprintf(os.Stderr, "bench: ingesting %d small documents with %d clients\n", n, b.s.concurrency)
+	b.latencies = b.latencies[:0]
+	_, took, err := b.uploadAll(ctx, n, doc)
+	uploading.Store(false)
+	after := cpuTicks(pids)
+	if err != nil {
+		stopProbe()
+		return err
+	}
+	start := time.Now().Add(-took)
+	doneAt, err := b.waitAll(ctx, n+len(lags))
+	stopProbe()
+	probeWG.Wait()
+	if err != nil {
+		return err
+	}
+	if lagErr != nil {
+		return lagErr
+	}
+	lat := append([]time.Duration(nil), b.latencies...)
+	sortDurations(lat)
+	sortDurations(lags)
+	b.printf("\n## ingest: %d small documents (~1 KB of text each)\n", n)
+	b.printf("upload: %d clients, %v: %.0f docs/s accepted; upload latency p50 %s  p95 %s  p99 %s\n",
+		b.s.concurrency, took.Round(time.Millisecond), float64(n)/took.Seconds(),
+		ms(percentile(lat, 50)), ms(percentile(lat, 95)), ms(percentile(lat, 99)))
+	b.printf("all searchable %v after the first upload: %.0f docs/s end to end\n",
+		doneAt.Sub(start).Round(time.Millisecond), float64(n)/doneAt.Sub(start).Seconds())
+	if len(lags) > 0 {
+		b.printf("index lag during the upload (%d probes, upload accepted -> searchable): p50 %s  p99 %s  max %s  (target p99 <= 1 s)\n",
+			len(lags), ms(percentile(lags, 50)), ms(percentile(lags, 99)), ms(lags[len(lags)-1]))
+	}
+	if len(pids) == 0 {
+		b.printf("CPU per document: no pid directory (set -pid-dir or DOCREPO_PID_DIR to the stack's .data/pids)\n")
+		return nil
+	}
+	names := make([]string, 0, len(pids))
+	for name := range pids {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var total float64
+	var parts []string
+	for _, name := range names {
+		d := float64(after[name]-before[name]) * 10 / float64(n) // ticks are 10 ms
+		total += d
+		parts = append(parts, fmt.Sprintf("%s %.2f", name, d))
+	}
+	b.printf("CPU ms per uploaded document (upload phase, probes included): %s; total %.2f\n", strings.Join(parts, ", "), total)
+	return nil
+}
+
+// stackPids reads the supervisor's pid files: name -> pid.
+func (b *bench) stackPids() map[string]int {
+	dir := b.s.pidDir
+	if dir == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	out := map[string]int{}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".pid")
+		if !ok {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+			out[name] = pid
+		}
+	}
+	return out
+}
+
+// cpuTicks returns each process's utime+stime in clock ticks.
+func cpuTicks(pids map[string]int) map[string]int64 {
+	out := map[string]int64{}
+	for name, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// The command name may hold spaces: fields start after its ')'.
+		s := string(data)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		out[name] = u + st
+	}
+	return out
+}
