@@ -92,9 +92,11 @@ func TestTokenCacheForgetsChangesAtOnce(t *testing.T) {
 		check func(p *auth.Principal, err error) bool
 	}{
 		{
-			name:   "key revoked",
-			change: func(ctx context.Context, s *identity.Store, _ *pgxpool.Pool, id int64) error { return s.RevokeKey(ctx, id) },
-			check:  func(_ *auth.Principal, err error) bool { return apierr.IsKind(err, apierr.KindUnauthenticated) },
+			name: "key revoked",
+			change: func(ctx context.Context, s *identity.Store, _ *pgxpool.Pool, id int64) error {
+				return s.RevokeKey(ctx, id)
+			},
+			check: func(_ *auth.Principal, err error) bool { return apierr.IsKind(err, apierr.KindUnauthenticated) },
 		},
 		{
 			name: "key deleted in SQL",
