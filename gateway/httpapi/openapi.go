@@ -92,7 +92,7 @@ var commonErrors = []int{400, 401, 403, 413, 429, 500, 503, 504}
 // routeErrors are the further statuses of each route.
 var routeErrors = map[string][]int{
 	"GET /apiv2/pub/documents/{doc_id}":                            {404},
-	"POST /apiv2/pub/documents/upload":                             {404, 413, 422},
+	"POST /apiv2/pub/documents/upload":                             {404, 409, 413, 422},
 	"GET /apiv2/pub/documents/{doc_id}/download":                   {404, 416},
 	"HEAD /apiv2/pub/documents/{doc_id}/download":                  {404, 416},
 	"PATCH /apiv3/pub/documents/{doc_id}":                          {404, 422, 423},
@@ -683,6 +683,9 @@ func (b *builder) handWritten() error {
 	fields := meta.Fields()
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
+		if fd.Name() == "idempotency_key" {
+			continue // the Idempotency-Key header, not a form field
+		}
 		s := b.scalar(fd)
 		if n, ok := uploadLimits[string(fd.Name())]; ok {
 			s.MaxLength = openapi3.Ptr(n)
@@ -706,6 +709,9 @@ func (b *builder) handWritten() error {
 		Tags:        []string{"DocumentService"},
 		Summary:     "Upload a document and its file (docs/api.md §4.1).",
 		Description: "Creates a document and its first file in one multipart/form-data request; the document goes into folder_id and is visible to the uploader's groups.",
+		Parameters: openapi3.Parameters{{Value: openapi3.NewHeaderParameter("Idempotency-Key").
+			WithDescription("Extension: an upload repeated by the same user under the same key creates nothing and returns the first upload's result (retries, resumed imports); the same key with a different file is a 409. 1 to 255 printable ASCII characters.").
+			WithSchema(openapi3.NewStringSchema().WithMaxLength(255))}},
 		RequestBody: &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(true).
 			WithContent(openapi3.Content{"multipart/form-data": &openapi3.MediaType{Schema: openapi3.NewSchemaRef("", form)}})},
 		Responses: openapi3.NewResponses(openapi3.WithStatus(200,

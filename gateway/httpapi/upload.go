@@ -303,6 +303,14 @@ func (g *Gateway) upload(w http.ResponseWriter, r *http.Request, _ map[string]st
 		if err != nil {
 			return err
 		}
+		if keys := r.Header.Values("Idempotency-Key"); len(keys) > 1 {
+			return apierr.Invalid("Only one Idempotency-Key header is allowed")
+		} else if len(keys) == 1 {
+			m := &documentv1.UploadMetadata{IdempotencyKey: &keys[0]}
+			if err := stream.Send(&documentv1.UploadDocumentRequest{Part: &documentv1.UploadDocumentRequest_Metadata{Metadata: m}}); err != nil {
+				return err
+			}
+		}
 		for {
 			part, err := mr.next()
 			if errors.Is(err, io.EOF) {

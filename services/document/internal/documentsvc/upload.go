@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,6 +33,17 @@ type docFields struct {
 	date            *time.Time
 	privileged      bool
 	prefix          *string
+	idempotencyKey  *string
+}
+
+// checkIdempotencyKey validates an Idempotency-Key: what HTTP clients
+// commonly send (UUIDs, hashes, paths), bounded.
+func checkIdempotencyKey(k string) error {
+	if k == "" || len(k) > 255 || k[0] == ' ' || k[len(k)-1] == ' ' ||
+		strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
+		return apierr.Invalid("Invalid Idempotency-Key: 1 to 255 printable ASCII characters, no surrounding spaces")
+	}
+	return nil
 }
 
 // parseUploadMeta validates the metadata known so far. With final set, the
@@ -77,6 +89,13 @@ func parseUploadMeta(m *documentv1.UploadMetadata, final bool) (*docFields, erro
 			return nil, err
 		}
 		f.prefix = &p
+	}
+	if m.IdempotencyKey != nil {
+		k := m.GetIdempotencyKey()
+		if err := checkIdempotencyKey(k); err != nil {
+			return nil, err
+		}
+		f.idempotencyKey = &k
 	}
 	return f, nil
 }
@@ -201,17 +220,21 @@ func (s *Service) UploadDocument(stream grpc.ClientStreamingServer[documentv1.Up
 		s.discard(f.key)
 		return err
 	}
-	resp, err := s.createDocument(ctx, p, fields, f)
-	if err != nil {
+	resp, repeated, err := s.createDocument(ctx, p, fields, f)
+	if err != nil || repeated {
 		s.discard(f.key)
+	}
+	if err != nil {
 		return err
 	}
 	return stream.SendAndClose(resp)
 }
 
 // createDocument writes the document, its groups, folder, file, number and
-// created event in one transaction.
-func (s *Service) createDocument(ctx context.Context, p *auth.Principal, f *docFields, file *storedFile) (*documentv1.UploadDocumentResponse, error) {
+// created event in one transaction. With an idempotency key the caller
+// already used, it writes nothing and returns the first upload's result
+// with repeated set (the caller then discards the stored bytes).
+func (s *Service) createDocument(ctx context.Context, p *auth.Principal, f *docFields, file *storedFile) (_ *documentv1.UploadDocumentResponse, repeated bool, _ error) {
 	resp := &documentv1.UploadDocumentResponse{ImageName: file.imageName}
 	description := defaultDescription(file.origname)
 	if f.description != nil {
@@ -219,6 +242,13 @@ func (s *Service) createDocument(ctx context.Context, p *auth.Principal, f *docF
 	}
 	resp.Description = description
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if f.idempotencyKey != nil {
+			prior, err := priorUpload(ctx, tx, p.UserID, *f.idempotencyKey, file.sha256)
+			if err != nil || prior != nil {
+				resp, repeated = prior, prior != nil
+				return err
+			}
+		}
 		if f.prefix != nil {
 			var seq int64
 			if err := tx.QueryRow(ctx, `INSERT INTO doc_number_sequences AS s (prefix, last_value) VALUES ($1, 1)
@@ -254,12 +284,47 @@ func (s *Service) createDocument(ctx context.Context, p *auth.Principal, f *docF
 		if err := committed(ctx, tx, file.key); err != nil {
 			return err
 		}
+		if f.idempotencyKey != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO upload_keys (user_id, key, doc_id, linked_file_id, filehash)
+				VALUES ($1, $2, $3, $4, $5)`, p.UserID, *f.idempotencyKey, resp.DocId, resp.LinkedFileId, file.sha256); err != nil {
+				return err
+			}
+		}
 		return insertEvent(ctx, tx, resp.DocId, 1, kindCreated)
 	})
 	if err != nil {
+		return nil, false, err
+	}
+	return resp, repeated, nil
+}
+
+// priorUpload returns the result of the caller's earlier upload under key,
+// or nil when there was none. A transaction-scoped advisory lock on the
+// (user, key) pair makes concurrent uploads under one key wait for each
+// other, so exactly one creates the document and the others see it. The
+// same key with other bytes is a 409: a client bug, not a retry.
+func priorUpload(ctx context.Context, tx pgx.Tx, userID int64, key, filehash string) (*documentv1.UploadDocumentResponse, error) {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1::bigint::text || ':' || $2, 7))`, userID, key); err != nil {
 		return nil, err
 	}
-	return resp, nil
+	var (
+		r    documentv1.UploadDocumentResponse
+		hash string
+	)
+	err := tx.QueryRow(ctx, `SELECT k.doc_id, k.linked_file_id, k.filehash, lf.image_name, d.description, d.doc_number
+		FROM upload_keys k JOIN documents d ON d.id = k.doc_id JOIN linked_files lf ON lf.ownid = k.linked_file_id
+		WHERE k.user_id = $1 AND k.key = $2`, userID, key).
+		Scan(&r.DocId, &r.LinkedFileId, &hash, &r.ImageName, &r.Description, &r.DocNumber)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if hash != filehash {
+		return nil, apierr.Conflict("Idempotency-Key %q was already used for an upload of a different file", key)
+	}
+	return &r, nil
 }
 
 // insertLinkedFile records a stored file as a document's current file.

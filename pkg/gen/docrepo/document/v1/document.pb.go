@@ -906,8 +906,12 @@ type UploadMetadata struct {
 	Privileged      *bool   `protobuf:"varint,11,opt,name=privileged,proto3,oneof" json:"privileged,omitempty"`
 	DocNumberPrefix *string `protobuf:"bytes,12,opt,name=doc_number_prefix,json=docNumberPrefix,proto3,oneof" json:"doc_number_prefix,omitempty"`
 	Subdoctype      *string `protobuf:"bytes,13,opt,name=subdoctype,proto3,oneof" json:"subdoctype,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The caller's Idempotency-Key (HTTP header): an upload repeated with the
+	// same key by the same user creates nothing and returns the first
+	// upload's result (retries, resumed imports).
+	IdempotencyKey *string `protobuf:"bytes,14,opt,name=idempotency_key,json=idempotencyKey,proto3,oneof" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *UploadMetadata) Reset() {
@@ -1027,6 +1031,13 @@ func (x *UploadMetadata) GetDocNumberPrefix() string {
 func (x *UploadMetadata) GetSubdoctype() string {
 	if x != nil && x.Subdoctype != nil {
 		return *x.Subdoctype
+	}
+	return ""
+}
+
+func (x *UploadMetadata) GetIdempotencyKey() string {
+	if x != nil && x.IdempotencyKey != nil {
+		return *x.IdempotencyKey
 	}
 	return ""
 }
@@ -3446,7 +3457,7 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"\n" +
 	"_to_entityB\r\n" +
 	"\v_rev_numberB\x13\n" +
-	"\x11_reference_number\"\xc5\x05\n" +
+	"\x11_reference_number\"\x87\x06\n" +
 	"\x0eUploadMetadata\x12 \n" +
 	"\tfolder_id\x18\x01 \x01(\x03H\x00R\bfolderId\x88\x01\x01\x12%\n" +
 	"\vdescription\x18\x02 \x01(\tH\x01R\vdescription\x88\x01\x01\x12\x1e\n" +
@@ -3469,7 +3480,8 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"\x11doc_number_prefix\x18\f \x01(\tH\vR\x0fdocNumberPrefix\x88\x01\x01\x12#\n" +
 	"\n" +
 	"subdoctype\x18\r \x01(\tH\fR\n" +
-	"subdoctype\x88\x01\x01B\f\n" +
+	"subdoctype\x88\x01\x01\x12,\n" +
+	"\x0fidempotency_key\x18\x0e \x01(\tH\rR\x0eidempotencyKey\x88\x01\x01B\f\n" +
 	"\n" +
 	"_folder_idB\x0e\n" +
 	"\f_descriptionB\v\n" +
@@ -3484,7 +3496,8 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"\v_rev_numberB\r\n" +
 	"\v_privilegedB\x14\n" +
 	"\x12_doc_number_prefixB\r\n" +
-	"\v_subdoctype\"p\n" +
+	"\v_subdoctypeB\x12\n" +
+	"\x10_idempotency_key\"p\n" +
 	"\n" +
 	"FileHeader\x12\x1a\n" +
 	"\bfilename\x18\x01 \x01(\tR\bfilename\x12!\n" +
