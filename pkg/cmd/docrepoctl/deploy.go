@@ -43,6 +43,7 @@ type deployEnv struct {
 var deployCommands = map[string]func(ctx context.Context, e deployEnv) error{
 	"health":    healthCmd,
 	"bootstrap": bootstrapCmd,
+	"import":    importCmd, // import.go
 }
 
 // Environment variables of bootstrap: the tokens a previous run printed.

@@ -16,6 +16,7 @@
 //	docrepoctl template show NAME
 //	docrepoctl reindex [-recreate] [-addr HOST:PORT] [-user NAME | -token TOKEN]
 //	docrepoctl deadletter list | deadletter retry SEQ... | deadletter retry all
+//	docrepoctl import [-url URL] [-token TOKEN] [-folder-id N] [-concurrency N] [-state FILE] DIR
 //
 // Custom-field templates: a grid template has typed columns of its own
 // (--column, repeated, in order). TYPE is text, number, date, boolean or
@@ -92,6 +93,10 @@ commands:
                                             rebuild the search index from the documents of record,
                                             with progress (see reindex.go)
   ocr status [-addr HOST:PORT] [-user NAME | -token TOKEN]
+  import [-url URL] [-token TOKEN] [-folder-id N] [-concurrency N] [-state FILE] DIR
+                                            import a directory tree as folders and documents
+                                            through the REST API; NAME.meta.json side-files give
+                                            upload fields; resumable (see import.go)
   deadletter list                       events the indexer parked, with why (NATS_URL)
   deadletter retry SEQ... | all         publish parked events again
                                             OCR work of the indexer: documents and pages

@@ -1,0 +1,570 @@
+package main
+
+// docrepoctl import: a directory tree of existing files into documents and
+// folders, through the public REST API as the key's user (every acceptance
+// rule, visibility and event applies as to any upload).
+//
+//	docrepoctl import [-url URL] [-token TOKEN] [-folder-id N] [-concurrency N] [-state FILE] DIR
+//
+// Each directory under DIR becomes a folder of the same name under the
+// folder before it (-folder-id is the parent of DIR's own entries; 0: the
+// root level); each file becomes a document in its directory's folder. A
+// side-file NAME.meta.json next to a file holds its upload fields as a JSON
+// object (description, doc_type, doc_status, date, from_entity, to_entity,
+// reference_number, account_number, rev_number, subdoctype,
+// doc_number_prefix, privileged); side-files and dot-files are not
+// imported.
+//
+// Resuming: run the same command again. Every upload carries an
+// Idempotency-Key derived from the target folder, the file's path under DIR,
+// its size and modification time, so a file that was uploaded before the
+// crash, even one whose answer was lost, is not created twice; the state
+// file (default: DIR's name and a hash of its absolute path, in the working
+// directory) lists the files already done so that their bytes are not sent
+// again. Folders are looked up by name before they are created. A file the
+// API refuses (a bad side-file value, a 413) is reported in the summary
+// and the import goes on; a refused key (401/403) stops it.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// metaSuffix names a file's metadata side-file.
+const metaSuffix = ".meta.json"
+
+// importFields are the upload form fields a side-file may set.
+var importFields = map[string]bool{
+	"description": true, "doc_type": true, "doc_status": true, "date": true, "from_entity": true, "to_entity": true,
+	"reference_number": true, "account_number": true, "rev_number": true, "subdoctype": true,
+	"doc_number_prefix": true, "privileged": true,
+}
+
+func importCmd(ctx context.Context, e deployEnv) error {
+	var (
+		baseURL, token, statePath string
+		parent                    int64
+		concurrency               int
+	)
+	pos, err := parseArgs("import", e.args, func(fs *flag.FlagSet) {
+		fs.StringVar(&baseURL, "url", e.getenv("DOCREPO_URL"), "gateway base URL (env DOCREPO_URL)")
+		fs.StringVar(&token, "token", e.getenv("DOCREPO_TOKEN"), "API key with documents_read and documents_write (env DOCREPO_TOKEN)")
+		fs.Int64Var(&parent, "folder-id", 0, "folder to import into (0: the root level)")
+		fs.IntVar(&concurrency, "concurrency", 8, "parallel uploads")
+		fs.StringVar(&statePath, "state", "", "state file of a resumable import (default: in the working directory, named after DIR)")
+	})
+	if err != nil {
+		return err
+	}
+	if err := exactly("import", pos, 1); err != nil {
+		return err
+	}
+	if baseURL == "" || token == "" {
+		return errors.New("import: -url (DOCREPO_URL) and -token (DOCREPO_TOKEN) are required")
+	}
+	if concurrency < 1 || concurrency > 64 {
+		return errors.New("import: -concurrency must be 1 to 64")
+	}
+	root, err := filepath.Abs(pos[0])
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		return fmt.Errorf("import: %s is not a directory", pos[0])
+	}
+	if statePath == "" {
+		sum := sha256.Sum256([]byte(root + "\x00" + strconv.FormatInt(parent, 10)))
+		statePath = fmt.Sprintf(".docrepo-import-%s-%s.state", filepath.Base(root), hex.EncodeToString(sum[:4]))
+	}
+	im := &importer{
+		api:    &restClient{base: strings.TrimRight(baseURL, "/"), token: token, http: &http.Client{Timeout: 10 * time.Minute}},
+		root:   root,
+		parent: parent,
+		out:    e.stdout,
+		status: e.stderr,
+	}
+	return im.run(ctx, statePath, concurrency)
+}
+
+// importFile is one file to import.
+type importFile struct {
+	rel     string // slash-separated path under the root
+	dir     string // its directory's rel ("" for the root)
+	size    int64
+	modTime time.Time
+}
+
+type importer struct {
+	api    *restClient
+	root   string
+	parent int64
+	out    io.Writer
+	status io.Writer
+
+	folders map[string]int64 // rel dir -> folder id
+
+	done, uploaded, failed, skipped atomic.Int64
+	bytesSent                       atomic.Int64
+	failures                        []string
+	mu                              sync.Mutex
+}
+
+func (im *importer) run(ctx context.Context, statePath string, concurrency int) error {
+	start := time.Now()
+	files, dirs, err := im.walk()
+	if err != nil {
+		return err
+	}
+	state, err := openImportState(statePath)
+	if err != nil {
+		return err
+	}
+	defer state.close()
+	// Folders first, parents before children, one at a time: looking a
+	// folder up by name before creating it is what makes a resumed run
+	// reuse the folders of the first.
+	im.folders = map[string]int64{"": im.parent}
+	for _, d := range dirs {
+		id, err := im.ensureFolder(ctx, im.folders[parentRel(d)], pathBase(d))
+		if err != nil {
+			return fmt.Errorf("import: folder %s: %w", d, err)
+		}
+		im.folders[d] = id
+	}
+	todo := make(chan importFile)
+	stopProgress := im.progress(len(files), start)
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var fatal error
+	var fatalOnce sync.Once
+	for range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range todo {
+				docID, err := im.importOne(ctx, f)
+				switch {
+				case err == nil:
+					im.uploaded.Add(1)
+					if err := state.record(f.rel, docID); err != nil {
+						fatalOnce.Do(func() { fatal = err; cancel() })
+					}
+				case isFatal(err):
+					fatalOnce.Do(func() { fatal = err; cancel() })
+				case ctx.Err() == nil:
+					im.failed.Add(1)
+					im.mu.Lock()
+					im.failures = append(im.failures, f.rel+": "+err.Error())
+					im.mu.Unlock()
+				}
+				im.done.Add(1)
+			}
+		}()
+	}
+feed:
+	for _, f := range files {
+		if state.has(f.rel) {
+			im.skipped.Add(1)
+			im.done.Add(1)
+			continue
+		}
+		select {
+		case todo <- f:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(todo)
+	wg.Wait()
+	stopProgress()
+	elapsed := time.Since(start)
+	fmt.Fprintf(im.out, "imported %s: %d files, %d folders in %v\n", im.root, len(files), len(dirs), elapsed.Round(time.Millisecond))
+	fmt.Fprintf(im.out, "  uploaded now:        %d (%.0f documents/s, %.1f MB/s)\n", im.uploaded.Load(),
+		float64(im.uploaded.Load())/elapsed.Seconds(), float64(im.bytesSent.Load())/1e6/elapsed.Seconds())
+	fmt.Fprintf(im.out, "  done in an earlier run: %d\n", im.skipped.Load())
+	fmt.Fprintf(im.out, "  failed:              %d\n", im.failed.Load())
+	sort.Strings(im.failures)
+	for i, f := range im.failures {
+		if i == 20 {
+			fmt.Fprintf(im.out, "    ... and %d more\n", len(im.failures)-20)
+			break
+		}
+		fmt.Fprintf(im.out, "    %s\n", f)
+	}
+	fmt.Fprintf(im.out, "  state file:          %s (run the same command again to retry or resume)\n", statePath)
+	if fatal != nil {
+		return fmt.Errorf("import stopped: %w", fatal)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if im.failed.Load() > 0 {
+		return fmt.Errorf("import: %d file(s) failed", im.failed.Load())
+	}
+	return nil
+}
+
+// walk lists the files and directories under the root in a stable order
+// (directories before their contents).
+func (im *importer) walk() ([]importFile, []string, error) {
+	var files []importFile
+	var dirs []string
+	err := filepath.WalkDir(im.root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path == im.root {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel, err := filepath.Rel(im.root, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		switch {
+		case d.IsDir():
+			dirs = append(dirs, rel)
+		case d.Type().IsRegular() && !strings.HasSuffix(d.Name(), metaSuffix):
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			files = append(files, importFile{rel: rel, dir: parentRel(rel), size: info.Size(), modTime: info.ModTime()})
+		}
+		return nil
+	})
+	return files, dirs, err
+}
+
+func parentRel(rel string) string {
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		return rel[:i]
+	}
+	return ""
+}
+
+func pathBase(rel string) string { return rel[strings.LastIndexByte(rel, '/')+1:] }
+
+// key is f's Idempotency-Key: the same file imported into the same folder
+// again (a resumed run) gets the same key; an edited file gets another.
+func (im *importer) key(f importFile) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s\x00%d\x00%d", im.parent, f.rel, f.size, f.modTime.UnixNano())))
+	return "import:" + hex.EncodeToString(sum[:16])
+}
+
+// importOne uploads one file, retrying what may pass on retry (5xx, 429,
+// network) with the same key.
+func (im *importer) importOne(ctx context.Context, f importFile) (int64, error) {
+	fields := map[string]string{"folder_id": strconv.FormatInt(im.folders[f.dir], 10)}
+	if data, err := os.ReadFile(filepath.Join(im.root, filepath.FromSlash(f.rel)) + metaSuffix); err == nil {
+		var meta map[string]any
+		if err := json.Unmarshal(data, &meta); err != nil {
+			return 0, fmt.Errorf("%s%s: %v", pathBase(f.rel), metaSuffix, err)
+		}
+		for k, v := range meta {
+			if !importFields[k] {
+				return 0, fmt.Errorf("%s%s: unknown field %q", pathBase(f.rel), metaSuffix, k)
+			}
+			switch v := v.(type) {
+			case string:
+				fields[k] = v
+			case bool:
+				fields[k] = strconv.FormatBool(v)
+			default:
+				return 0, fmt.Errorf("%s%s: field %q must be a string", pathBase(f.rel), metaSuffix, k)
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return 0, err
+	}
+	var lastErr error
+	for attempt := range 6 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-time.After(time.Duration(1<<attempt) * 100 * time.Millisecond):
+			}
+		}
+		id, err := im.api.upload(ctx, filepath.Join(im.root, filepath.FromSlash(f.rel)), pathBase(f.rel), fields, im.key(f))
+		if err == nil {
+			im.bytesSent.Add(f.size)
+			return id, nil
+		}
+		lastErr = err
+		var ae *apiError
+		if errors.As(err, &ae) && ae.status < 500 && ae.status != http.StatusTooManyRequests {
+			return 0, err
+		}
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+	}
+	return 0, lastErr
+}
+
+// ensureFolder returns the id of parent's child folder name, creating it
+// when there is none.
+func (im *importer) ensureFolder(ctx context.Context, parent int64, name string) (int64, error) {
+	for offset := 0; ; offset += 100 {
+		var page []struct {
+			FolderID int64  `json:"folder_id"`
+			Name     string `json:"name"`
+		}
+		q := url.Values{"parent_id": {strconv.FormatInt(parent, 10)}, "q": {name}, "limit": {"100"}, "offset": {strconv.Itoa(offset)}}
+		if err := im.api.json(ctx, "GET", "/apiv2/pub/folders?"+q.Encode(), nil, &page); err != nil {
+			return 0, err
+		}
+		for _, f := range page {
+			if f.Name == name {
+				return f.FolderID, nil
+			}
+		}
+		if len(page) < 100 {
+			break
+		}
+	}
+	var created struct {
+		FolderID int64 `json:"folder_id"`
+	}
+	err := im.api.json(ctx, "POST", "/apiv2/pub/folders", map[string]any{"name": name, "parent_id": parent}, &created)
+	return created.FolderID, err
+}
+
+// progress prints a status line every second until the returned stop.
+func (im *importer) progress(total int, start time.Time) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Fprintln(im.status)
+				return
+			case <-t.C:
+			}
+			n := im.done.Load()
+			el := time.Since(start).Seconds()
+			rate := float64(im.uploaded.Load()) / el
+			eta := "?"
+			if rate > 0 {
+				eta = (time.Duration(float64(int64(total)-n)/rate) * time.Second).Round(time.Second).String()
+			}
+			width := 30
+			filled := 0
+			if total > 0 {
+				filled = int(n) * width / total
+			}
+			fmt.Fprintf(im.status, "\r[%s%s] %d/%d files  %.0f docs/s  %d failed  ETA %s   ",
+				strings.Repeat("#", filled), strings.Repeat(".", width-filled), n, total, rate, im.failed.Load(), eta)
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// importState is the append-only list of files done: "rel\tdoc_id" lines.
+type importState struct {
+	f    *os.File
+	w    *bufio.Writer
+	mu   sync.Mutex
+	seen map[string]bool
+	last time.Time
+}
+
+func openImportState(path string) (*importState, error) {
+	s := &importState{seen: map[string]bool{}}
+	if data, err := os.ReadFile(path); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			// A torn last line (a crash mid-write) is ignored: that file
+			// is uploaded again, and its key makes that a no-op.
+			if rel, id, ok := strings.Cut(line, "\t"); ok && id != "" {
+				if _, err := strconv.ParseInt(id, 10, 64); err == nil {
+					s.seen[rel] = true
+				}
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	s.f, s.w = f, bufio.NewWriter(f)
+	return s, nil
+}
+
+func (s *importState) has(rel string) bool { return s.seen[rel] }
+
+// record notes rel as done. Lines are flushed at most every 200 ms: what a
+// crash loses is only re-sent, never duplicated.
+func (s *importState) record(rel string, docID int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := fmt.Fprintf(s.w, "%s\t%d\n", rel, docID); err != nil {
+		return err
+	}
+	if time.Since(s.last) > 200*time.Millisecond {
+		s.last = time.Now()
+		return s.w.Flush()
+	}
+	return nil
+}
+
+func (s *importState) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.w.Flush()
+	_ = s.f.Close()
+}
+
+// restClient calls the gateway as one API key's user.
+type restClient struct {
+	base, token string
+	http        *http.Client
+}
+
+// apiError is a non-2xx answer.
+type apiError struct {
+	status int
+	detail string
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("%d %s", e.status, e.detail) }
+
+// isFatal tells errors that would fail every other file too.
+func isFatal(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && (ae.status == http.StatusUnauthorized || ae.status == http.StatusForbidden && strings.HasPrefix(ae.detail, "Missing required scope"))
+}
+
+func (c *restClient) do(req *http.Request, into any) error {
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var body struct {
+			Detail string `json:"detail"`
+		}
+		_ = json.Unmarshal(data, &body)
+		if body.Detail == "" {
+			body.Detail = strings.TrimSpace(string(data))
+		}
+		return &apiError{status: resp.StatusCode, detail: body.Detail}
+	}
+	if into != nil {
+		return json.Unmarshal(data, into)
+	}
+	return nil
+}
+
+func (c *restClient) json(ctx context.Context, method, path string, body, into any) error {
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return c.do(req, into)
+}
+
+// upload streams the file at path as a multipart upload (never whole in
+// memory) and returns the document id.
+func (c *restClient) upload(ctx context.Context, path, filename string, fields map[string]string, key string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		err := func() error {
+			names := make([]string, 0, len(fields))
+			for k := range fields {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			for _, k := range names {
+				if err := mw.WriteField(k, fields[k]); err != nil {
+					return err
+				}
+			}
+			h := textproto.MIMEHeader{}
+			h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename=%q`, filename))
+			h.Set("Content-Type", "application/octet-stream")
+			part, err := mw.CreatePart(h)
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(part, f); err != nil {
+				return err
+			}
+			return mw.Close()
+		}()
+		pw.CloseWithError(err)
+	}()
+	req, err := http.NewRequestWithContext(ctx, "POST", c.base+"/apiv2/pub/documents/upload", pr)
+	if err != nil {
+		pr.Close()
+		return 0, err
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Idempotency-Key", key)
+	var res struct {
+		DocID int64 `json:"doc_id"`
+	}
+	if err := c.do(req, &res); err != nil {
+		pr.Close()
+		return 0, err
+	}
+	return res.DocID, nil
+}
