@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,6 +28,7 @@ const (
 	// so one that makes the process fail cannot take a batch with it.
 	DefaultIsolateAfter    = 3
 	DefaultLinger          = 5 * time.Millisecond
+	DefaultPipeline        = 3
 	DefaultContentAttempts = 5
 	DefaultBackoffMin      = 500 * time.Millisecond
 	DefaultBackoffMax      = time.Minute
@@ -62,6 +64,10 @@ type ConsumerOptions struct {
 	// IsolateAfter: events delivered this many times are handled one by
 	// one, outside the batch.
 	IsolateAfter int
+	// Pipeline is how many batches are in flight at once: while one is
+	// written to the engine, the next is loaded. The engine keeps the
+	// newest revision of a document whatever order batches finish in.
+	Pipeline int
 }
 
 func (o *ConsumerOptions) defaults() {
@@ -73,6 +79,9 @@ func (o *ConsumerOptions) defaults() {
 	}
 	if o.Linger <= 0 {
 		o.Linger = DefaultLinger
+	}
+	if o.Pipeline <= 0 {
+		o.Pipeline = DefaultPipeline
 	}
 	if o.AckWait <= 0 {
 		o.AckWait = DefaultAckWait
@@ -183,11 +192,15 @@ func (ix *Indexer) reportPending(ctx context.Context, cons jetstream.Consumer) {
 
 // consume runs one message iterator until it fails or ctx ends.
 func (ix *Indexer) consume(ctx context.Context, cons jetstream.Consumer, o ConsumerOptions) error {
-	it, err := cons.Messages(jetstream.PullMaxMessages(o.BatchSize))
+	it, err := cons.Messages(jetstream.PullMaxMessages(o.BatchSize * o.Pipeline))
 	if err != nil {
 		return err
 	}
 	defer it.Stop()
+	// Batches in flight finish (and acknowledge) before consume returns.
+	inflight := make(chan struct{}, o.Pipeline)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for {
 		first, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
@@ -201,7 +214,12 @@ func (ix *Indexer) consume(ctx context.Context, cons jetstream.Consumer, o Consu
 			}
 			batch = append(batch, m)
 		}
-		ix.processBatch(ctx, batch, o)
+		inflight <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-inflight; wg.Done() }()
+			ix.processBatch(ctx, batch, o)
+		}()
 	}
 }
 

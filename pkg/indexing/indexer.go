@@ -39,7 +39,7 @@ const (
 	DefaultExtractTimeout = time.Minute
 	DefaultMaxTextBytes   = 8 << 20
 	DefaultMaxEmbedBytes  = 32 << 10
-	DefaultWorkers        = 4
+	DefaultWorkers        = 8
 	// DefaultCallTimeout bounds each unary call to the document service.
 	DefaultCallTimeout = 30 * time.Second
 	// DefaultEngineTimeout bounds each engine call (revision, delete,

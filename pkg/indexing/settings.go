@@ -39,6 +39,7 @@ type Settings struct {
 	ExtractTimeout time.Duration
 	Workers        int
 	BatchSize      int
+	Pipeline       int
 	Durable        string
 	TempDir        string
 
@@ -83,6 +84,7 @@ func (s *Settings) Register(l *config.Loader) {
 	l.Duration(&s.ExtractTimeout, "extract-timeout", "DOCREPO_EXTRACT_TIMEOUT", DefaultExtractTimeout, "time limit for extracting the text of one file")
 	l.Int(&s.Workers, "index-workers", "DOCREPO_INDEX_WORKERS", DefaultWorkers, "documents loaded, downloaded and extracted at once")
 	l.Int(&s.BatchSize, "index-batch", "DOCREPO_INDEX_BATCH", DefaultBatchSize, "events processed per batch")
+	l.Int(&s.Pipeline, "index-pipeline", "DOCREPO_INDEX_PIPELINE", DefaultPipeline, "batches in flight at once (one loads while another is written)")
 	l.String(&s.Durable, "index-consumer", "DOCREPO_INDEX_CONSUMER", DefaultDurable, "durable JetStream consumer name (one per search engine)")
 	l.String(&s.TempDir, "index-temp-dir", "DOCREPO_INDEX_TEMP_DIR", "", "directory for files being extracted (default: the system temp dir)")
 	l.Duration(&s.AckWait, "index-ack-wait", "DOCREPO_INDEX_ACK_WAIT", DefaultAckWait, "an event not acknowledged within this is delivered again (work in progress sends heartbeats)")
@@ -261,7 +263,7 @@ func (p *Pipeline) Consume(ctx context.Context, natsURL string) error {
 		go p.Indexer.VerifyLoop(ctx, p.settings.VerifyInterval)
 	}
 	return p.Indexer.Consume(ctx, ConsumerOptions{JetStream: js, Durable: p.settings.Durable, BatchSize: p.settings.BatchSize,
-		AckWait: p.settings.AckWait, MaxDeliver: p.settings.MaxDeliver})
+		Pipeline: p.settings.Pipeline, AckWait: p.settings.AckWait, MaxDeliver: p.settings.MaxDeliver})
 }
 
 // Close releases the pipeline's connections.
