@@ -86,15 +86,17 @@ func (b *bench) ingest(ctx context.Context) error {
 	b.latencies = b.latencies[:0]
 	_, took, err := b.uploadAll(ctx, n, doc)
 	uploading.Store(false)
-	after := cpuTicks(pids)
 	if err != nil {
 		stopProbe()
 		return err
 	}
 	start := time.Now().Add(-took)
-	doneAt, err := b.waitAll(ctx, n+len(lags))
 	stopProbe()
 	probeWG.Wait()
+	doneAt, err := b.waitAll(ctx, n+len(lags))
+	// CPU until everything is searchable: an indexer that falls behind
+	// does its work after the upload phase, and that work counts too.
+	after := cpuTicks(pids)
 	if err != nil {
 		return err
 	}
@@ -130,7 +132,7 @@ func (b *bench) ingest(ctx context.Context) error {
 		total += d
 		parts = append(parts, fmt.Sprintf("%s %.2f", name, d))
 	}
-	b.printf("CPU ms per uploaded document (upload phase, probes included): %s; total %.2f\n", strings.Join(parts, ", "), total)
+	b.printf("CPU ms per uploaded document (until all searchable, probes included): %s; total %.2f\n", strings.Join(parts, ", "), total)
 	return nil
 }
 

@@ -32,7 +32,9 @@ stack_root=${STACK_ROOT:-$root}
 for d in services/document services/folder services/schema services/search gateway; do
 	(cd "$stack_root/$d" && go build -o "$work/bin/$(basename "$d")" .)
 done
-(cd "$stack_root/pkg" && go build -o "$work/bin/devstack" ./cmd/devstack)
+for c in devstack devnats; do
+	if [ -d "$stack_root/pkg/cmd/$c" ]; then (cd "$stack_root/pkg" && go build -o "$work/bin/$c" ./cmd/$c); fi
+done
 (cd "$root/services/search" && go build -o "$work/bin/bench" ./bench)
 
 psql -q -c "CREATE DATABASE $db" postgres
