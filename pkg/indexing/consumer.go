@@ -28,7 +28,7 @@ const (
 	// so one that makes the process fail cannot take a batch with it.
 	DefaultIsolateAfter    = 3
 	DefaultLinger          = 5 * time.Millisecond
-	DefaultPipeline        = 3
+	DefaultPipeline        = 2
 	DefaultContentAttempts = 5
 	DefaultBackoffMin      = 500 * time.Millisecond
 	DefaultBackoffMax      = time.Minute
@@ -206,13 +206,20 @@ func (ix *Indexer) consume(ctx context.Context, cons jetstream.Consumer, o Consu
 		if err != nil {
 			return err
 		}
+		// The batch grows while messages keep coming within Linger, and
+		// also for as long as every pipeline slot is busy: under load,
+		// batches grow with it (fewer, larger engine writes), while a
+		// lone event still goes at once.
 		batch := []jetstream.Msg{first}
 		for len(batch) < o.BatchSize {
 			m, err := it.Next(jetstream.NextMaxWait(o.Linger))
-			if err != nil {
+			if err == nil {
+				batch = append(batch, m)
+				continue
+			}
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) || len(inflight) < cap(inflight) {
 				break
 			}
-			batch = append(batch, m)
 		}
 		inflight <- struct{}{}
 		wg.Add(1)

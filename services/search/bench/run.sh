@@ -32,7 +32,7 @@ stack_root=${STACK_ROOT:-$root}
 for d in services/document services/folder services/schema services/search gateway; do
 	(cd "$stack_root/$d" && go build -o "$work/bin/$(basename "$d")" .)
 done
-for c in devstack devnats; do
+for c in devstack devnats docrepoctl; do
 	if [ -d "$stack_root/pkg/cmd/$c" ]; then (cd "$stack_root/pkg" && go build -o "$work/bin/$c" ./cmd/$c); fi
 done
 (cd "$root/services/search" && go build -o "$work/bin/bench" ./bench)
@@ -50,8 +50,12 @@ done
 set -a; . "$work/data/devstack.env"; set +a
 export DOCREPO_PID_DIR="$work/data/pids"
 echo "bench: stack up at $DOCREPO_URL (log $work/devstack.log)" >&2
+# BENCH_CMD runs another benchmark (e.g. import.sh) against the stack, with
+# DOCREPO_URL, DATABASE_URL, DOCREPO_PID_DIR and BENCH_BIN (the binaries).
+bench=("$work/bin/bench" "$@")
+if [ -n "${BENCH_CMD:-}" ]; then export BENCH_BIN="$work/bin"; bench=("$BENCH_CMD" "$@"); fi
 if [ -n "${BENCH_OUT:-}" ]; then
-	"$work/bin/bench" "$@" | tee "$BENCH_OUT"
+	"${bench[@]}" | tee "$BENCH_OUT"
 else
-	"$work/bin/bench" "$@"
+	"${bench[@]}"
 fi
