@@ -35,7 +35,7 @@ t0=$(now)
 "$ctl" import -state "$state" "$dir" >/dev/null 2>&1 &
 pid=$!
 while kill -0 "$pid" 2>/dev/null; do
-	if [ "$(wc -l <"$state" 2>/dev/null || echo 0)" -ge $((n / 2)) ]; then kill -KILL "$pid"; break; fi
+	if [ -f "$state" ] && [ "$(wc -l <"$state")" -ge $((n / 2)) ]; then kill -KILL "$pid"; break; fi
 	sleep 0.2
 done
 wait "$pid" 2>/dev/null || true
