@@ -146,8 +146,9 @@ func (s *Service) JetStream() (jetstream.JetStream, error) {
 			s.natsErr = errors.New("NATS_URL is empty")
 			return
 		}
-		nc, err := nats.Connect(s.Config.NATSURL, nats.Name("docrepo-"+s.Name),
-			nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second))
+		opts := append([]nats.Option{nats.Name("docrepo-" + s.Name),
+			nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second)}, s.Config.NATSOptions()...)
+		nc, err := nats.Connect(s.Config.NATSURL, opts...)
 		if err != nil {
 			s.natsErr = fmt.Errorf("%s: nats: %w", s.Name, err)
 			return

@@ -11,6 +11,8 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // Loader collects settings and parses them.
@@ -156,7 +158,28 @@ type Common struct {
 	LogLevel    string
 	LogFormat   string
 	NATSURL     string
-	Migrate     bool
+	// NATSUser and NATSPassword, or NATSCreds (a .creds file: JWT and
+	// NKey), authenticate to NATS when set.
+	NATSUser     string
+	NATSPassword string
+	NATSCreds    string
+	// NATSReplicas is the replica count of the streams docrepo creates
+	// (1 on a single server; 3 on a JetStream cluster).
+	NATSReplicas int
+	Migrate      bool
+}
+
+// NATSOptions are the connection options of the NATS settings: the
+// credentials, when set.
+func (c Common) NATSOptions() []nats.Option {
+	var opts []nats.Option
+	if c.NATSUser != "" || c.NATSPassword != "" {
+		opts = append(opts, nats.UserInfo(c.NATSUser, c.NATSPassword))
+	}
+	if c.NATSCreds != "" {
+		opts = append(opts, nats.UserCredentials(c.NATSCreds))
+	}
+	return opts
 }
 
 // RegisterCommon registers the common settings with the given default gRPC
@@ -168,5 +191,9 @@ func (l *Loader) RegisterCommon(c *Common, grpcAddr, httpAddr string) {
 	l.String(&c.LogLevel, "log-level", "DOCREPO_LOG_LEVEL", "info", "log level: debug, info, warn, error")
 	l.String(&c.LogFormat, "log-format", "DOCREPO_LOG_FORMAT", "json", "log format: json or text")
 	l.String(&c.NATSURL, "nats-url", "NATS_URL", "nats://127.0.0.1:4222", "NATS server URL")
+	l.String(&c.NATSUser, "nats-user", "NATS_USER", "", "NATS user name (with NATS_PASSWORD)")
+	l.String(&c.NATSPassword, "nats-password", "NATS_PASSWORD", "", "NATS password")
+	l.String(&c.NATSCreds, "nats-creds", "NATS_CREDS", "", "NATS credentials file (JWT and NKey seed)")
+	l.Int(&c.NATSReplicas, "nats-replicas", "DOCREPO_NATS_REPLICAS", 1, "replicas of the JetStream streams docrepo creates (3 on a JetStream cluster)")
 	l.Bool(&c.Migrate, "migrate", "DOCREPO_MIGRATE", true, "apply database migrations at start-up")
 }

@@ -53,7 +53,7 @@ func DeadLetterStreamConfig(replicas int) jetstream.StreamConfig {
 // it in the event stream. When the copy cannot be stored, m is left for
 // redelivery instead (nothing is dropped).
 func (ix *Indexer) park(ctx context.Context, js jetstream.JetStream, durable string, m jetstream.Msg, delivered uint64, reason error) {
-	if err := parkMsg(ctx, js, durable, m, delivered, reason); err != nil {
+	if err := parkMsg(ctx, js, durable, m, delivered, reason, ix.o.StreamReplicas); err != nil {
 		ix.log.Error("parking an event failed; it will be delivered again", "subject", m.Subject(), "error", err)
 		_ = m.NakWithDelay(DefaultBackoffMax)
 		return
@@ -64,8 +64,14 @@ func (ix *Indexer) park(ctx context.Context, js jetstream.JetStream, durable str
 	_ = m.Term()
 }
 
-func parkMsg(ctx context.Context, js jetstream.JetStream, durable string, m jetstream.Msg, delivered uint64, reason error) error {
-	if _, err := js.CreateOrUpdateStream(ctx, DeadLetterStreamConfig(0)); err != nil {
+func parkMsg(ctx context.Context, js jetstream.JetStream, durable string, m jetstream.Msg, delivered uint64, reason error, replicas int) error {
+	// Created when missing, never updated: an operator may have changed
+	// it (replicas, age), and that stays.
+	if _, err := js.Stream(ctx, DeadLetterStream); errors.Is(err, jetstream.ErrStreamNotFound) {
+		if _, err := js.CreateStream(ctx, DeadLetterStreamConfig(replicas)); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return fmt.Errorf("dead-letter stream: %w", err)
+		}
+	} else if err != nil {
 		return fmt.Errorf("dead-letter stream: %w", err)
 	}
 	out := nats.NewMsg(DeadLetterSubjectPrefix + "." + durable + "." + m.Subject())

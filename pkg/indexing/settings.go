@@ -244,13 +244,16 @@ func (s Settings) NewPipeline(eng engine.Engine, emb embed.Embedder, logger *slo
 
 // Consume connects to NATS at natsURL and consumes document events until
 // ctx ends.
-func (p *Pipeline) Consume(ctx context.Context, natsURL string) error {
-	nc, err := nats.Connect(natsURL,
+// cfg's credentials and replica count apply.
+func (p *Pipeline) Consume(ctx context.Context, cfg config.Common) error {
+	natsURL := cfg.NATSURL
+	p.Indexer.o.StreamReplicas = cfg.NATSReplicas
+	nc, err := nats.Connect(natsURL, append([]nats.Option{
 		nats.Name("docrepo-indexer"),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250*time.Millisecond),
+		nats.ReconnectWait(250 * time.Millisecond),
 		nats.RetryOnFailedConnect(true),
-	)
+	}, cfg.NATSOptions()...)...)
 	if err != nil {
 		return fmt.Errorf("indexing: connect to NATS at %s: %w", natsURL, err)
 	}

@@ -93,8 +93,9 @@ func (s *Service) CountFolderDocuments(ctx context.Context, req *documentv1.Coun
 // folder service's folder.deleted events arrive, until ctx ends. It waits
 // for NATS and the stream when they are not there yet, and retries a
 // failed event with a back-off (the event stays unacknowledged).
-func (s *Service) ConsumeFolderEvents(ctx context.Context, js jetstream.JetStream) error {
-	cons, err := s.folderConsumer(ctx, js)
+// streamOpts are those of the relay (the stream's replicas).
+func (s *Service) ConsumeFolderEvents(ctx context.Context, js jetstream.JetStream, streamOpts ...outbox.StreamOption) error {
+	cons, err := s.folderConsumer(ctx, js, streamOpts)
 	if cons == nil {
 		return err
 	}
@@ -114,10 +115,10 @@ func (s *Service) ConsumeFolderEvents(ctx context.Context, js jetstream.JetStrea
 
 // folderConsumer creates (or finds) the durable consumer, retrying until
 // the stream exists or ctx ends (then it returns nil, nil).
-func (s *Service) folderConsumer(ctx context.Context, js jetstream.JetStream) (jetstream.Consumer, error) {
+func (s *Service) folderConsumer(ctx context.Context, js jetstream.JetStream, streamOpts []outbox.StreamOption) (jetstream.Consumer, error) {
 	wait := 100 * time.Millisecond
 	for {
-		stream, err := outbox.EnsureStream(ctx, js)
+		stream, err := outbox.EnsureStream(ctx, js, streamOpts...)
 		if err == nil {
 			var cons jetstream.Consumer
 			cons, err = stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{

@@ -147,9 +147,11 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 		svc.Go(func(ctx context.Context) error {
-			return outbox.RunRelay(ctx, svc.Pool, js, svc.Logger, outbox.Options{Name: "document"})
+			return outbox.RunRelay(ctx, svc.Pool, js, svc.Logger, outbox.Options{Name: "document"}, outbox.WithReplicas(cfg.NATSReplicas))
 		})
-		svc.Go(func(ctx context.Context) error { return service.ConsumeFolderEvents(ctx, js) })
+		svc.Go(func(ctx context.Context) error {
+			return service.ConsumeFolderEvents(ctx, js, outbox.WithReplicas(cfg.NATSReplicas))
+		})
 	} else {
 		svc.Logger.Warn("NATS_URL is empty: outbox events are stored but not published, and folder deletions are not heard")
 	}

@@ -54,7 +54,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	svc.Go(func(ctx context.Context) error {
-		return outbox.RunRelay(ctx, svc.Pool, js, svc.Logger, outbox.Options{Name: "folder"})
+		return outbox.RunRelay(ctx, svc.Pool, js, svc.Logger, outbox.Options{Name: "folder"}, outbox.WithReplicas(cfg.NATSReplicas))
 	})
 	return svc.Run(ctx)
 }

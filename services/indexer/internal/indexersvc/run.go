@@ -72,7 +72,7 @@ func Run(ctx context.Context, cfg Config) error {
 		_, err := eng.Count(ctx)
 		return err
 	}
-	svc.Go(func(ctx context.Context) error { return pipe.Consume(ctx, cfg.NATSURL) })
+	svc.Go(func(ctx context.Context) error { return pipe.Consume(ctx, cfg.Common) })
 	svc.Logger.Info("indexer started", "opensearch", cfg.OpenSearch.URL, "embedder", emb.Name())
 	return svc.Run(ctx)
 }

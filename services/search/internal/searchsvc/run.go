@@ -101,7 +101,7 @@ func Run(ctx context.Context, cfg Config) error {
 		pipe.Server.RebuildInto(embeddedRebuild(cfg.IndexDir, eng, &generation, log))
 		indexerv1.RegisterIndexerServiceServer(svc.Server.GRPC(), pipe.Server)
 		if cfg.NATSURL != "" {
-			svc.Go(func(ctx context.Context) error { return pipe.Consume(ctx, cfg.NATSURL) })
+			svc.Go(func(ctx context.Context) error { return pipe.Consume(ctx, cfg.Common) })
 		} else {
 			log.Warn("NATS_URL is empty: not consuming document events; the index changes only by reindex")
 		}
