@@ -295,3 +295,40 @@ func TestInvalidDocIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceScopesStopAtTheEdge: a key holding internal (and admin)
+// grants them over gRPC only. Through the REST API the same key is an
+// ordinary caller: another group's document is 404 and search does not
+// count it, while a direct gRPC call with the key still reads it.
+func TestServiceScopesStopAtTheEdge(t *testing.T) {
+	t.Parallel()
+	owner := newDocUser(t)
+	word := uniq("edgeword")
+	res := owner.uploadFile("edge.txt", []byte("a note about "+word))
+	path := fmt.Sprintf("/apiv2/pub/documents/%d", res.DocID)
+	strong := newUser(t, []string{uniq("g")}, auth.ScopeDocumentsRead, auth.ScopeSearch, auth.ScopeInternal, auth.ScopeAdmin)
+
+	expect(t, strong.do("GET", path, nil), 404, "Document not found")
+	query := map[string]any{"where": map[string]any{"fts": map[string]any{"query": word}}}
+	eventually(t, 10*time.Second, func() error {
+		var r struct{ Total int }
+		owner.do("POST", "/apiv2/pub/search", query).JSON(t, &r)
+		if r.Total != 1 {
+			return fmt.Errorf("the owner's search finds %d, want 1 (not indexed yet)", r.Total)
+		}
+		return nil
+	})
+	var r struct{ Total int }
+	resp := strong.do("POST", "/apiv2/pub/search", query)
+	expect(t, resp, 200)
+	resp.JSON(t, &r)
+	if r.Total != 0 {
+		t.Fatalf("an internal-scoped key over REST found %d of another group's documents, want 0", r.Total)
+	}
+
+	docs, ctx := documentClient(t, strong)
+	got, err := docs.GetDocument(ctx, &documentv1.GetDocumentRequest{DocId: res.DocID})
+	if err != nil || got.GetDocument().GetId() != res.DocID {
+		t.Fatalf("direct gRPC with the internal key: %v, %v; want the document", got, err)
+	}
+}

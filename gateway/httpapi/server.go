@@ -25,6 +25,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/docrepo/docrepo/pkg/auth"
 	"github.com/docrepo/docrepo/pkg/config"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
 	folderv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/folder/v1"
@@ -116,7 +117,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		runtime.WithErrorHandler(errorHandler),
 		runtime.WithRoutingErrorHandler(routingErrorHandler),
 		runtime.WithMetadata(func(ctx context.Context, r *http.Request) metadata.MD {
-			return metadata.Pairs(logging.RequestIDHeader, logging.RequestID(r.Context()))
+			return metadata.Pairs(logging.RequestIDHeader, logging.RequestID(r.Context()), auth.EdgeMetadataKey, "rest")
 		}),
 		runtime.WithIncomingHeaderMatcher(func(key string) (string, bool) {
 			// Authorization is forwarded by grpc-gateway itself; nothing

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/docrepo/docrepo/pkg/apierr"
+	"github.com/docrepo/docrepo/pkg/auth"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
 	"github.com/docrepo/docrepo/pkg/logging"
 )
@@ -33,7 +34,7 @@ const (
 // forwardMD is the gRPC metadata of a hand-written route: the caller's
 // credentials and the request id.
 func forwardMD(r *http.Request) metadata.MD {
-	md := metadata.Pairs(logging.RequestIDHeader, logging.RequestID(r.Context()))
+	md := metadata.Pairs(logging.RequestIDHeader, logging.RequestID(r.Context()), auth.EdgeMetadataKey, "rest")
 	if a := r.Header.Get("Authorization"); a != "" {
 		md.Set("authorization", a)
 	}

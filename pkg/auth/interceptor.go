@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 
@@ -114,13 +115,35 @@ func (i *Interceptor) Authorize(ctx context.Context, fullMethod string) (context
 	return WithPrincipal(ctx, p), nil
 }
 
-// authenticate resolves the call's bearer token to its principal.
+// authenticate resolves the call's bearer token to its principal. A call
+// that came in through the REST edge loses the service scopes: internal
+// (every document regardless of groups) and admin are for docrepo's own
+// processes and operators over gRPC, never for a REST client, whatever
+// its key holds.
 func (i *Interceptor) authenticate(ctx context.Context) (*Principal, error) {
 	token, ok := tokenFromMetadata(ctx)
 	if !ok || !WellFormed(token) {
 		return nil, ErrInvalidToken()
 	}
-	return i.authn.Authenticate(ctx, token)
+	p, err := i.authn.Authenticate(ctx, token)
+	if err != nil || !FromEdge(ctx) {
+		return p, err
+	}
+	q := *p
+	q.Scopes = slices.DeleteFunc(slices.Clone(p.Scopes), func(s string) bool { return s == ScopeInternal || s == ScopeAdmin })
+	return &q, nil
+}
+
+// EdgeMetadataKey marks a call made on behalf of a REST request: the
+// gateway sets it, and services pass it on with the caller's credentials.
+// It only ever takes power away, so a client that omits it gains nothing
+// it would not have over gRPC directly.
+const EdgeMetadataKey = "docrepo-edge"
+
+// FromEdge reports whether the call came in through the REST edge.
+func FromEdge(ctx context.Context) bool {
+	md, _ := metadata.FromIncomingContext(ctx)
+	return len(md.Get(EdgeMetadataKey)) > 0
 }
 
 // tokenFromMetadata returns the bearer token of the call's one

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/docrepo/docrepo/pkg/auth"
 	"github.com/docrepo/docrepo/pkg/logging"
 )
 
@@ -86,6 +87,10 @@ func (p propagator) outgoing(ctx context.Context) context.Context {
 		out, _ := metadata.FromOutgoingContext(ctx)
 		if len(out.Get("authorization")) == 0 {
 			pairs = append(pairs, "authorization", v[0])
+			// On the caller's behalf, with the caller's limits.
+			if e := in.Get(auth.EdgeMetadataKey); len(e) > 0 {
+				pairs = append(pairs, auth.EdgeMetadataKey, e[0])
+			}
 		}
 	}
 	if len(pairs) == 0 {
