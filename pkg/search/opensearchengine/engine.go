@@ -3,6 +3,7 @@ package opensearchengine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -122,6 +123,10 @@ func parseVersion(s string) (major, minor int, ok bool) {
 	return major, n, true
 }
 
+// errForeignIndex: the index exists but this engine did not create it (a
+// write auto-created it with dynamic mappings, or it is someone else's).
+var errForeignIndex = errors.New("it was not created by this engine")
+
 func (e *Engine) indexPath(suffix string) string { return "/" + e.cfg.Index + suffix }
 
 // ensureIndex creates the index when it is missing, and otherwise checks
@@ -151,7 +156,10 @@ func (e *Engine) createIndex(ctx context.Context) error {
 	}
 	rerr := newResponseError(http.MethodPut, path, res.Status, res.Body)
 	if rerr.Type == "resource_already_exists_exception" {
-		return nil // created concurrently by another process
+		// Created concurrently: by another docrepo process (fine), or
+		// auto-created with dynamic mappings by a write (not an index
+		// this engine can search). The mapping tells which.
+		return e.ensureIndex(ctx)
 	}
 	return rerr
 }
@@ -174,7 +182,7 @@ func (e *Engine) checkMapping(body []byte) error {
 		for field, want := range map[string]int{fieldContentVector: e.cfg.Dimensions, fieldMetadataVector: e.cfg.MetadataDimensions} {
 			p, ok := im.Mappings.Properties[field]
 			if !ok || p.Type != "knn_vector" {
-				return fmt.Errorf("opensearchengine: index %s has no knn_vector field %s: it was not created by this engine", index, field)
+				return fmt.Errorf("opensearchengine: index %s has no knn_vector field %s: %w", index, field, errForeignIndex)
 			}
 			if p.Dimension != want {
 				return fmt.Errorf("opensearchengine: index %s has %d-dimensional %s, the embedder gives %d: reindex into a new index",
@@ -336,15 +344,26 @@ func (e *Engine) Reset(ctx context.Context) error {
 	default:
 		return newResponseError(http.MethodGet, aliasPath, res.Status, res.Body)
 	}
+	// A write arriving between the delete and the create auto-creates the
+	// index with dynamic mappings; the create then finds an index that is
+	// not the engine's, and the reset starts again (a few times, then it
+	// gives up: stop the writers). Rebuilding without this window needs
+	// a new index behind an alias.
 	path := e.indexPath("")
-	res, err = e.c.do(ctx, http.MethodDelete, path, nil, nil, "")
-	if err != nil {
-		return err
+	var lastErr error
+	for range 3 {
+		res, err = e.c.do(ctx, http.MethodDelete, path, nil, nil, "")
+		if err != nil {
+			return err
+		}
+		if res.Status != http.StatusOK && res.Status != http.StatusNotFound {
+			return newResponseError(http.MethodDelete, path, res.Status, res.Body)
+		}
+		if lastErr = e.createIndex(ctx); lastErr == nil || !errors.Is(lastErr, errForeignIndex) {
+			return lastErr
+		}
 	}
-	if res.Status != http.StatusOK && res.Status != http.StatusNotFound {
-		return newResponseError(http.MethodDelete, path, res.Status, res.Body)
-	}
-	return e.createIndex(ctx)
+	return lastErr
 }
 
 // Close releases the client. Calls after Close return engine.ErrClosed.

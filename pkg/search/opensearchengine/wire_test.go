@@ -43,6 +43,12 @@ type fakeOS struct {
 	exists  bool
 	alias   bool
 	created []byte // body of the last create-index request
+	// dynamic: the index exists with dynamic mappings (auto-created by a
+	// write), not the engine's.
+	dynamic bool
+	// writesDuringReset: how many deletes are followed at once by a
+	// concurrent bulk write that auto-creates the index.
+	writesDuringReset int
 	docs    map[string]*fakeDoc
 	// failures scripts answers: path prefix → statuses returned (then
 	// removed) before the request is served normally.
@@ -89,20 +95,28 @@ func (f *fakeOS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, 404, `{"error":{"type":"index_not_found_exception","reason":"no such index [docs]"},"status":404}`)
 			return
 		}
+		if f.dynamic {
+			writeJSON(w, 200, `{"docs":{"mappings":{"properties":{"content":{"type":"text"},"content_vector":{"type":"float"}}}}}`)
+			return
+		}
 		writeJSON(w, 200, `{"docs":{"mappings":{"properties":{"content_vector":{"type":"knn_vector","dimension":4},"metadata_vector":{"type":"knn_vector","dimension":3}}}}}`)
 	case r.Method == http.MethodPut && path == idx:
 		if f.exists {
 			writeJSON(w, 400, `{"error":{"type":"resource_already_exists_exception","reason":"index [docs] already exists"},"status":400}`)
 			return
 		}
-		f.exists, f.created = true, body
+		f.exists, f.created, f.dynamic = true, body, false
 		writeJSON(w, 200, `{"acknowledged":true,"shards_acknowledged":true,"index":"docs"}`)
 	case r.Method == http.MethodDelete && path == idx:
 		if !f.exists {
 			writeJSON(w, 404, `{"error":{"type":"index_not_found_exception","reason":"no such index"},"status":404}`)
 			return
 		}
-		f.exists, f.docs = false, map[string]*fakeDoc{}
+		f.exists, f.docs, f.dynamic = false, map[string]*fakeDoc{}, false
+		if f.writesDuringReset > 0 {
+			f.writesDuringReset--
+			f.exists, f.dynamic = true, true
+		}
 		writeJSON(w, 200, `{"acknowledged":true}`)
 	case r.Method == http.MethodGet && path == "/_alias/"+f.index:
 		if f.alias {
@@ -550,7 +564,23 @@ func TestWireCountAndReset(t *testing.T) {
 	if wr, err := e.Upsert(ctx, []engine.Document{doc(1, 1)}); err != nil || wr.Written != 1 {
 		t.Fatalf("upsert after Reset = %+v, %v", wr, err)
 	}
-	f.set(func(f *fakeOS) { f.alias = true })
+	// A write landing between the delete and the create auto-creates the
+	// index with dynamic mappings: Reset notices and does it again, and
+	// never takes that index for its own.
+	f.set(func(f *fakeOS) { f.writesDuringReset = 2 })
+	if err := e.Reset(ctx); err != nil {
+		t.Fatalf("Reset with writes racing it: %v", err)
+	}
+	f.set(func(f *fakeOS) {
+		if f.dynamic || !f.exists {
+			t.Errorf("after Reset the index is dynamic=%v exists=%v, want the engine's", f.dynamic, f.exists)
+		}
+	})
+	f.set(func(f *fakeOS) { f.writesDuringReset = 10 })
+	if err := e.Reset(ctx); err == nil || !strings.Contains(err.Error(), "not created by this engine") {
+		t.Fatalf("Reset while writes keep recreating the index: %v, want an error", err)
+	}
+	f.set(func(f *fakeOS) { f.alias, f.writesDuringReset, f.dynamic = true, 0, false })
 	if err := e.Reset(ctx); err == nil || !strings.Contains(err.Error(), "alias") {
 		t.Fatalf("Reset through an alias: %v", err)
 	}
