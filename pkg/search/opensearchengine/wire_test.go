@@ -49,7 +49,7 @@ type fakeOS struct {
 	// writesDuringReset: how many deletes are followed at once by a
 	// concurrent bulk write that auto-creates the index.
 	writesDuringReset int
-	docs    map[string]*fakeDoc
+	docs              map[string]*fakeDoc
 	// failures scripts answers: path prefix → statuses returned (then
 	// removed) before the request is served normally.
 	failures map[string][]int
