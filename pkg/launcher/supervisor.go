@@ -95,10 +95,13 @@ func (s *Supervisor) watch(c *child) {
 			continue
 		}
 		c.proc = np
-		c.restarts++
-		s.mu.Unlock()
+		// The pid file names the new process before the restart counts:
+		// whoever sees the count sees the file.
 		s.writePid(c)
-		s.logf("%s restarted (pid %d, restart %d)", c.spec.Name, np.Pid(), c.restarts)
+		c.restarts++
+		restarts := c.restarts
+		s.mu.Unlock()
+		s.logf("%s restarted (pid %d, restart %d)", c.spec.Name, np.Pid(), restarts)
 	}
 }
 
@@ -166,7 +169,11 @@ func (s *Supervisor) writePid(c *child) {
 		return
 	}
 	_ = os.MkdirAll(s.PidDir, 0o755)
-	_ = os.WriteFile(filepath.Join(s.PidDir, c.spec.Name+".pid"), []byte(strconv.Itoa(c.proc.Pid())+"\n"), 0o644)
+	// Written aside and renamed: a reader never sees an empty file.
+	path := filepath.Join(s.PidDir, c.spec.Name+".pid")
+	if err := os.WriteFile(path+".tmp", []byte(strconv.Itoa(c.proc.Pid())+"\n"), 0o644); err == nil {
+		_ = os.Rename(path+".tmp", path)
+	}
 }
 
 func (s *Supervisor) logf(format string, args ...any) {
