@@ -113,7 +113,7 @@ func (c *Config) check() error {
 
 var activations = map[string]func(float32) float32{
 	"gelu": func(x float32) float32 {
-		return float32(0.5 * float64(x) * (1 + math.Erf(float64(x)/math.Sqrt2)))
+		return float32(0.5 * float64(x) * (1 + erf(float64(x)/math.Sqrt2)))
 	},
 	"gelu_new":          geluTanh,
 	"gelu_pytorch_tanh": geluTanh,
@@ -122,7 +122,7 @@ var activations = map[string]func(float32) float32{
 
 func geluTanh(x float32) float32 {
 	v := float64(x)
-	return float32(0.5 * v * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(v+0.044715*v*v*v))))
+	return float32(0.5 * v * (1 + tanh(math.Sqrt(2/math.Pi)*(v+0.044715*v*v*v))))
 }
 
 // layer holds one encoder layer's weights; query, key and value are
@@ -377,11 +377,11 @@ func (m *Model) attention(ctx, qkv []float32, offs []int) {
 				sc.vt[j*L+i] = val
 			}
 		}
-		matMulTile(sc.p, sc.q, sc.k, L, d, 0, L, 0, L, nil)
+		tileKernel(sc.p, sc.q, sc.k, L, d, 0, L, 0, L, nil)
 		for i := range L {
 			softmax(sc.p[i*L:(i+1)*L], scale)
 		}
-		matMulTile(sc.o, sc.p, sc.vt, d, L, 0, L, 0, d, nil)
+		tileKernel(sc.o, sc.p, sc.vt, d, L, 0, L, 0, d, nil)
 		for i := range L {
 			copy(ctx[(o+i)*H+h*d:(o+i)*H+(h+1)*d], sc.o[i*d:(i+1)*d])
 		}
@@ -397,7 +397,7 @@ func softmax(row []float32, scale float32) {
 	}
 	var sum float64
 	for i, v := range row {
-		e := math.Exp(float64(v - mx))
+		e := exp(float64(v - mx))
 		row[i] = float32(e)
 		sum += e
 	}

@@ -14,6 +14,23 @@ const (
 	tileCols = 64
 )
 
+// tileFunc computes dst[i0:i1, j0:j1] of a · bᵀ (+ bias); see matMulTile.
+type tileFunc func(dst, a, b []float32, n, k, i0, i1, j0, j1 int, bias []float32)
+
+// tileKernel computes one tile; matMulTileSIMD replaces the portable
+// matMulTile where the build and the CPU allow (see matmul_simd.go).
+var tileKernel tileFunc = matMulTile
+
+// tileKernels are the kernels this binary can run, by name, for tests.
+var tileKernels = map[string]tileFunc{"go-scalar": matMulTile}
+
+// kernelName names tileKernel, for benchmarks and logs.
+var kernelName = "go-scalar"
+
+// Kernel names the matrix-product kernel in use: "go-scalar", or
+// "avx2-fma" when built with GOEXPERIMENT=simd on a CPU that has them.
+func Kernel() string { return kernelName }
+
 // matMulT computes dst = a · bᵀ (+ bias): a is m×k, b is n×k (both
 // row-major, so b is the transposed right operand, which is how
 // PyTorch stores a Linear layer's weight), dst is m×n; bias, if not nil,
@@ -30,7 +47,7 @@ func matMulT(dst, a, b []float32, m, n, k int, bias []float32) {
 	parallel(tasks, func(t int) {
 		i0 := (t / colTiles) * tileRows
 		j0 := (t % colTiles) * tileCols
-		matMulTile(dst, a, b, n, k, i0, min(i0+tileRows, m), j0, min(j0+tileCols, n), bias)
+		tileKernel(dst, a, b, n, k, i0, min(i0+tileRows, m), j0, min(j0+tileCols, n), bias)
 	})
 }
 
