@@ -337,7 +337,7 @@ func BenchmarkForward(b *testing.B) {
 		{"minilm/batch=1", berttest.MiniLM(), 1},
 		{"minilm/batch=16", berttest.MiniLM(), 16},
 	} {
-		b.Run(tc.name, func(b *testing.B) {
+		b.Run("kernel="+bert.Kernel()+"/"+tc.name, func(b *testing.B) {
 			_, m := writeAndLoad(b, tc.spec)
 			n := min(128, m.MaxTokens())
 			lengths := make([]int, tc.batch)

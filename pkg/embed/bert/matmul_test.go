@@ -15,7 +15,21 @@ func randSlice(rng *rand.Rand, n int) []float32 {
 	return s
 }
 
-func TestMatMulT(t *testing.T) {
+// withKernels runs f once with each kernel the binary has.
+func withKernels(t *testing.T, f func(t *testing.T)) {
+	for name, k := range tileKernels {
+		t.Run(name, func(t *testing.T) {
+			prev := tileKernel
+			tileKernel = k
+			defer func() { tileKernel = prev }()
+			f(t)
+		})
+	}
+}
+
+func TestMatMulT(t *testing.T) { withKernels(t, testMatMulT) }
+
+func testMatMulT(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	tests := []struct{ m, n, k int }{
 		{1, 1, 1}, {1, 7, 3}, {5, 3, 8}, {4, 2, 16}, {65, 130, 33}, {128, 64, 384}, {3, 200, 5},
@@ -52,14 +66,16 @@ func TestMatMulT(t *testing.T) {
 
 // TestMatMulTRowIndependent checks that a row's result does not depend on
 // which other rows are in the product (the basis of padding invariance).
-func TestMatMulTRowIndependent(t *testing.T) {
+func TestMatMulTRowIndependent(t *testing.T) { withKernels(t, testMatMulTRowIndependent) }
+
+func testMatMulTRowIndependent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 2))
 	const n, k = 70, 97
 	b := randSlice(rng, n*k)
 	row := randSlice(rng, k)
 	alone := make([]float32, n)
 	matMulT(alone, row, b, 1, n, k, nil)
-	for _, m := range []int{2, 4, 5, 67, 130} {
+	for _, m := range []int{1, 2, 3, 4, 5, 67, 130} {
 		for _, at := range []int{0, m / 2, m - 1} {
 			a := randSlice(rng, m*k)
 			copy(a[at*k:], row)
