@@ -26,6 +26,7 @@ type Embedder interface {
 const (
 	KindHash   = "hash"
 	KindOpenAI = "openai"
+	KindLocal  = "local"
 )
 
 // ErrConfig reports an unusable configuration.
@@ -34,7 +35,7 @@ var ErrConfig = errors.New("embed: bad configuration")
 // Config selects and configures an embedder; it is what a service reads
 // from its configuration. Fields that do not apply to Kind are ignored.
 type Config struct {
-	// Kind is "hash" (the default when empty) or "openai".
+	// Kind is "hash" (the default when empty), "openai" or "local".
 	Kind string
 	// Dimensions: for hash, the vector length (default
 	// DefaultHashDimensions); for openai, the expected length (0 = take
@@ -57,6 +58,13 @@ type Config struct {
 	Timeout time.Duration
 	// HTTPClient, if set, is used instead of a new client.
 	HTTPClient *http.Client
+
+	// ModelDir, Pooling, QueryPrefix, PassagePrefix and MaxTokens
+	// configure the local embedder; see LocalConfig.
+	ModelDir                   string
+	Pooling                    string
+	QueryPrefix, PassagePrefix string
+	MaxTokens                  int
 }
 
 // New returns the embedder cfg describes.
@@ -79,6 +87,21 @@ func New(cfg Config) (Embedder, error) {
 			Timeout:        cfg.Timeout,
 			HTTPClient:     cfg.HTTPClient,
 		})
+	case KindLocal:
+		l, err := NewLocal(LocalConfig{
+			ModelDir:      cfg.ModelDir,
+			Pooling:       cfg.Pooling,
+			QueryPrefix:   cfg.QueryPrefix,
+			PassagePrefix: cfg.PassagePrefix,
+			MaxTokens:     cfg.MaxTokens,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Dimensions != 0 && cfg.Dimensions != l.Dimensions() {
+			return nil, fmt.Errorf("%w: dimensions %d configured, but the local model's are %d", ErrConfig, cfg.Dimensions, l.Dimensions())
+		}
+		return l, nil
 	}
-	return nil, fmt.Errorf("%w: unknown embedder kind %q (want %q or %q)", ErrConfig, cfg.Kind, KindHash, KindOpenAI)
+	return nil, fmt.Errorf("%w: unknown embedder kind %q (want %q, %q or %q)", ErrConfig, cfg.Kind, KindHash, KindOpenAI, KindLocal)
 }

@@ -57,6 +57,11 @@ func (h *Hash) Dimensions() int { return h.p.dim }
 // Name implements Embedder.
 func (h *Hash) Name() string { return fmt.Sprintf("hash-v1-%d", h.p.dim) }
 
+// Identity implements Identifier.
+func (h *Hash) Identity() Identity {
+	return Identity{Kind: KindHash, Model: "hash", Version: "v1", Dimensions: h.p.dim}
+}
+
 // Embed implements Embedder. It never fails except on a done ctx.
 func (h *Hash) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))

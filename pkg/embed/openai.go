@@ -101,6 +101,12 @@ func (e *OpenAI) Dimensions() int { return int(e.dim.Load()) }
 // Name implements Embedder.
 func (e *OpenAI) Name() string { return "openai:" + e.cfg.Model }
 
+// Identity implements Identifier. The version is unknown: the server
+// does not say which weights it serves under a model name.
+func (e *OpenAI) Identity() Identity {
+	return Identity{Kind: KindOpenAI, Model: e.cfg.Model, Dimensions: e.Dimensions()}
+}
+
 type embeddingRequest struct {
 	Model          string   `json:"model"`
 	Input          []string `json:"input"`

@@ -19,6 +19,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/docrepo/docrepo/pkg/embed/bert"
@@ -70,11 +71,11 @@ func Vocab() []string {
 			"myocardial infarction vehicle drive protein cell cells gene tumor patients "+
 			"query passage document search semantic vector embed ##ding ##s ##ing ##ed "+
 			"un ##aff ##able run ##ning . , ! ? ; : ' \" ( ) - [ ] / %")...)
-	for c := 'a'; c <= 'z'; c++ {
-		v = append(v, string(c), "##"+string(c))
-	}
-	for c := '0'; c <= '9'; c++ {
-		v = append(v, string(c), "##"+string(c))
+	for _, c := range "abcdefghijklmnopqrstuvwxyz0123456789" {
+		if !slices.Contains(v, string(c)) {
+			v = append(v, string(c))
+		}
+		v = append(v, "##"+string(c))
 	}
 	return v
 }

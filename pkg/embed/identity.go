@@ -1,0 +1,65 @@
+package embed
+
+import (
+	"context"
+	"fmt"
+)
+
+// Identity says which embedder wrote a vector, so that an index can
+// record it and refuse, or re-embed, when a different one starts.
+// Vectors are comparable when Kind, Version and Dimensions agree.
+type Identity struct {
+	// Kind is "hash", "openai" or "local".
+	Kind string
+	// Model names the model: "hash", the server's model name, or the
+	// local model directory's name.
+	Model string
+	// Version changes whenever the vectors would: for hash the
+	// algorithm version, for local a digest of the weights, tokenizer,
+	// pooling, passage prefix and window; for openai it is empty (the
+	// server does not say which weights it runs).
+	Version string
+	// Dimensions is the vector length (0 for openai before its first
+	// answer when not configured).
+	Dimensions int
+}
+
+// String is a compact form for logs: kind:model@version/dimensions.
+func (id Identity) String() string {
+	s := id.Kind + ":" + id.Model
+	if id.Version != "" {
+		s += "@" + id.Version
+	}
+	return fmt.Sprintf("%s/%d", s, id.Dimensions)
+}
+
+// Identifier is implemented by embedders that report an Identity; every
+// embedder of this package does.
+type Identifier interface {
+	Identity() Identity
+}
+
+// IdentityOf returns e's identity, or one made of its name and
+// dimensions for an embedder that does not report one.
+func IdentityOf(e Embedder) Identity {
+	if i, ok := e.(Identifier); ok {
+		return i.Identity()
+	}
+	return Identity{Model: e.Name(), Dimensions: e.Dimensions()}
+}
+
+// QueryEmbedder is implemented by embedders whose model embeds search
+// queries differently from documents (e5 models want "query: " before a
+// query and "passage: " before a document).
+type QueryEmbedder interface {
+	EmbedQueries(ctx context.Context, queries []string) ([][]float32, error)
+}
+
+// EmbedQueries embeds search queries with e: through EmbedQueries where
+// e has it, else with Embed.
+func EmbedQueries(ctx context.Context, e Embedder, queries []string) ([][]float32, error) {
+	if q, ok := e.(QueryEmbedder); ok {
+		return q.EmbedQueries(ctx, queries)
+	}
+	return e.Embed(ctx, queries)
+}
