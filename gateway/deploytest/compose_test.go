@@ -379,7 +379,7 @@ func checkCompose(t testing.TB, p *types.Project) []string {
 	if a, b := p.Services["search"], p.Services["indexer"]; a.Name != "" && b.Name != "" {
 		ea, eb := env(a), env(b)
 		for _, v := range sortedKeys(cmds["search"].vars) {
-			if strings.HasPrefix(v, "DOCREPO_EMBEDDER") && cmds["indexer"].vars[v] && ea[v] != eb[v] {
+			if strings.HasPrefix(v, "DOCREPO_EMBED") && cmds["indexer"].vars[v] && ea[v] != eb[v] {
 				add("search", "%s=%q but the indexer has %q: query and document vectors would not compare", v, ea[v], eb[v])
 			}
 		}

@@ -458,7 +458,7 @@ func checkK8s(t testing.TB, r *rendered, files map[string]string) []string {
 	// Search and the indexer embed with the same settings.
 	if a, b := envOf["search"], envOf["indexer"]; a != nil && b != nil {
 		for _, v := range sortedKeys(a) {
-			if strings.HasPrefix(v, "DOCREPO_EMBEDDER") && a[v] != b[v] {
+			if strings.HasPrefix(v, "DOCREPO_EMBED") && a[v] != b[v] {
 				add("Deployment search", "%s=%q but the indexer has %q", v, a[v], b[v])
 			}
 		}

@@ -34,6 +34,12 @@ type Settings struct {
 	EmbedderModel      string
 	EmbedderAPIKey     string
 	EmbedderDimensions int
+	// The local embedder's model directory and settings.
+	EmbedModelDir      string
+	EmbedPooling       string
+	EmbedQueryPrefix   string
+	EmbedPassagePrefix string
+	EmbedMaxTokens     int
 
 	MaxFileBytes   int64
 	ExtractTimeout time.Duration
@@ -68,11 +74,16 @@ type Settings struct {
 // RegisterEmbedder registers the embedder settings alone (for a process
 // that embeds but does not index).
 func (s *Settings) RegisterEmbedder(l *config.Loader) {
-	l.String(&s.Embedder, "embedder", "DOCREPO_EMBEDDER", embed.KindHash, "embedder: hash (built in) or openai (any OpenAI-compatible /v1/embeddings server)")
+	l.String(&s.Embedder, "embedder", "DOCREPO_EMBEDDER", embed.KindHash, "embedder: hash (built in), openai (any OpenAI-compatible /v1/embeddings server) or local (a BERT-family sentence-embedding model run in the process, from DOCREPO_EMBED_MODEL_DIR)")
 	l.String(&s.EmbedderURL, "embedder-url", "DOCREPO_EMBEDDER_URL", "", "base URL of the OpenAI-compatible embeddings server, e.g. http://localhost:11434/v1")
 	l.String(&s.EmbedderModel, "embedder-model", "DOCREPO_EMBEDDER_MODEL", "", "embedding model name (openai embedder)")
 	l.String(&s.EmbedderAPIKey, "embedder-api-key", "DOCREPO_EMBEDDER_API_KEY", "", "bearer key of the embeddings server (openai embedder)")
-	l.Int(&s.EmbedderDimensions, "embedder-dimensions", "DOCREPO_EMBEDDER_DIMENSIONS", 0, "vector length: hash default 768; openai 0 means what the server returns")
+	l.Int(&s.EmbedderDimensions, "embedder-dimensions", "DOCREPO_EMBEDDER_DIMENSIONS", 0, "vector length: hash default 768; openai 0 means what the server returns; local: the model's (0, or the same)")
+	l.String(&s.EmbedModelDir, "embed-model-dir", "DOCREPO_EMBED_MODEL_DIR", "", "local embedder: directory with config.json, model.safetensors and tokenizer.json or vocab.txt of a BERT-family sentence-embedding model (all-MiniLM-L6-v2, bge-small-en-v1.5, e5-small-v2, ...)")
+	l.String(&s.EmbedPooling, "embed-pooling", "DOCREPO_EMBED_POOLING", "", "local embedder: mean or cls (default: the model directory's 1_Pooling/config.json, else mean)")
+	l.String(&s.EmbedQueryPrefix, "embed-query-prefix", "DOCREPO_EMBED_QUERY_PREFIX", "", `local embedder: text put before every search query (e5 models: "query: "; default: the model directory's prompts, else none)`)
+	l.String(&s.EmbedPassagePrefix, "embed-passage-prefix", "DOCREPO_EMBED_PASSAGE_PREFIX", "", `local embedder: text put before every document passage (e5 models: "passage: "; default: the model directory's prompts, else none)`)
+	l.Int(&s.EmbedMaxTokens, "embed-max-tokens", "DOCREPO_EMBED_MAX_TOKENS", 0, "local embedder: longest sequence given to the model, in tokens (0: the model directory's max_seq_length, else 512, at most the model's positions)")
 }
 
 // Register registers every pipeline setting.
@@ -168,13 +179,21 @@ func (s Settings) NewOCR(logger *slog.Logger) (*ocr.Engine, map[string]string, e
 // dimensions are known before an engine is opened with them.
 func (s Settings) NewEmbedder(ctx context.Context) (embed.Embedder, error) {
 	emb, err := embed.New(embed.Config{
-		Kind:       s.Embedder,
-		Dimensions: s.EmbedderDimensions,
-		BaseURL:    s.EmbedderURL,
-		Model:      s.EmbedderModel,
-		APIKey:     s.EmbedderAPIKey,
+		Kind:          s.Embedder,
+		Dimensions:    s.EmbedderDimensions,
+		BaseURL:       s.EmbedderURL,
+		Model:         s.EmbedderModel,
+		APIKey:        s.EmbedderAPIKey,
+		ModelDir:      s.EmbedModelDir,
+		Pooling:       s.EmbedPooling,
+		QueryPrefix:   s.EmbedQueryPrefix,
+		PassagePrefix: s.EmbedPassagePrefix,
+		MaxTokens:     s.EmbedMaxTokens,
 	})
 	if err != nil {
+		if strings.EqualFold(strings.TrimSpace(s.Embedder), embed.KindLocal) {
+			return nil, fmt.Errorf("DOCREPO_EMBEDDER=local, DOCREPO_EMBED_MODEL_DIR=%q: %w", s.EmbedModelDir, err)
+		}
 		return nil, err
 	}
 	if emb.Dimensions() == 0 {
