@@ -38,6 +38,22 @@ type textEmbedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
+// queryEmbedder is implemented by embedders whose model embeds search
+// queries differently from documents (pkg/embed's local embedder, with a
+// query prefix such as e5's "query: ").
+type queryEmbedder interface {
+	EmbedQueries(ctx context.Context, queries []string) ([][]float32, error)
+}
+
+// embedQueries embeds search queries, as queries where the embedder
+// makes the difference.
+func (s *Service) embedQueries(ctx context.Context, queries []string) ([][]float32, error) {
+	if q, ok := s.emb.(queryEmbedder); ok {
+		return q.EmbedQueries(ctx, queries)
+	}
+	return s.emb.Embed(ctx, queries)
+}
+
 // Service implements SearchService.
 type Service struct {
 	searchv1.UnimplementedSearchServiceServer
@@ -103,7 +119,7 @@ func (s *Service) Search(ctx context.Context, req *searchv1.SearchRequest) (*sea
 
 	ereq := engine.Request{Query: q, Plan: plan, GroupIDs: p.GroupIDs, Unrestricted: p.Unrestricted()}
 	if plan.Vector != nil {
-		vecs, err := s.emb.Embed(ctx, []string{plan.Vector.Query})
+		vecs, err := s.embedQueries(ctx, []string{plan.Vector.Query})
 		if err == nil && len(vecs) != 1 {
 			err = errors.New("embedder returned no vector")
 		}

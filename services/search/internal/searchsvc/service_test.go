@@ -217,3 +217,44 @@ func TestSearchTimeout(t *testing.T) {
 		t.Fatalf("timeout took %v", d)
 	}
 }
+
+// prefixEmbedder embeds documents and queries differently, as a model
+// with a query prefix does.
+type prefixEmbedder struct{ queries, documents int }
+
+func (p *prefixEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	p.documents += len(texts)
+	return make([][]float32, len(texts)), nil
+}
+
+func (p *prefixEmbedder) EmbedQueries(_ context.Context, texts []string) ([][]float32, error) {
+	p.queries += len(texts)
+	return make([][]float32, len(texts)), nil
+}
+
+func TestQueriesEmbeddedAsQueries(t *testing.T) {
+	tests := []struct {
+		name          string
+		hideQueryForm bool
+		wantQueries   int
+		wantDocuments int
+	}{
+		{name: "embedder with a query form", wantQueries: 1},
+		{name: "embedder without one", hideQueryForm: true, wantDocuments: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &prefixEmbedder{}
+			s := &Service{emb: p}
+			if tc.hideQueryForm {
+				s.emb = struct{ textEmbedder }{p}
+			}
+			if _, err := s.embedQueries(context.Background(), []string{"heart attack"}); err != nil {
+				t.Fatal(err)
+			}
+			if p.queries != tc.wantQueries || p.documents != tc.wantDocuments {
+				t.Errorf("queries %d, documents %d; want %d, %d", p.queries, p.documents, tc.wantQueries, tc.wantDocuments)
+			}
+		})
+	}
+}
