@@ -13,7 +13,7 @@
 //
 // Configuration (flags or environment): the common service settings, the
 // pipeline settings of indexing.Settings (DOCREPO_DOCUMENT_ADDR,
-// DOCREPO_SERVICE_TOKEN, DOCREPO_EMBEDDER*, DOCREPO_INDEX_*,
+// DOCREPO_SERVICE_TOKEN, DOCREPO_EMBEDDER*, DOCREPO_EMBED_*, DOCREPO_INDEX_*,
 // DOCREPO_EXTRACT_TIMEOUT, the OCR settings DOCREPO_OCR* of pkg/ocr and the
 // README's OCR section) and OPENSEARCH_URL, OPENSEARCH_USERNAME,
 // OPENSEARCH_PASSWORD, OPENSEARCH_INDEX. /readyz is ready when OpenSearch

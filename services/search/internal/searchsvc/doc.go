@@ -37,9 +37,12 @@
 // DOCREPO_METRICS_ADDR default 127.0.0.1:9113, NATS_URL, ...);
 // DOCREPO_INDEX_DIR (default ./.data/index); DOCREPO_SEARCH_TIMEOUT (default
 // 10s); OPENSEARCH_URL, OPENSEARCH_USERNAME, OPENSEARCH_PASSWORD,
-// OPENSEARCH_INDEX; the embedder (DOCREPO_EMBEDDER hash|openai,
+// OPENSEARCH_INDEX; the embedder (DOCREPO_EMBEDDER hash|openai|local,
 // DOCREPO_EMBEDDER_URL, DOCREPO_EMBEDDER_MODEL, DOCREPO_EMBEDDER_API_KEY,
-// DOCREPO_EMBEDDER_DIMENSIONS), which must be the indexer's; and in embedded
+// DOCREPO_EMBEDDER_DIMENSIONS, and for local DOCREPO_EMBED_MODEL_DIR and
+// the other DOCREPO_EMBED_* settings), which must be the indexer's; vector
+// queries are embedded as queries (with the local model's query prefix,
+// if any); and in embedded
 // mode the pipeline's settings (indexing.Settings): DOCREPO_DOCUMENT_ADDR,
 // DOCREPO_SERVICE_TOKEN (a key with the internal scope; required),
 // DOCREPO_INDEX_MAX_FILE_BYTES (256 MiB: larger files are indexed without
