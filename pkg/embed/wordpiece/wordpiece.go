@@ -445,36 +445,44 @@ func (t *Tokenizer) Encode(text string, maxLen int) []int32 {
 func (t *Tokenizer) Tokenize(text string) []Token {
 	out := make([]Token, 0, len(text)/4+1)
 	var s scratch
-	for len(text) > 0 {
-		at, a := t.nextAdded(text)
-		out = t.tokenizeSegment(out, text[:at], s.base, &s)
-		if a == nil {
-			break
-		}
-		out = append(out, Token{ID: a.id, Start: s.base + at, End: s.base + at + len(a.content)})
-		consumed := at + len(a.content)
-		text = text[consumed:]
-		s.base += consumed
+	// next[i] is where added token i next occurs at or after pos (-1:
+	// nowhere; below pos: not yet looked for), so that each is searched
+	// for across the text once, however many of them it holds.
+	next := make([]int, len(t.added))
+	for i := range next {
+		next[i] = -2
 	}
-	return out
-}
-
-// nextAdded finds the first added token in text: its byte offset, or
-// len(text) and nil.
-func (t *Tokenizer) nextAdded(text string) (int, *addedToken) {
-	best, bestAt := (*addedToken)(nil), len(text)
-	for i := range t.added {
-		a := &t.added[i]
-		if at := strings.Index(text[:min(len(text), bestAt+len(a.content))], a.content); at >= 0 && at < bestAt {
-			best, bestAt = a, at
+	pos := 0
+	for {
+		best, bestAt := -1, len(text)
+		for i, a := range t.added {
+			if next[i] == -1 {
+				continue
+			}
+			if next[i] < pos {
+				at := strings.Index(text[pos:], a.content)
+				if at < 0 {
+					next[i] = -1
+					continue
+				}
+				next[i] = pos + at
+			}
+			if next[i] < bestAt { // ties go to the longer token, listed first
+				best, bestAt = i, next[i]
+			}
 		}
+		out = t.tokenizeSegment(out, text[pos:bestAt], pos, &s)
+		if best < 0 {
+			return out
+		}
+		a := t.added[best]
+		out = append(out, Token{ID: a.id, Start: bestAt, End: bestAt + len(a.content)})
+		pos = bestAt + len(a.content)
 	}
-	return bestAt, best
 }
 
 // scratch holds buffers reused across the segments of one text.
 type scratch struct {
-	base  int // byte offset of the segment in the original text
 	runes []nrune
 	word  []byte
 	buf   []byte

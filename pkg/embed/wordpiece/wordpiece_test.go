@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // miniLMTokenizer is the tokenizer.json of sentence-transformers'
@@ -94,6 +95,8 @@ func TestMiniLMTokenIDs(t *testing.T) {
 		{"special tokens in the text are kept whole", "a [MASK] b[SEP]",
 			// a [MASK] b [SEP]
 			[]int32{1037, 103, 1038, 102}},
+		{"many special tokens", "[SEP][SEP]a[MASK][SEP][CLS]",
+			[]int32{102, 102, 1037, 103, 102, 101}},
 		{"special token spelled in lower case is text", "a [mask]",
 			// a [ mask ]
 			[]int32{1037, 1031, 7308, 1033}},
@@ -253,6 +256,20 @@ func TestLoad(t *testing.T) {
 				t.Errorf("Encode(%q) = %v, want %v", text, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestManySpecialTokensIsLinear guards against searching the whole text
+// again for every special token found in it.
+func TestManySpecialTokensIsLinear(t *testing.T) {
+	tok := loadMiniLM(t)
+	text := strings.Repeat("[SEP] x ", 50_000) // 400 kB, 100,000 tokens
+	start := time.Now()
+	if n := len(tok.Tokenize(text)); n != 100_000 {
+		t.Fatalf("%d tokens", n)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
 	}
 }
 
