@@ -18,30 +18,7 @@ import (
 // a body that arrives slowly but steadily, taking several stall periods in
 // all, is read to the end and answered.
 func TestStalledBodiesAreCutSlowOnesAreNot(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	go func() {
-		_ = Run(ctx, Config{
-			Listener: lis, Logger: logging.NewTo(io.Discard, "gateway", "info", "json"),
-			DocumentAddr: "127.0.0.1:1", FolderAddr: "127.0.0.1:1", SearchAddr: "127.0.0.1:1", SchemaAddr: "127.0.0.1:1",
-			StallTimeout: 300 * time.Millisecond,
-		})
-	}()
-	var conn net.Conn
-	for i := 0; i < 100; i++ {
-		if conn, err = net.Dial("tcp", addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr, conn := startStallGateway(t, 300*time.Millisecond)
 	body := `{"name":"` + strings.Repeat("a", 100) + `"}`
 	head := fmt.Sprintf("POST /apiv2/pub/folders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer drk_x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
 
@@ -79,34 +56,43 @@ func TestStalledBodiesAreCutSlowOnesAreNot(t *testing.T) {
 // though its announced body never arrives: the stall deadlines must not
 // make the server drain a body the handler never read.
 func TestRefusedUploadIsAnsweredWithoutItsBody(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	go func() {
-		_ = Run(ctx, Config{
-			Listener: lis, Logger: logging.NewTo(io.Discard, "gateway", "info", "json"),
-			DocumentAddr: "127.0.0.1:1", FolderAddr: "127.0.0.1:1", SearchAddr: "127.0.0.1:1", SchemaAddr: "127.0.0.1:1",
-			StallTimeout: time.Minute,
-		})
-	}()
-	var c net.Conn
-	for i := 0; i < 100; i++ {
-		if c, err = net.Dial("tcp", lis.Addr().String()); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := startStallGateway(t, time.Minute)
 	defer c.Close()
 	fmt.Fprintf(c, "POST /apiv2/pub/documents/upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: %d\r\n\r\n--b\r\n", int64(1)<<30)
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	status, err := bufio.NewReader(c).ReadString('\n')
 	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 503") {
 		t.Fatalf("got %q, %v; want the 503 before the body", status, err)
+	}
+}
+
+// startStallGateway runs a gateway with the stall timeout (its backends
+// unreachable) until the test ends, and returns its address and a
+// connection to it.
+func startStallGateway(t *testing.T, stall time.Duration) (string, net.Conn) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	go func() {
+		_ = Run(ctx, Config{
+			Listener: lis, Logger: logging.NewTo(io.Discard, "gateway", "info", "json"),
+			DocumentAddr: "127.0.0.1:1", FolderAddr: "127.0.0.1:1", SearchAddr: "127.0.0.1:1", SchemaAddr: "127.0.0.1:1",
+			StallTimeout: stall,
+		})
+	}()
+	addr := lis.Addr().String()
+	for i := 0; ; i++ {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			return addr, conn
+		}
+		if i == 100 {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

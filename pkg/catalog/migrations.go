@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"embed"
-	"io/fs"
 
 	"github.com/docrepo/docrepo/pkg/database"
 )
@@ -17,10 +16,4 @@ const Schema = "schema"
 // Migrations is the schema service's migration set; the schema service
 // applies it at start-up, and docrepoctl before it writes doc types or
 // templates.
-var Migrations = func() database.MigrationSet {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err)
-	}
-	return database.MigrationSet{Schema: Schema, Component: "schema", FS: sub}
-}()
+var Migrations = database.Embedded(migrationFiles, Schema, "schema")

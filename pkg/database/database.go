@@ -93,6 +93,16 @@ type MigrationSet struct {
 	FS fs.FS
 }
 
+// Embedded is the set of the SQL files in the directory migrations of
+// files (a package's //go:embed migrations/*.sql).
+func Embedded(files fs.FS, schema, component string) MigrationSet {
+	sub, err := fs.Sub(files, "migrations")
+	if err != nil {
+		panic(err) // only for an invalid literal path
+	}
+	return MigrationSet{Schema: schema, Component: component, FS: sub}
+}
+
 // Migration is one SQL file of a set.
 type Migration struct {
 	Version int

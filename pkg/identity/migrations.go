@@ -2,7 +2,6 @@ package identity
 
 import (
 	"embed"
-	"io/fs"
 
 	"github.com/docrepo/docrepo/pkg/database"
 )
@@ -16,10 +15,4 @@ const Schema = "identity"
 // Migrations is the identity tables' migration set. Every service applies
 // it at start-up (it authenticates against these tables), as do docrepoctl
 // and the dev stack.
-var Migrations = func() database.MigrationSet {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err)
-	}
-	return database.MigrationSet{Schema: Schema, Component: "identity", FS: sub}
-}()
+var Migrations = database.Embedded(migrationFiles, Schema, "identity")

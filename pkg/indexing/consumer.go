@@ -64,6 +64,9 @@ type ConsumerOptions struct {
 	// IsolateAfter: events delivered this many times are handled one by
 	// one, outside the batch.
 	IsolateAfter int
+	// StreamReplicas is the replica count of the dead-letter stream when
+	// the consumer creates it.
+	StreamReplicas int
 	// Pipeline is how many batches are in flight at once: while one is
 	// written to the engine, the next is loaded. The engine keeps the
 	// newest revision of a document whatever order batches finish in.
@@ -255,11 +258,11 @@ func (ix *Indexer) processBatch(ctx context.Context, batch []jetstream.Msg, o Co
 		}
 		if err != nil {
 			metricFailed.WithLabelValues("bad_event").Inc()
-			ix.park(ctx, o.JetStream, o.Durable, m, pm.delivered, fmt.Errorf("not a valid document event: %w", err))
+			ix.park(ctx, o, m, pm.delivered, fmt.Errorf("not a valid document event: %w", err))
 			continue
 		}
 		if pm.delivered > uint64(o.MaxDeliver) {
-			ix.park(ctx, o.JetStream, o.Durable, m, pm.delivered, errDeliveredTooOften{pm.delivered})
+			ix.park(ctx, o, m, pm.delivered, errDeliveredTooOften{pm.delivered})
 			continue
 		}
 		if ev.GetOccurredAt() != nil {
@@ -377,7 +380,7 @@ func (ix *Indexer) settle(ctx context.Context, it Item, r Result, msgs []pending
 		if !transient(r.Err) {
 			metricFailed.WithLabelValues("bad_event").Inc()
 			for _, pm := range msgs {
-				ix.park(ctx, o.JetStream, o.Durable, pm.msg, pm.delivered, fmt.Errorf("the document service refuses it: %w", r.Err))
+				ix.park(ctx, o, pm.msg, pm.delivered, fmt.Errorf("the document service refuses it: %w", r.Err))
 			}
 			return
 		}

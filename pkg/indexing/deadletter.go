@@ -52,8 +52,8 @@ func DeadLetterStreamConfig(replicas int) jetstream.StreamConfig {
 // park copies m with its reason into the dead-letter stream and terminates
 // it in the event stream. When the copy cannot be stored, m is left for
 // redelivery instead (nothing is dropped).
-func (ix *Indexer) park(ctx context.Context, js jetstream.JetStream, durable string, m jetstream.Msg, delivered uint64, reason error) {
-	if err := parkMsg(ctx, js, durable, m, delivered, reason, ix.o.StreamReplicas); err != nil {
+func (ix *Indexer) park(ctx context.Context, o ConsumerOptions, m jetstream.Msg, delivered uint64, reason error) {
+	if err := parkMsg(ctx, o.JetStream, o.Durable, m, delivered, reason, o.StreamReplicas); err != nil {
 		ix.log.Error("parking an event failed; it will be delivered again", "subject", m.Subject(), "error", err)
 		_ = m.NakWithDelay(DefaultBackoffMax)
 		return

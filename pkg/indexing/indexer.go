@@ -53,13 +53,10 @@ const (
 // Options configure an Indexer. Engine, Source and Embedder are required;
 // zero values elsewhere take the defaults above.
 type Options struct {
-	// StreamReplicas is the replica count of the dead-letter stream when
-	// the indexer creates it.
-	StreamReplicas int
-	Engine         engine.Engine
-	Source         Source
-	Embedder       embed.Embedder
-	Logger         *slog.Logger
+	Engine   engine.Engine
+	Source   Source
+	Embedder embed.Embedder
+	Logger   *slog.Logger
 	// MaxFileBytes: larger files are indexed without content.
 	MaxFileBytes int64
 	// ExtractTimeout bounds the text extraction of one file.

@@ -266,7 +266,6 @@ func (s Settings) NewPipeline(eng engine.Engine, emb embed.Embedder, logger *slo
 // cfg's credentials and replica count apply.
 func (p *Pipeline) Consume(ctx context.Context, cfg config.Common) error {
 	natsURL := cfg.NATSURL
-	p.Indexer.o.StreamReplicas = cfg.NATSReplicas
 	nc, err := nats.Connect(natsURL, append([]nats.Option{
 		nats.Name("docrepo-indexer"),
 		nats.MaxReconnects(-1),
@@ -285,7 +284,7 @@ func (p *Pipeline) Consume(ctx context.Context, cfg config.Common) error {
 		go p.Indexer.VerifyLoop(ctx, p.settings.VerifyInterval)
 	}
 	return p.Indexer.Consume(ctx, ConsumerOptions{JetStream: js, Durable: p.settings.Durable, BatchSize: p.settings.BatchSize,
-		Pipeline: p.settings.Pipeline, AckWait: p.settings.AckWait, MaxDeliver: p.settings.MaxDeliver})
+		Pipeline: p.settings.Pipeline, StreamReplicas: cfg.NATSReplicas, AckWait: p.settings.AckWait, MaxDeliver: p.settings.MaxDeliver})
 }
 
 // Close releases the pipeline's connections.

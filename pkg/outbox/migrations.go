@@ -2,7 +2,6 @@ package outbox
 
 import (
 	"embed"
-	"io/fs"
 
 	"github.com/docrepo/docrepo/pkg/database"
 )
@@ -14,9 +13,5 @@ var migrationFiles embed.FS
 // schema of the service that writes the events. Apply it after the
 // service's own set.
 func Migrations(schema string) database.MigrationSet {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err)
-	}
-	return database.MigrationSet{Schema: schema, Component: "outbox", FS: sub}
+	return database.Embedded(migrationFiles, schema, "outbox")
 }

@@ -8,9 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	indexerv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/indexer/v1"
 	"github.com/docrepo/docrepo/pkg/grpcclient"
 )
@@ -53,21 +50,13 @@ func ocrCmd(ctx context.Context, e deployEnv) error {
 		defer revoke()
 		token = tok
 	}
-	var last error
-	for i, target := range targets {
+	return tryTargets(targets, e.stderr, "ocr status", func(target string) error {
 		st, err := fetchOCRStatus(ctx, target, token)
 		if err == nil {
 			renderOCRStatus(e.stdout, st, time.Now())
-			return nil
 		}
-		last = err
-		if status.Code(err) != codes.Unavailable && status.Code(err) != codes.Unimplemented || i == len(targets)-1 {
-			break
-		}
-		fmt.Fprintf(e.stderr, "ocr status: %s does not answer (%v); trying %s (the search service runs the indexer with the embedded engine)\n",
-			target, status.Code(err), targets[i+1])
-	}
-	return last
+		return err
+	})
 }
 
 func fetchOCRStatus(ctx context.Context, target, token string) (*indexerv1.GetOcrStatusResponse, error) {

@@ -83,9 +83,19 @@ func reindexCmd(ctx context.Context, e deployEnv) error {
 		token = tok
 	}
 	out := newProgressWriter(e.stdout, isTerminal(e.stdout))
+	return tryTargets(targets, e.stderr, "reindex", func(target string) error {
+		return runReindex(ctx, target, token, &indexerv1.ReindexRequest{Recreate: recreate, Verify: verify}, out)
+	})
+}
+
+// tryTargets calls call on each indexer address in turn until one answers:
+// an address that is down or does not serve the indexer's RPCs (the
+// indexer service, or the search service with the embedded engine) passes
+// to the next; any other answer, or the last one's, is the result.
+func tryTargets(targets []string, stderr io.Writer, what string, call func(target string) error) error {
 	var last error
 	for i, target := range targets {
-		err := runReindex(ctx, target, token, &indexerv1.ReindexRequest{Recreate: recreate, Verify: verify}, out)
+		err := call(target)
 		if err == nil {
 			return nil
 		}
@@ -93,8 +103,8 @@ func reindexCmd(ctx context.Context, e deployEnv) error {
 		if status.Code(err) != codes.Unavailable && status.Code(err) != codes.Unimplemented || i == len(targets)-1 {
 			break
 		}
-		fmt.Fprintf(e.stderr, "reindex: %s does not serve reindex (%v); trying %s (the search service runs the indexer with the embedded engine)\n",
-			target, status.Code(err), targets[i+1])
+		fmt.Fprintf(stderr, "%s: %s does not answer (%v); trying %s (the search service runs the indexer with the embedded engine)\n",
+			what, target, status.Code(err), targets[i+1])
 	}
 	return last
 }

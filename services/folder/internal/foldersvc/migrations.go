@@ -2,7 +2,6 @@ package foldersvc
 
 import (
 	"embed"
-	"io/fs"
 
 	"github.com/docrepo/docrepo/pkg/database"
 	"github.com/docrepo/docrepo/pkg/identity"
@@ -19,13 +18,9 @@ const Schema = "folder"
 // identity (it authenticates callers against it), its own tables, and its
 // outbox.
 func Migrations() []database.MigrationSet {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err)
-	}
 	return []database.MigrationSet{
 		identity.Migrations,
-		{Schema: Schema, Component: Schema, FS: sub},
+		database.Embedded(migrationFiles, Schema, Schema),
 		outbox.Migrations(Schema),
 	}
 }
