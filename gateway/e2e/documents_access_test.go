@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,7 +104,7 @@ func TestInternalCallers(t *testing.T) {
 	res := owner.uploadFile("indexed.txt", content, field("doc_status", "new"))
 	expect(t, owner.do("PATCH", fmt.Sprintf("/apiv3/pub/documents/%d", res.DocID), map[string]any{"doc_status": "seen"}), 200)
 
-	indexer := newUser(t, nil, auth.ScopeInternal)
+	indexer := newService(t, auth.ScopeInternal)
 	docs, ctx := documentClient(t, indexer)
 	got, err := docs.GetIndexDocument(ctx, &documentv1.GetIndexDocumentRequest{DocId: res.DocID})
 	if err != nil {
@@ -296,19 +297,31 @@ func TestInvalidDocIDs(t *testing.T) {
 	}
 }
 
-// TestServiceScopesStopAtTheEdge: a key holding internal (and admin)
-// grants them over gRPC only. Through the REST API the same key is an
-// ordinary caller: another group's document is 404 and search does not
-// count it, while a direct gRPC call with the key still reads it.
+// TestServiceScopesStopAtTheEdge: internal (every document regardless of
+// groups) and admin belong to service credentials only. An API key cannot
+// hold them, not even by hand-written SQL; a service credential works over
+// gRPC, and the REST API refuses it with a 403 (and does not count what it
+// would see).
 func TestServiceScopesStopAtTheEdge(t *testing.T) {
 	t.Parallel()
 	owner := newDocUser(t)
 	word := uniq("edgeword")
 	res := owner.uploadFile("edge.txt", []byte("a note about "+word))
 	path := fmt.Sprintf("/apiv2/pub/documents/%d", res.DocID)
-	strong := newUser(t, []string{uniq("g")}, auth.ScopeDocumentsRead, auth.ScopeSearch, auth.ScopeInternal, auth.ScopeAdmin)
 
-	expect(t, strong.do("GET", path, nil), 404, "Document not found")
+	for _, scope := range []string{auth.ScopeInternal, auth.ScopeAdmin} {
+		_, _, err := stk.identity.CreateKey(context.Background(), owner.username, []string{auth.ScopeDocumentsRead, scope}, 0)
+		if err == nil || !strings.Contains(err.Error(), "service credentials") {
+			t.Fatalf("API key with %s: err = %v, want a refusal naming service credentials", scope, err)
+		}
+		_, err = stk.pool.Exec(context.Background(), `UPDATE identity.api_keys SET scopes = scopes || $2::text WHERE id = $1`, owner.keyID, scope)
+		if err == nil || !strings.Contains(err.Error(), "api_keys_user_scopes_only") {
+			t.Fatalf("SQL giving %s to an API key: err = %v, want the check constraint", scope, err)
+		}
+	}
+
+	svc := newService(t, auth.ScopeInternal, auth.ScopeAdmin)
+	expect(t, svc.do("GET", path, nil), 403, "Service credentials are not accepted by the REST API; use an API key")
 	query := map[string]any{"where": map[string]any{"fts": map[string]any{"query": word}}}
 	eventually(t, 10*time.Second, func() error {
 		var r struct{ Total int }
@@ -318,17 +331,11 @@ func TestServiceScopesStopAtTheEdge(t *testing.T) {
 		}
 		return nil
 	})
-	var r struct{ Total int }
-	resp := strong.do("POST", "/apiv2/pub/search", query)
-	expect(t, resp, 200)
-	resp.JSON(t, &r)
-	if r.Total != 0 {
-		t.Fatalf("an internal-scoped key over REST found %d of another group's documents, want 0", r.Total)
-	}
+	expect(t, svc.do("POST", "/apiv2/pub/search", query), 403, "Service credentials are not accepted by the REST API; use an API key")
 
-	docs, ctx := documentClient(t, strong)
-	got, err := docs.GetDocument(ctx, &documentv1.GetDocumentRequest{DocId: res.DocID})
-	if err != nil || got.GetDocument().GetId() != res.DocID {
-		t.Fatalf("direct gRPC with the internal key: %v, %v; want the document", got, err)
+	docs, ctx := documentClient(t, svc)
+	got, err := docs.GetIndexDocument(ctx, &documentv1.GetIndexDocumentRequest{DocId: res.DocID})
+	if err != nil || got.GetDocument().GetDocument().GetId() != res.DocID {
+		t.Fatalf("direct gRPC with the service credential: %v, %v; want the document", got, err)
 	}
 }

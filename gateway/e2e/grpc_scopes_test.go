@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,10 +94,31 @@ func TestGRPCScopeMatrix(t *testing.T) {
 			if code := status.Code(call("")); code != codes.Unauthenticated {
 				t.Errorf("without a token: %v, want Unauthenticated", code)
 			}
-			err := call(u.withKey(lacking...).token)
-			st := status.Convert(err)
-			if st.Code() != codes.PermissionDenied || st.Message() != "Missing required scope: "+rule.GetAnyScope()[0] {
-				t.Errorf("key with %v: %v %q, want PermissionDenied naming %s", lacking, st.Code(), st.Message(), rule.GetAnyScope()[0])
+			// User scopes go on an API key, service scopes on a service
+			// credential: each must be refused.
+			var userScopes, serviceScopes []string
+			for _, s := range lacking {
+				if slices.Contains(auth.ServiceScopes, s) {
+					serviceScopes = append(serviceScopes, s)
+				} else {
+					userScopes = append(userScopes, s)
+				}
+			}
+			for _, caller := range []struct {
+				what   string
+				scopes []string
+				token  func() string
+			}{
+				{what: "API key", scopes: userScopes, token: func() string { return u.withKey(userScopes...).token }},
+				{what: "service credential", scopes: serviceScopes, token: func() string { return newService(t, serviceScopes...).token }},
+			} {
+				if len(caller.scopes) == 0 {
+					continue
+				}
+				st := status.Convert(call(caller.token()))
+				if st.Code() != codes.PermissionDenied || st.Message() != "Missing required scope: "+rule.GetAnyScope()[0] {
+					t.Errorf("%s with %v: %v %q, want PermissionDenied naming %s", caller.what, caller.scopes, st.Code(), st.Message(), rule.GetAnyScope()[0])
+				}
 			}
 		})
 	}

@@ -60,7 +60,10 @@ func TestSchemaInternalLookups(t *testing.T) {
 	}
 	// Any of documents_read, documents_write or internal may call them.
 	for _, scope := range []string{auth.ScopeDocumentsRead, auth.ScopeDocumentsWrite, auth.ScopeInternal} {
-		u := newUser(t, []string{uniq("g")}, scope)
+		u := newService(t, scope)
+		if scope != auth.ScopeInternal {
+			u = newUser(t, []string{uniq("g")}, scope)
+		}
 		sc, cctx := schemaClient(t, u)
 
 		got, err := sc.GetDocType(cctx, &schemav1.GetDocTypeRequest{Name: dt.Name})

@@ -53,7 +53,7 @@ func TestSearchReindex(t *testing.T) {
 		return resp
 	}
 
-	admin := u.withKey(auth.ScopeAdmin)
+	admin := newService(t, auth.ScopeAdmin)
 	actx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+admin.token)
 	var stream interface {
 		Recv() (*indexerv1.ReindexResponse, error)
@@ -147,7 +147,7 @@ func TestVerifyRepairsALostEvent(t *testing.T) {
 		t.Fatalf("before verify: %d numbat documents, want only the one with an event", r.Total)
 	}
 
-	admin := u.withKey(auth.ScopeAdmin)
+	admin := newService(t, auth.ScopeAdmin)
 	conn, err := grpcclient.Dial(stk.addrs["search"])
 	if err != nil {
 		t.Fatal(err)

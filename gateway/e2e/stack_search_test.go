@@ -13,14 +13,10 @@ import (
 // set: the search service reads it and the indexer writes it.
 var searchOpenSearchIndex = fmt.Sprintf("docrepo-e2e-%d", os.Getpid())
 
-// searchServiceToken creates the identity the indexing pipeline reads
-// documents with (scope internal, no groups).
+// searchServiceToken creates the service credential the indexing
+// pipeline reads documents with (scope internal).
 func searchServiceToken(ctx context.Context, s *stack) (string, error) {
-	name := uniq("svc-indexer")
-	if _, err := s.identity.CreateUser(ctx, name, nil); err != nil {
-		return "", err
-	}
-	token, _, err := s.identity.CreateKey(ctx, name, []string{auth.ScopeInternal}, 0)
+	token, _, err := s.identity.CreateServiceCredential(ctx, uniq("svc-indexer"), []string{auth.ScopeInternal}, 0)
 	return token, err
 }
 

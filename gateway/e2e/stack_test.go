@@ -363,6 +363,19 @@ func newUser(t testing.TB, groups []string, scopes ...string) *client {
 	return &client{t: t, token: token, username: name, keyID: key.ID}
 }
 
+// newService returns a client holding a new service credential with
+// scopes (internal, admin): what docrepo's own processes and operators'
+// tools call the services with.
+func newService(t testing.TB, scopes ...string) *client {
+	t.Helper()
+	name := uniq("svc")
+	token, cred, err := stk.identity.CreateServiceCredential(context.Background(), name, scopes, 0)
+	if err != nil {
+		t.Fatalf("create service credential: %v", err)
+	}
+	return &client{t: t, token: token, username: "service:" + name, keyID: cred.ID}
+}
+
 // withKey returns a client for the same user with a new key of scopes.
 func (c *client) withKey(scopes ...string) *client {
 	c.t.Helper()

@@ -3,8 +3,13 @@
 // each RPC is authenticated and its declared scopes enforced, whether it
 // comes through the gateway or straight from an internal gRPC caller.
 //
-// Tokens look like "drk_<43 url-safe characters>" (32 random bytes). Only
-// their SHA-256 is stored; with that much entropy a plain hash is not
+// Two kinds of credential exist. An API key ("drk_<43 url-safe
+// characters>", 32 random bytes) belongs to a user and holds user scopes
+// only: documents_read, documents_write, search. A service credential
+// ("drs_<43 characters>") belongs to one of docrepo's own processes or to
+// an operator's tool, holds the service scopes internal and admin only,
+// has no user and no groups, and is refused for REST calls. Only the
+// SHA-256 of either is stored; with that much entropy a plain hash is not
 // brute-forceable, and it allows a direct indexed lookup.
 package auth
 
@@ -29,18 +34,32 @@ const (
 	ScopeAdmin = "admin"
 )
 
-// KnownScopes lists every valid scope.
-var KnownScopes = []string{ScopeDocumentsRead, ScopeDocumentsWrite, ScopeSearch, ScopeInternal, ScopeAdmin}
+// UserScopes are the scopes an API key (a user's credential) may hold.
+var UserScopes = []string{ScopeDocumentsRead, ScopeDocumentsWrite, ScopeSearch}
 
-const tokenPrefix = "drk_"
+// ServiceScopes are the scopes only a service credential may hold.
+var ServiceScopes = []string{ScopeInternal, ScopeAdmin}
+
+// KnownScopes lists every valid scope.
+var KnownScopes = append(slices.Clone(UserScopes), ServiceScopes...)
+
+const (
+	tokenPrefix   = "drk_"
+	servicePrefix = "drs_"
+)
 
 // Principal is the authenticated caller.
 type Principal struct {
+	// KeyID is the id of the API key, or of the service credential when
+	// Service is set.
 	KeyID    int64
 	UserID   int64
 	Username string
 	GroupIDs []int64
 	Scopes   []string
+	// Service is the name of the service credential the caller used;
+	// empty for a user's API key.
+	Service string
 }
 
 // HasScope reports whether the principal's key holds scope.
@@ -74,13 +93,19 @@ func Caller(ctx context.Context) (*Principal, error) {
 	return p, nil
 }
 
-// NewToken returns a fresh random token and its hash.
-func NewToken() (token string, hash []byte) {
+// NewToken returns a fresh random API-key token and its hash.
+func NewToken() (token string, hash []byte) { return newToken(tokenPrefix) }
+
+// NewServiceToken returns a fresh random service-credential token and its
+// hash.
+func NewServiceToken() (token string, hash []byte) { return newToken(servicePrefix) }
+
+func newToken(prefix string) (string, []byte) {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic("auth: crypto/rand failed: " + err.Error()) // never happens on supported platforms
 	}
-	token = tokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	token := prefix + base64.RawURLEncoding.EncodeToString(b[:])
 	return token, HashToken(token)
 }
 
@@ -98,10 +123,11 @@ func TokenPrefix(token string) string {
 	return token
 }
 
-// WellFormed reports whether token has the shape of a docrepo token, so that
-// garbage is refused without a database round trip.
+// WellFormed reports whether token has the shape of a docrepo token (an
+// API key or a service credential), so that garbage is refused without a
+// database round trip.
 func WellFormed(token string) bool {
-	if !strings.HasPrefix(token, tokenPrefix) || len(token) != len(tokenPrefix)+43 {
+	if !strings.HasPrefix(token, tokenPrefix) && !strings.HasPrefix(token, servicePrefix) || len(token) != len(tokenPrefix)+43 {
 		return false
 	}
 	_, err := base64.RawURLEncoding.DecodeString(token[len(tokenPrefix):])

@@ -115,11 +115,17 @@ func (i *Interceptor) Authorize(ctx context.Context, fullMethod string) (context
 	return WithPrincipal(ctx, p), nil
 }
 
+// ErrServiceCredentialAtEdge refuses a service credential on a REST call.
+func ErrServiceCredentialAtEdge() error {
+	return apierr.PermissionDenied("Service credentials are not accepted by the REST API; use an API key")
+}
+
 // authenticate resolves the call's bearer token to its principal. A call
-// that came in through the REST edge loses the service scopes: internal
-// (every document regardless of groups) and admin are for docrepo's own
-// processes and operators over gRPC, never for a REST client, whatever
-// its key holds.
+// that came in through the REST edge may not use a service credential, and
+// loses the service scopes whatever it holds: internal (every document
+// regardless of groups) and admin are for docrepo's own processes and
+// operators over gRPC, never for a REST client. (API keys cannot hold
+// them; stripping them too keeps the edge closed should one ever do.)
 func (i *Interceptor) authenticate(ctx context.Context) (*Principal, error) {
 	token, ok := tokenFromMetadata(ctx)
 	if !ok || !WellFormed(token) {
@@ -128,6 +134,9 @@ func (i *Interceptor) authenticate(ctx context.Context) (*Principal, error) {
 	p, err := i.authn.Authenticate(ctx, token)
 	if err != nil || !FromEdge(ctx) {
 		return p, err
+	}
+	if p.Service != "" {
+		return nil, ErrServiceCredentialAtEdge()
 	}
 	q := *p
 	q.Scopes = slices.DeleteFunc(slices.Clone(p.Scopes), func(s string) bool { return s == ScopeInternal || s == ScopeAdmin })

@@ -83,7 +83,7 @@ func (c *TokenCache) Authenticate(ctx context.Context, token string) (*auth.Prin
 		c.mu.Unlock()
 		if ok && now.Before(e.until) {
 			c.hits.Add(1)
-			c.store.touch(e.p.KeyID, now)
+			c.store.touch(&e.p, now)
 			p := e.p
 			p.Scopes = append([]string(nil), e.p.Scopes...)
 			p.GroupIDs = append([]int64(nil), e.p.GroupIDs...)

@@ -148,14 +148,30 @@ func (s *Store) AddUserToGroups(ctx context.Context, username string, groups []s
 	})
 }
 
-// ValidateScopes checks every scope is known and there is at least one.
+// ValidateScopes checks the scopes of an API key: at least one, each a
+// user scope. The service scopes (internal, admin) belong on service
+// credentials only.
 func ValidateScopes(scopes []string) error {
+	return validateScopes(scopes, auth.UserScopes, "an API key", "service credentials (docrepoctl credential create)")
+}
+
+// ValidateServiceScopes checks the scopes of a service credential: at
+// least one, each a service scope.
+func ValidateServiceScopes(scopes []string) error {
+	return validateScopes(scopes, auth.ServiceScopes, "a service credential", "API keys (docrepoctl key create)")
+}
+
+func validateScopes(scopes, allowed []string, what, other string) error {
 	if len(scopes) == 0 {
-		return apierr.Invalid("at least one scope is required (known: %s)", strings.Join(auth.KnownScopes, ", "))
+		return apierr.Invalid("at least one scope is required (%s may hold: %s)", what, strings.Join(allowed, ", "))
 	}
 	for _, s := range scopes {
-		if !slices.Contains(auth.KnownScopes, s) {
-			return apierr.Invalid("unknown scope %q (known: %s)", s, strings.Join(auth.KnownScopes, ", "))
+		switch {
+		case slices.Contains(allowed, s):
+		case slices.Contains(auth.KnownScopes, s):
+			return apierr.Invalid("scope %q cannot be given to %s: it is for %s", s, what, other)
+		default:
+			return apierr.Invalid("unknown scope %q (%s may hold: %s)", s, what, strings.Join(allowed, ", "))
 		}
 	}
 	return nil
@@ -217,6 +233,77 @@ func (s *Store) ListKeys(ctx context.Context, username string) ([]Key, error) {
 	})
 }
 
+// ServiceCredential describes a service credential (never its token).
+type ServiceCredential struct {
+	ID         int64
+	Name       string
+	Prefix     string
+	Scopes     []string
+	CreatedAt  time.Time
+	ExpiresAt  *time.Time
+	RevokedAt  *time.Time
+	LastUsedAt *time.Time
+}
+
+// CreateServiceCredential creates a service credential and returns its
+// token, which is not stored and cannot be shown again. Names need not be
+// unique: a rotation creates a second credential of the same name, then
+// revokes the first. expiresIn 0 means no expiry.
+func (s *Store) CreateServiceCredential(ctx context.Context, name string, scopes []string, expiresIn time.Duration) (string, ServiceCredential, error) {
+	if err := validName("service credential", name); err != nil {
+		return "", ServiceCredential{}, err
+	}
+	if err := ValidateServiceScopes(scopes); err != nil {
+		return "", ServiceCredential{}, err
+	}
+	if expiresIn < 0 {
+		return "", ServiceCredential{}, apierr.Invalid("expiry must be positive")
+	}
+	scopes = slices.Compact(slices.Sorted(slices.Values(scopes)))
+	token, hash := auth.NewServiceToken()
+	c := ServiceCredential{Name: name, Prefix: auth.TokenPrefix(token), Scopes: scopes}
+	var expires *time.Time
+	if expiresIn > 0 {
+		t := s.now().Add(expiresIn).UTC()
+		expires = &t
+	}
+	err := s.pool.QueryRow(ctx, `INSERT INTO identity.service_credentials (name, token_hash, token_prefix, scopes, expires_at)
+		VALUES ($1, $2, $3, $4, $5) RETURNING id, created_at, expires_at`, name, hash, c.Prefix, scopes, expires).
+		Scan(&c.ID, &c.CreatedAt, &c.ExpiresAt)
+	if err != nil {
+		return "", ServiceCredential{}, err
+	}
+	return token, c, nil
+}
+
+// RevokeServiceCredential revokes a service credential by id. Revoking
+// twice is not an error.
+func (s *Store) RevokeServiceCredential(ctx context.Context, id int64) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE identity.service_credentials SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1`, id)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return apierr.NotFound("no service credential with id %d", id)
+	}
+	return nil
+}
+
+// ListServiceCredentials lists service credentials, of one name when name
+// is not empty.
+func (s *Store) ListServiceCredentials(ctx context.Context, name string) ([]ServiceCredential, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, name, token_prefix, scopes, created_at, expires_at, revoked_at, last_used_at
+		FROM identity.service_credentials WHERE $1 = '' OR name = $1 ORDER BY id`, name)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ServiceCredential, error) {
+		var c ServiceCredential
+		err := r.Scan(&c.ID, &c.Name, &c.Prefix, &c.Scopes, &c.CreatedAt, &c.ExpiresAt, &c.RevokedAt, &c.LastUsedAt)
+		return c, err
+	})
+}
+
 // lastUsedResolution bounds how often last_used_at is written per key.
 const lastUsedResolution = time.Minute
 
@@ -228,7 +315,9 @@ func (s *Store) Authenticate(ctx context.Context, token string) (*auth.Principal
 }
 
 // resolve is Authenticate, also returning when the key expires (nil:
-// never), for TokenCache.
+// never), for TokenCache. A token is looked up among the API keys and the
+// service credentials at once (a key made before service credentials
+// existed may have become one, keeping its drk_ token).
 func (s *Store) resolve(ctx context.Context, token string) (*auth.Principal, *time.Time, error) {
 	var (
 		p        auth.Principal
@@ -237,9 +326,13 @@ func (s *Store) resolve(ctx context.Context, token string) (*auth.Principal, *ti
 		lastUsed *time.Time
 	)
 	err := s.pool.QueryRow(ctx, `SELECT k.id, k.user_id, u.username, k.scopes, k.expires_at, k.revoked_at, k.last_used_at,
-			coalesce((SELECT array_agg(group_id ORDER BY group_id) FROM identity.user_groups WHERE user_id = k.user_id), '{}')
-		FROM identity.api_keys k JOIN identity.users u ON u.id = k.user_id WHERE k.token_hash = $1`, auth.HashToken(token)).
-		Scan(&p.KeyID, &p.UserID, &p.Username, &p.Scopes, &expires, &revoked, &lastUsed, &p.GroupIDs)
+			coalesce((SELECT array_agg(group_id ORDER BY group_id) FROM identity.user_groups WHERE user_id = k.user_id), '{}'), ''
+		FROM identity.api_keys k JOIN identity.users u ON u.id = k.user_id WHERE k.token_hash = $1
+		UNION ALL
+		SELECT c.id, 0, 'service:' || c.name, c.scopes, c.expires_at, c.revoked_at, c.last_used_at, '{}', c.name
+		FROM identity.service_credentials c WHERE c.token_hash = $1
+		LIMIT 1`, auth.HashToken(token)).
+		Scan(&p.KeyID, &p.UserID, &p.Username, &p.Scopes, &expires, &revoked, &lastUsed, &p.GroupIDs, &p.Service)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, auth.ErrInvalidToken()
 	}
@@ -251,26 +344,31 @@ func (s *Store) resolve(ctx context.Context, token string) (*auth.Principal, *ti
 		return nil, nil, auth.ErrInvalidToken()
 	}
 	if lastUsed == nil || now.Sub(*lastUsed) > lastUsedResolution {
-		s.touch(p.KeyID, now)
+		s.touch(&p, now)
 	}
 	return &p, expires, nil
 }
 
-// touch records that key id was used, at most once per lastUsedResolution
-// and process. Best effort and off the request path: a lost update only
-// makes last_used_at a little older.
-func (s *Store) touch(id int64, now time.Time) {
-	if !s.claimTouch(id, now) {
+// touch records that p's key (or service credential) was used, at most
+// once per lastUsedResolution and process. Best effort and off the request
+// path: a lost update only makes last_used_at a little older.
+func (s *Store) touch(p *auth.Principal, now time.Time) {
+	table, keyID, slot := "identity.api_keys", p.KeyID, p.KeyID
+	if p.Service != "" {
+		table, slot = "identity.service_credentials", -p.KeyID // negative: its own claimTouch slot
+	}
+	if !s.claimTouch(slot, now) {
 		return
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, _ = s.pool.Exec(ctx, `UPDATE identity.api_keys SET last_used_at = now() WHERE id = $1`, id)
+		_, _ = s.pool.Exec(ctx, `UPDATE `+table+` SET last_used_at = now() WHERE id = $1`, keyID)
 	}()
 }
 
-// claimTouch reports whether this process should write key id's
+// claimTouch reports whether this process should write key id's (a
+// service credential's as -id)
 // last_used_at now: at most once per lastUsedResolution. Without it, every
 // request of a burst that read the old value before the first write
 // committed started its own UPDATE of the same row, each holding a pooled

@@ -101,6 +101,8 @@ func TestCreateKeyValidation(t *testing.T) {
 		{name: "unknown scope", username: "carol", scopes: []string{"root"}, want: apierr.KindInvalid},
 		{name: "no scopes", username: "carol", scopes: nil, want: apierr.KindInvalid},
 		{name: "unknown user", username: "nobody", scopes: []string{"search"}, want: apierr.KindNotFound},
+		{name: "internal is for service credentials", username: "carol", scopes: []string{"search", "internal"}, want: apierr.KindInvalid},
+		{name: "admin is for service credentials", username: "carol", scopes: []string{"admin"}, want: apierr.KindInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

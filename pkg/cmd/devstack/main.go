@@ -238,23 +238,31 @@ func bootstrapIdentity(ctx context.Context, ids *identity.Store, dataDir string)
 			}
 		}
 	}
-	get := func(user string, groups, scopes []string) (string, error) {
-		if tok := saved[user]; tok != "" {
-			if _, err := ids.Authenticate(ctx, tok); err == nil {
-				return tok, nil
-			}
+	// A saved token is reused while it is still what it was made for (a
+	// service token saved before service credentials existed became one).
+	usable := func(name string, wantService bool) string {
+		tok := saved[name]
+		if tok == "" {
+			return ""
 		}
-		if _, err := ids.CreateUser(ctx, user, groups); err != nil && !errors.Is(err, identity.ErrExists) {
-			return "", err
+		p, err := ids.Authenticate(ctx, tok)
+		if err != nil || (p.Service != "") != wantService {
+			return ""
 		}
-		tok, _, err := ids.CreateKey(ctx, user, scopes, 0)
-		return tok, err
+		return tok
 	}
-	if admin, err = get("admin", []string{"admin"}, []string{auth.ScopeDocumentsRead, auth.ScopeDocumentsWrite, auth.ScopeSearch, auth.ScopeAdmin}); err != nil {
-		return "", "", fmt.Errorf("bootstrap admin: %w", err)
+	if admin = usable("admin", false); admin == "" {
+		if _, err := ids.CreateUser(ctx, "admin", []string{"admin"}); err != nil && !errors.Is(err, identity.ErrExists) {
+			return "", "", fmt.Errorf("bootstrap admin: %w", err)
+		}
+		if admin, _, err = ids.CreateKey(ctx, "admin", []string{auth.ScopeDocumentsRead, auth.ScopeDocumentsWrite, auth.ScopeSearch}, 0); err != nil {
+			return "", "", fmt.Errorf("bootstrap admin: %w", err)
+		}
 	}
-	if service, err = get("docrepo-service", nil, []string{auth.ScopeInternal}); err != nil {
-		return "", "", fmt.Errorf("bootstrap service user: %w", err)
+	if service = usable("docrepo-service", true); service == "" {
+		if service, _, err = ids.CreateServiceCredential(ctx, "docrepo-service", []string{auth.ScopeInternal}, 0); err != nil {
+			return "", "", fmt.Errorf("bootstrap service credential: %w", err)
+		}
 	}
 	content := fmt.Sprintf("admin=%s\ndocrepo-service=%s\n", admin, service)
 	return admin, service, os.WriteFile(tokenFile, []byte(content), 0o600)

@@ -113,12 +113,12 @@ func httpHealth(ctx context.Context, url string, stdout io.Writer) error {
 // bootstrapCmd prepares a database for the services, idempotently:
 //
 //  1. applies the migrations (under the same advisory lock the services use);
-//  2. makes sure the service user exists (no groups, scope internal: the
-//     indexer reads every document with it) and that DOCREPO_SERVICE_TOKEN,
-//     when set, is a valid key of that user;
+//  2. makes sure DOCREPO_SERVICE_TOKEN, when set, is a valid service
+//     credential named docrepo-service with scope internal (the indexer
+//     reads every document with it);
 //  3. makes sure the admin user exists (in the admin group) and that
-//     DOCREPO_ADMIN_TOKEN, when set, is a valid key of that user with every
-//     public scope and admin.
+//     DOCREPO_ADMIN_TOKEN, when set, is a valid API key of that user with
+//     every public scope.
 //
 // A token that is missing or not valid gets a new key, printed on stdout as
 // NAME=TOKEN lines (env-file syntax) for the operator to keep; tokens that
@@ -134,7 +134,7 @@ func bootstrapCmd(ctx context.Context, e deployEnv) error {
 	)
 	pos, err := parseArgs("bootstrap", e.args, func(fs *flag.FlagSet) {
 		fs.BoolVar(&check, "check", false, "create nothing: migrate, then verify "+envServiceToken)
-		fs.StringVar(&serviceUser, "service-user", "docrepo-service", "user the services' token belongs to")
+		fs.StringVar(&serviceUser, "service-user", "docrepo-service", "name of the services' credential")
 		fs.StringVar(&adminUser, "admin-user", "admin", "administrator user")
 		fs.StringVar(&adminGroups, "admin-groups", "admin", "comma-separated groups of the administrator")
 	})
@@ -158,24 +158,39 @@ func bootstrapCmd(ctx context.Context, e deployEnv) error {
 
 	serviceToken, adminToken := e.getenv(envServiceToken), e.getenv(envAdminToken)
 	serviceScopes := []string{auth.ScopeInternal}
-	adminScopes := []string{auth.ScopeDocumentsRead, auth.ScopeDocumentsWrite, auth.ScopeSearch, auth.ScopeAdmin}
+	adminScopes := []string{auth.ScopeDocumentsRead, auth.ScopeDocumentsWrite, auth.ScopeSearch}
 	if check {
 		tok := serviceToken
 		if tok == "" {
 			return fmt.Errorf("bootstrap: %s is not set: create it with `docrepoctl bootstrap` and give it to the services", envServiceToken)
 		}
-		if err := validKey(ctx, ids, tok, serviceUser, serviceScopes); err != nil {
+		if err := validCredential(ctx, ids, tok, serviceUser, serviceScopes); err != nil {
 			return fmt.Errorf("bootstrap: %s: %w; run `docrepoctl bootstrap` for a new one", envServiceToken, err)
 		}
-		fmt.Fprintf(e.stderr, "bootstrap: %s is a valid key of %s\n", envServiceToken, serviceUser)
+		fmt.Fprintf(e.stderr, "bootstrap: %s is a valid service credential %s\n", envServiceToken, serviceUser)
 		return nil
+	}
+	if serviceToken != "" {
+		if err := validCredential(ctx, ids, serviceToken, serviceUser, serviceScopes); err != nil {
+			fmt.Fprintf(e.stderr, "bootstrap: %s: %v; creating a new service credential\n", envServiceToken, err)
+			serviceToken = ""
+		} else {
+			fmt.Fprintf(e.stderr, "bootstrap: %s is a valid service credential %s; kept\n", envServiceToken, serviceUser)
+		}
+	}
+	if serviceToken == "" {
+		tok, cred, err := ids.CreateServiceCredential(ctx, serviceUser, serviceScopes, 0)
+		if err != nil {
+			return fmt.Errorf("bootstrap: service credential %s: %w", serviceUser, err)
+		}
+		fmt.Fprintf(e.stderr, "bootstrap: created service credential %d %s (scopes %s)\n", cred.ID, serviceUser, strings.Join(serviceScopes, ","))
+		fmt.Fprintf(e.stdout, "%s=%s\n", envServiceToken, tok)
 	}
 	ensure := []struct {
 		env, token, user string
 		groups           []string
 		scopes           []string
 	}{
-		{env: envServiceToken, token: serviceToken, user: serviceUser, scopes: serviceScopes},
 		{env: envAdminToken, token: adminToken, user: adminUser, groups: splitList(adminGroups), scopes: adminScopes},
 	}
 	for _, u := range ensure {
@@ -202,6 +217,24 @@ func bootstrapCmd(ctx context.Context, e deployEnv) error {
 		}
 		fmt.Fprintf(e.stderr, "bootstrap: created key %d for %s (scopes %s)\n", key.ID, u.user, strings.Join(u.scopes, ","))
 		fmt.Fprintf(e.stdout, "%s=%s\n", u.env, tok)
+	}
+	return nil
+}
+
+// validCredential reports why token is not a usable service credential
+// named name with every scope.
+func validCredential(ctx context.Context, ids *identity.Store, token, name string, scopes []string) error {
+	p, err := ids.Authenticate(ctx, token)
+	if err != nil {
+		return fmt.Errorf("not a valid credential (%v)", err)
+	}
+	if p.Service != name {
+		return fmt.Errorf("not the service credential %s", name)
+	}
+	for _, s := range scopes {
+		if !p.HasScope(s) {
+			return fmt.Errorf("the credential lacks scope %s", s)
+		}
 	}
 	return nil
 }

@@ -150,15 +150,15 @@ func TestBootstrap(t *testing.T) {
 		t.Fatalf("first run printed %q, want two tokens", out)
 	}
 	checks := []struct {
-		env, user string
-		scopes    []string
+		env, user, service string
+		scopes             []string
 	}{
-		{env: "DOCREPO_SERVICE_TOKEN", user: "docrepo-service", scopes: []string{auth.ScopeInternal}},
-		{env: "DOCREPO_ADMIN_TOKEN", user: "admin", scopes: []string{auth.ScopeDocumentsRead, auth.ScopeDocumentsWrite, auth.ScopeSearch, auth.ScopeAdmin}},
+		{env: "DOCREPO_SERVICE_TOKEN", user: "service:docrepo-service", service: "docrepo-service", scopes: []string{auth.ScopeInternal}},
+		{env: "DOCREPO_ADMIN_TOKEN", user: "admin", scopes: []string{auth.ScopeDocumentsRead, auth.ScopeDocumentsWrite, auth.ScopeSearch}},
 	}
 	for _, c := range checks {
 		p, err := ids.Authenticate(ctx, tokens[c.env])
-		if err != nil || p.Username != c.user {
+		if err != nil || p.Username != c.user || p.Service != c.service {
 			t.Fatalf("%s does not authenticate as %s: %+v %v", c.env, c.user, p, err)
 		}
 		for _, s := range c.scopes {
@@ -185,8 +185,8 @@ func TestBootstrap(t *testing.T) {
 		token   string
 		wantErr string
 	}{
-		{name: "the admin's token", token: tokens["DOCREPO_ADMIN_TOKEN"], wantErr: "a key of admin, not of docrepo-service"},
-		{name: "garbage", token: "not-a-token", wantErr: "not a valid key"},
+		{name: "the admin's token", token: tokens["DOCREPO_ADMIN_TOKEN"], wantErr: "not the service credential docrepo-service"},
+		{name: "garbage", token: "not-a-token", wantErr: "not a valid credential"},
 	}
 	for _, g := range gate {
 		_, _, err := ctlEnv(t, map[string]string{"DOCREPO_SERVICE_TOKEN": g.token}, args("-check")...)
@@ -195,12 +195,12 @@ func TestBootstrap(t *testing.T) {
 		}
 	}
 
-	// A revoked service key is replaced, and only it is printed.
-	keys, err := ids.ListKeys(ctx, "docrepo-service")
-	if err != nil || len(keys) != 1 {
-		t.Fatalf("service keys: %v %v", keys, err)
+	// A revoked service credential is replaced, and only it is printed.
+	creds, err := ids.ListServiceCredentials(ctx, "docrepo-service")
+	if err != nil || len(creds) != 1 {
+		t.Fatalf("service credentials: %v %v", creds, err)
 	}
-	if err := ids.RevokeKey(ctx, keys[0].ID); err != nil {
+	if err := ids.RevokeServiceCredential(ctx, creds[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	out, _, err = ctlEnv(t, tokens, args()...)

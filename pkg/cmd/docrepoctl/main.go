@@ -8,13 +8,16 @@
 //	docrepoctl key create USERNAME --scopes documents_read,documents_write,search [--expires-in DURATION]
 //	docrepoctl key revoke KEY_ID
 //	docrepoctl key list [USERNAME]
+//	docrepoctl credential create NAME --scopes internal|admin[,...] [--expires-in DURATION]
+//	docrepoctl credential revoke ID
+//	docrepoctl credential list [NAME]
 //	docrepoctl doctype create NAME
 //	docrepoctl doctype list
 //	docrepoctl template create NAME --kind grid --column NAME:TYPE[:LABEL[:OPT1|OPT2|...]] ...
 //	docrepoctl template create NAME --kind gridlink --link [NAME=]TEMPLATE.COLUMN[:LABEL] ...
 //	docrepoctl template list
 //	docrepoctl template show NAME
-//	docrepoctl reindex [-recreate] [-addr HOST:PORT] [-user NAME | -token TOKEN]
+//	docrepoctl reindex [-recreate] [-addr HOST:PORT] [-token TOKEN]
 //	docrepoctl deadletter list | deadletter retry SEQ... | deadletter retry all
 //	docrepoctl import [-url URL] [-token TOKEN] [-folder-id N] [-concurrency N] [-state FILE] DIR
 //
@@ -75,6 +78,14 @@ commands:
                                             create an API key; prints the token (shown once)
   key revoke KEY_ID                         revoke a key
   key list [USERNAME]                       list keys
+  credential create NAME --scopes S1,S2 [--expires-in DURATION]
+                                            create a service credential (scopes internal,
+                                            admin) for docrepo's processes or an operator's
+                                            tool; prints the token (shown once). Rotate:
+                                            create another of the same NAME, deploy it,
+                                            revoke the old one
+  credential revoke ID                      revoke a service credential
+  credential list [NAME]                    list service credentials
   doctype create NAME                       create a document type
   doctype list                              list document types
   template create NAME --kind grid --column NAME:TYPE[:LABEL[:OPT1|OPT2|...]] [--column ...]
@@ -89,10 +100,10 @@ commands:
   bootstrap [-check]                        migrate; ensure the admin and service users and keys
                                             (prints new tokens as NAME=TOKEN; see README, Deployment)
   health [-timeout D] HOST:PORT|URL         gRPC health check, or HTTP GET expecting 2xx
-  reindex [-recreate] [-addr HOST:PORT] [-user NAME | -token TOKEN]
+  reindex [-recreate] [-addr HOST:PORT] [-token TOKEN]
                                             rebuild the search index from the documents of record,
                                             with progress (see reindex.go)
-  ocr status [-addr HOST:PORT] [-user NAME | -token TOKEN]
+  ocr status [-addr HOST:PORT] [-token TOKEN]
   import [-url URL] [-token TOKEN] [-folder-id N] [-concurrency N] [-state FILE] DIR
                                             import a directory tree as folders and documents
                                             through the REST API; NAME.meta.json side-files give
@@ -102,7 +113,8 @@ commands:
                                             OCR work of the indexer: documents and pages
                                             queued and in progress (see ocr.go)
 
-scopes: documents_read, documents_write, search, internal, admin
+API-key scopes: documents_read, documents_write, search
+service-credential scopes: internal, admin
 `
 
 // env is what a command needs.
@@ -148,6 +160,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return e.keyRevoke(rest[2:])
 	case cmd == "key list":
 		return e.keyList(rest[2:])
+	case cmd == "credential create":
+		return e.credentialCreate(rest[2:])
+	case cmd == "credential revoke":
+		return e.credentialRevoke(rest[2:])
+	case cmd == "credential list":
+		return e.credentialList(rest[2:])
 	case cmd == "doctype create":
 		return e.doctypeCreate(rest[2:])
 	case cmd == "doctype list":
@@ -310,6 +328,64 @@ func (e env) keyList(args []string) error {
 		created := k.CreatedAt
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Username, k.Prefix, strings.Join(k.Scopes, ","),
 			fmtTime(&created), fmtTime(k.ExpiresAt), fmtTime(k.RevokedAt), fmtTime(k.LastUsedAt))
+	}
+	return tw.Flush()
+}
+
+func (e env) credentialCreate(args []string) error {
+	var scopes string
+	var expiresIn time.Duration
+	pos, err := parseArgs("credential create", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&scopes, "scopes", "", "comma-separated service scopes (internal, admin)")
+		fs.DurationVar(&expiresIn, "expires-in", 0, "lifetime, e.g. 2160h (default: no expiry)")
+	})
+	if err != nil {
+		return err
+	}
+	if err := exactly("credential create", pos, 1); err != nil {
+		return err
+	}
+	token, _, err := identity.NewStore(e.pool).CreateServiceCredential(e.ctx, pos[0], splitList(scopes), expiresIn)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, token)
+	return nil
+}
+
+func (e env) credentialRevoke(args []string) error {
+	if err := exactly("credential revoke", args, 1); err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil {
+		return fmt.Errorf("credential revoke: %q is not a credential id", args[0])
+	}
+	if err := identity.NewStore(e.pool).RevokeServiceCredential(e.ctx, id); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "revoked service credential %d\n", id)
+	return nil
+}
+
+func (e env) credentialList(args []string) error {
+	if len(args) > 1 {
+		return errors.New("credential list: at most one NAME")
+	}
+	name := ""
+	if len(args) == 1 {
+		name = args[0]
+	}
+	creds, err := identity.NewStore(e.pool).ListServiceCredentials(e.ctx, name)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tPREFIX\tSCOPES\tCREATED\tEXPIRES\tREVOKED\tLAST USED")
+	for _, c := range creds {
+		created := c.CreatedAt
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Name, c.Prefix, strings.Join(c.Scopes, ","),
+			fmtTime(&created), fmtTime(c.ExpiresAt), fmtTime(c.RevokedAt), fmtTime(c.LastUsedAt))
 	}
 	return tw.Flush()
 }

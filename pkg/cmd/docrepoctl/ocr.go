@@ -16,21 +16,20 @@ func init() { deployCommands["ocr"] = ocrCmd }
 
 // ocrCmd shows the OCR work of the indexer:
 //
-//	docrepoctl ocr status [-addr HOST:PORT] [-user NAME | -token TOKEN]
+//	docrepoctl ocr status [-addr HOST:PORT] [-token TOKEN]
 //
 // Like reindex it asks the indexer (DOCREPO_INDEXER_ADDR) and, when that
 // does not answer and -addr is not given, the search service, which runs
 // the indexer with the embedded engine. Without -token a short-lived admin
-// key is minted through DATABASE_URL and revoked afterwards.
+// service credential is minted through DATABASE_URL and revoked afterwards.
 func ocrCmd(ctx context.Context, e deployEnv) error {
 	if len(e.args) == 0 || e.args[0] != "status" {
-		return fmt.Errorf("usage: docrepoctl ocr status [-addr HOST:PORT] [-user NAME | -token TOKEN]")
+		return fmt.Errorf("usage: docrepoctl ocr status [-addr HOST:PORT] [-token TOKEN]")
 	}
-	var addr, user, token string
+	var addr, token string
 	pos, err := parseArgs("ocr status", e.args[1:], func(fs *flag.FlagSet) {
 		fs.StringVar(&addr, "addr", "", "IndexerService address (default DOCREPO_INDEXER_ADDR, then DOCREPO_SEARCH_ADDR)")
-		fs.StringVar(&user, "user", "admin", "user to mint a short-lived admin key for")
-		fs.StringVar(&token, "token", "", "use this token (scope admin) instead of minting one")
+		fs.StringVar(&token, "token", "", "use this service credential (scope admin) instead of minting one")
 	})
 	if err != nil {
 		return err
@@ -43,7 +42,7 @@ func ocrCmd(ctx context.Context, e deployEnv) error {
 		targets = []string{envOr(e.getenv, "DOCREPO_INDEXER_ADDR", defaultIndexerAddr), envOr(e.getenv, "DOCREPO_SEARCH_ADDR", defaultSearchAddr)}
 	}
 	if token == "" {
-		tok, revoke, err := mintAdminKey(ctx, e.dbURL, user)
+		tok, revoke, err := mintAdminCredential(ctx, e.dbURL, "ocr status")
 		if err != nil {
 			return err
 		}

@@ -32,7 +32,7 @@ const (
 
 // reindexCmd rebuilds the search index through IndexerService.Reindex:
 //
-//	docrepoctl reindex [-recreate | -verify] [-addr HOST:PORT] [-user NAME | -token TOKEN]
+//	docrepoctl reindex [-recreate | -verify] [-addr HOST:PORT] [-token TOKEN]
 //
 // -verify does not rebuild: it compares the revision of every document of
 // record with the index's and repairs only the differences (documents the
@@ -42,14 +42,14 @@ const (
 // The indexer serves it with OpenSearch; with the embedded engine the
 // search service does, so when -addr is not given and the indexer is not
 // reachable the search service (DOCREPO_SEARCH_ADDR) is tried. Without
-// -token, a key with the admin scope is minted for -user (default admin)
-// through DATABASE_URL, valid for 15 minutes and revoked when the command
-// ends. Progress is a bar on a terminal and periodic lines otherwise.
+// -token, a service credential with the admin scope ("docrepoctl
+// reindex") is minted through DATABASE_URL, valid for 15 minutes and
+// revoked when the command ends. Progress is a bar on a terminal and periodic lines otherwise.
 func reindexCmd(ctx context.Context, e deployEnv) error {
 	var (
 		recreate    bool
 		verify      bool
-		addr, user  string
+		addr        string
 		token       string
 		addrFromCLI bool
 	)
@@ -57,8 +57,7 @@ func reindexCmd(ctx context.Context, e deployEnv) error {
 		fs.BoolVar(&recreate, "recreate", false, "empty the index first (also drops documents that no longer exist)")
 		fs.BoolVar(&verify, "verify", false, "compare the index with the documents of record and repair only the differences")
 		fs.StringVar(&addr, "addr", "", "IndexerService address (default DOCREPO_INDEXER_ADDR, then DOCREPO_SEARCH_ADDR)")
-		fs.StringVar(&user, "user", "admin", "user to mint a short-lived admin key for")
-		fs.StringVar(&token, "token", "", "use this token (scope admin) instead of minting one")
+		fs.StringVar(&token, "token", "", "use this service credential (scope admin) instead of minting one")
 	})
 	if err != nil {
 		return err
@@ -75,7 +74,7 @@ func reindexCmd(ctx context.Context, e deployEnv) error {
 		targets = []string{envOr(e.getenv, "DOCREPO_INDEXER_ADDR", defaultIndexerAddr), envOr(e.getenv, "DOCREPO_SEARCH_ADDR", defaultSearchAddr)}
 	}
 	if token == "" {
-		tok, revoke, err := mintAdminKey(ctx, e.dbURL, user)
+		tok, revoke, err := mintAdminCredential(ctx, e.dbURL, "reindex")
 		if err != nil {
 			return err
 		}
@@ -116,25 +115,26 @@ func envOr(getenv func(string) string, key, def string) string {
 	return def
 }
 
-// mintAdminKey creates a short-lived admin key for user and returns a
-// function revoking it.
-func mintAdminKey(ctx context.Context, dbURL, user string) (string, func(), error) {
+// mintAdminCredential creates a short-lived service credential with the
+// admin scope, named "docrepoctl <what>", and returns a function revoking
+// it.
+func mintAdminCredential(ctx context.Context, dbURL, what string) (string, func(), error) {
 	pool, err := database.Open(ctx, dbURL, "")
 	if err != nil {
-		return "", nil, fmt.Errorf("reindex: a key is minted through the database (or pass -token): %w", err)
+		return "", nil, fmt.Errorf("%s: a credential is minted through the database (or pass -token): %w", what, err)
 	}
 	ids := identity.NewStore(pool)
-	token, key, err := ids.CreateKey(ctx, user, []string{auth.ScopeAdmin}, reindexKeyLifetime)
+	token, cred, err := ids.CreateServiceCredential(ctx, "docrepoctl "+what, []string{auth.ScopeAdmin}, reindexKeyLifetime)
 	if err != nil {
 		pool.Close()
-		return "", nil, fmt.Errorf("reindex: mint an admin key for %s: %w", user, err)
+		return "", nil, fmt.Errorf("%s: mint an admin credential: %w", what, err)
 	}
 	revoke := func() {
 		// Revoke even when ctx was cancelled (Ctrl-C).
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if err := ids.RevokeKey(rctx, key.ID); err != nil {
-			fmt.Fprintf(os.Stderr, "reindex: revoke key %d: %v (it expires by itself at %v)\n", key.ID, err, key.ExpiresAt)
+		if err := ids.RevokeServiceCredential(rctx, cred.ID); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: revoke service credential %d: %v (it expires by itself at %v)\n", what, cred.ID, err, cred.ExpiresAt)
 		}
 		pool.Close()
 	}

@@ -44,7 +44,7 @@
 // queries are embedded as queries (with the local model's query prefix,
 // if any); and in embedded
 // mode the pipeline's settings (indexing.Settings): DOCREPO_DOCUMENT_ADDR,
-// DOCREPO_SERVICE_TOKEN (a key with the internal scope; required),
+// DOCREPO_SERVICE_TOKEN (a service credential with the internal scope; required),
 // DOCREPO_INDEX_MAX_FILE_BYTES (256 MiB: larger files are indexed without
 // content), DOCREPO_EXTRACT_TIMEOUT (1m), DOCREPO_INDEX_WORKERS (4),
 // DOCREPO_INDEX_BATCH (64), DOCREPO_INDEX_CONSUMER (durable consumer name,
