@@ -33,6 +33,7 @@ import (
 	searchv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/search/v1"
 	"github.com/docrepo/docrepo/pkg/grpcclient"
 	"github.com/docrepo/docrepo/pkg/logging"
+	"github.com/docrepo/docrepo/pkg/profiling"
 	"github.com/docrepo/docrepo/pkg/tracing"
 )
 
@@ -55,6 +56,9 @@ type Config struct {
 	// (0: no limit); RateBurst the burst above it.
 	RateLimit float64
 	RateBurst int
+	// PprofAddr, when set, serves Go's runtime profiles (pkg/profiling)
+	// on an address of its own, never on the REST port.
+	PprofAddr string
 
 	// Listener, when set, replaces listening on HTTPAddr (tests).
 	Listener net.Listener
@@ -76,6 +80,7 @@ func (c *Config) Register(l *config.Loader) {
 	l.Int(&c.RateBurst, "rate-burst", "DOCREPO_RATE_BURST", 0, "burst allowed above the rate (default: the rate, at least 1)")
 	l.String(&c.LogLevel, "log-level", "DOCREPO_LOG_LEVEL", "info", "log level")
 	l.String(&c.LogFormat, "log-format", "DOCREPO_LOG_FORMAT", "json", "log format: json or text")
+	l.String(&c.PprofAddr, "pprof-addr", "DOCREPO_PPROF_ADDR", "", "listen address for Go's pprof profiles (empty: off; keep it private)")
 }
 
 // backend is one service connection.
@@ -247,6 +252,11 @@ func Run(ctx context.Context, cfg Config) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(lis) }()
 	g.log.Info("gateway listening", "addr", lis.Addr().String())
+	if cfg.PprofAddr != "" {
+		pctx, stopProfiling := context.WithCancel(ctx)
+		defer stopProfiling()
+		go func() { _ = profiling.Serve(pctx, cfg.PprofAddr, g.log) }()
+	}
 	select {
 	case err := <-errc:
 		return err

@@ -31,6 +31,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/grpcserver"
 	"github.com/docrepo/docrepo/pkg/identity"
 	"github.com/docrepo/docrepo/pkg/logging"
+	"github.com/docrepo/docrepo/pkg/profiling"
 	"github.com/docrepo/docrepo/pkg/tracing"
 )
 
@@ -182,6 +183,9 @@ func (s *Service) Run(ctx context.Context) error {
 	g.Go(func() error { return s.Server.Serve(ctx, lis) })
 	if s.Config.HTTPAddr != "" {
 		g.Go(func() error { return s.serveHTTP(ctx) })
+	}
+	if s.Config.PprofAddr != "" {
+		g.Go(func() error { return profiling.Serve(ctx, s.Config.PprofAddr, s.Logger) })
 	}
 	for _, task := range s.tasks {
 		g.Go(func() error {

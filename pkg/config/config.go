@@ -167,6 +167,8 @@ type Common struct {
 	// (1 on a single server; 3 on a JetStream cluster).
 	NATSReplicas int
 	Migrate      bool
+	// PprofAddr, when set, serves Go's runtime profiles (pkg/profiling).
+	PprofAddr string
 }
 
 // NATSOptions are the connection options of the NATS settings: the
@@ -196,4 +198,5 @@ func (l *Loader) RegisterCommon(c *Common, grpcAddr, httpAddr string) {
 	l.String(&c.NATSCreds, "nats-creds", "NATS_CREDS", "", "NATS credentials file (JWT and NKey seed)")
 	l.Int(&c.NATSReplicas, "nats-replicas", "DOCREPO_NATS_REPLICAS", 1, "replicas of the JetStream streams docrepo creates (3 on a JetStream cluster)")
 	l.Bool(&c.Migrate, "migrate", "DOCREPO_MIGRATE", true, "apply database migrations at start-up")
+	l.String(&c.PprofAddr, "pprof-addr", "DOCREPO_PPROF_ADDR", "", "listen address for Go's pprof profiles (empty: off; keep it private)")
 }

@@ -48,3 +48,25 @@ func TestSetupRejectsUnknownExporter(t *testing.T) {
 		t.Fatal("unknown exporter accepted")
 	}
 }
+
+// TestNoExporterRecordsNothingButKeepsTraceIDs: with no exporter spans are
+// not recorded (that work would be thrown away), yet every span has a
+// trace id, and a caller's trace id carries on to child spans.
+func TestNoExporterRecordsNothingButKeepsTraceIDs(t *testing.T) {
+	ctx := context.Background()
+	stop, err := Setup(ctx, "quiet", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop(ctx)
+	parentCtx, parent := Tracer("test").Start(ctx, "parent")
+	defer parent.End()
+	if parent.IsRecording() {
+		t.Fatal("a span is recorded although no exporter is configured")
+	}
+	childCtx, child := Tracer("test").Start(parentCtx, "child")
+	defer child.End()
+	if id := TraceID(parentCtx); id == "" || TraceID(childCtx) != id {
+		t.Fatalf("trace ids parent %q child %q: want one, shared", id, TraceID(childCtx))
+	}
+}

@@ -57,6 +57,7 @@ type settings struct {
 	pgPort      int
 	natsPort    int
 	basePort    int
+	pprof       bool
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string) error {
@@ -68,7 +69,8 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	l.String(&s.binDir, "bin-dir", "DOCREPO_BIN_DIR", "bin", "where the service binaries are")
 	l.Int(&s.pgPort, "pg-port", "DOCREPO_PG_PORT", 55432, "port of the private Postgres cluster")
 	l.Int(&s.natsPort, "nats-port", "DOCREPO_NATS_PORT", 14222, "port of the embedded NATS server")
-	l.Int(&s.basePort, "base-port", "DOCREPO_BASE_PORT", 9100, "first of the service ports (gRPC base+1.., metrics base+11..)")
+	l.Int(&s.basePort, "base-port", "DOCREPO_BASE_PORT", 9100, "first of the service ports (gRPC base+1.., metrics base+11.., pprof base+21..)")
+	l.Bool(&s.pprof, "pprof", "DOCREPO_DEV_PPROF", false, "serve each process's pprof profiles on base+21.. (gateway base+26)")
 	if err := l.Parse(args); err != nil {
 		return err
 	}
@@ -152,23 +154,30 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 			common = append(common, k+"="+v)
 		}
 	}
-	type proc struct{ name, grpc, metrics string }
+	type proc struct{ name, grpc, metrics, pprof string }
 	procs := []proc{
-		{"folder", addrs["folder"], port(12)},
-		{"schema", addrs["schema"], port(14)},
-		{"document", addrs["document"], port(11)},
-		{"search", addrs["search"], port(13)},
+		{"folder", addrs["folder"], port(12), port(22)},
+		{"schema", addrs["schema"], port(14), port(24)},
+		{"document", addrs["document"], port(11), port(21)},
+		{"search", addrs["search"], port(13), port(23)},
 	}
 	if getenv("OPENSEARCH_URL") != "" {
-		procs = append(procs, proc{"indexer", addrs["indexer"], port(15)})
+		procs = append(procs, proc{"indexer", addrs["indexer"], port(15), port(25)})
+	}
+	profiles := func(env []string, addr string) []string {
+		if !s.pprof {
+			return env
+		}
+		fmt.Fprintf(os.Stderr, "devstack: profiles at http://%s/debug/pprof/\n", addr)
+		return append(env, "DOCREPO_PPROF_ADDR="+addr)
 	}
 	for _, p := range procs {
 		env := append(append([]string{}, common...), "DOCREPO_GRPC_ADDR="+p.grpc, "DOCREPO_METRICS_ADDR="+p.metrics)
-		if err := start(p.name, env); err != nil {
+		if err := start(p.name, profiles(env, p.pprof)); err != nil {
 			return err
 		}
 	}
-	if err := start("gateway", append(append([]string{}, common...), "DOCREPO_HTTP_ADDR="+s.httpAddr)); err != nil {
+	if err := start("gateway", profiles(append(append([]string{}, common...), "DOCREPO_HTTP_ADDR="+s.httpAddr), port(26))); err != nil {
 		return err
 	}
 	baseURL := "http://" + s.httpAddr

@@ -39,8 +39,12 @@ done
 
 psql -q -c "CREATE DATABASE $db" postgres
 export DATABASE_URL="postgres://$PGUSER@$PGHOST:$PGPORT/$db?sslmode=disable"
+# BENCH_PPROF=1 gives every process a pprof endpoint at base port + 21..26
+# (profile.sh collects them).
+pprof_flag=()
+if [ -n "${BENCH_PPROF:-}" ]; then pprof_flag=(-pprof); export BENCH_PPROF_BASE="$base_port"; fi
 (cd "$root" && exec "$work/bin/devstack" -database-url "$DATABASE_URL" -data-dir "$work/data" -bin-dir "$work/bin" \
-	-http-addr "$http_addr" -base-port "$base_port" -nats-port $((base_port + 50))) >"$work/devstack.log" 2>&1 &
+	-http-addr "$http_addr" -base-port "$base_port" -nats-port $((base_port + 50)) "${pprof_flag[@]}") >"$work/devstack.log" 2>&1 &
 devstack_pid=$!
 for _ in $(seq 1 600); do
 	[ -f "$work/data/devstack.env" ] && curl -fsS "http://$http_addr/readyz" >/dev/null 2>&1 && break
