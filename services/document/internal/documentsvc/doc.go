@@ -18,7 +18,10 @@
 //     header arrives, before any byte is stored: field limits, the date,
 //     the doc_number_prefix, the folder (FolderService.GetFolders as the
 //     caller: unknown or invisible → 404 "Folder not found") and the doc
-//     type (SchemaService.GetDocType: unknown → 422 "Unknown doc_type: <x>").
+//     type (SchemaService.GetDocType: unknown → 422 "Unknown doc_type: <x>";
+//     a type the schema service confirmed is trusted for a minute, as doc
+//     types are never renamed or deleted, so repeated uploads of one type
+//     cost no round trip; unknown types are asked every time).
 //     Everything is validated again when the stream ends (only values not
 //     yet confirmed are sent to the other services again); a failure then,
 //     or in the database transaction, deletes the stored object. Required

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -75,6 +77,11 @@ type Service struct {
 	pageCountTimeout time.Duration
 	// pageCounts holds a token per page count in progress.
 	pageCounts chan struct{}
+	// knownTypes maps a doc type name the schema service confirmed to
+	// when that answer expires (see checkDocType).
+	knownTypes    sync.Map
+	knownTypesLen atomic.Int64
+	now           func() time.Time
 }
 
 // NewService returns the document service.
@@ -84,7 +91,7 @@ func NewService(d Deps) *Service {
 		log = slog.Default()
 	}
 	s := &Service{pool: d.Pool, store: d.Store, folders: d.Folders, schema: d.Schema, maxSize: d.MaxUploadBytes, log: log,
-		pageCountMax: d.PageCountMaxBytes, pageCountTimeout: d.PageCountTimeout}
+		pageCountMax: d.PageCountMaxBytes, pageCountTimeout: d.PageCountTimeout, now: time.Now}
 	if s.pageCountMax <= 0 {
 		s.pageCountMax = DefaultPageCountMaxBytes
 	}

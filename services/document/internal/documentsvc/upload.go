@@ -146,12 +146,33 @@ func (s *Service) checkFolder(ctx context.Context, id int64) error {
 	return nil
 }
 
-// checkDocType asks the schema service whether the doc type exists.
+// knownTypeTTL is how long the document service trusts the schema
+// service's word that a doc type exists. Doc types cannot be renamed or
+// deleted through docrepo (docs/api.md), so this only bounds how long a
+// type an operator deleted by hand in SQL is still accepted. Unknown types
+// are never remembered: a type created a moment ago is accepted at once.
+const knownTypeTTL = time.Minute
+
+// maxKnownTypes bounds the memory of known doc types.
+const maxKnownTypes = 10_000
+
+// checkDocType asks the schema service whether the doc type exists, once
+// per name and knownTypeTTL (the profile of the ingest benchmark showed a
+// schema round trip per upload for the same few types).
 func (s *Service) checkDocType(ctx context.Context, name string) error {
+	now := s.now()
+	if until, ok := s.knownTypes.Load(name); ok && now.Before(until.(time.Time)) {
+		return nil
+	}
 	_, err := s.schema.GetDocType(ctx, &schemav1.GetDocTypeRequest{Name: name})
 	if err != nil {
 		return downstream(err, "schema service", apierr.Unprocessable("Unknown doc_type: %s", name))
 	}
+	if s.knownTypesLen.Add(1) > maxKnownTypes {
+		s.knownTypes.Clear()
+		s.knownTypesLen.Store(1)
+	}
+	s.knownTypes.Store(name, now.Add(knownTypeTTL))
 	return nil
 }
 
