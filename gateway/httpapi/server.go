@@ -32,6 +32,7 @@ import (
 	schemav1 "github.com/docrepo/docrepo/pkg/gen/docrepo/schema/v1"
 	searchv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/search/v1"
 	"github.com/docrepo/docrepo/pkg/grpcclient"
+	"github.com/docrepo/docrepo/pkg/grpctls"
 	"github.com/docrepo/docrepo/pkg/logging"
 	"github.com/docrepo/docrepo/pkg/profiling"
 	"github.com/docrepo/docrepo/pkg/tracing"
@@ -59,6 +60,8 @@ type Config struct {
 	// PprofAddr, when set, serves Go's runtime profiles (pkg/profiling)
 	// on an address of its own, never on the REST port.
 	PprofAddr string
+	// GRPCTLS is how the gateway dials the services (pkg/grpctls).
+	GRPCTLS grpctls.Config
 
 	// Listener, when set, replaces listening on HTTPAddr (tests).
 	Listener net.Listener
@@ -81,6 +84,7 @@ func (c *Config) Register(l *config.Loader) {
 	l.String(&c.LogLevel, "log-level", "DOCREPO_LOG_LEVEL", "info", "log level")
 	l.String(&c.LogFormat, "log-format", "DOCREPO_LOG_FORMAT", "json", "log format: json or text")
 	l.String(&c.PprofAddr, "pprof-addr", "DOCREPO_PPROF_ADDR", "", "listen address for Go's pprof profiles (empty: off; keep it private)")
+	l.RegisterGRPCTLS(&c.GRPCTLS)
 }
 
 // backend is one service connection.
@@ -143,8 +147,16 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		{"search", cfg.SearchAddr, searchv1.RegisterSearchServiceHandler},
 		{"schema", cfg.SchemaAddr, schemav1.RegisterSchemaServiceHandler},
 	}
+	var dialOpts []grpcclient.Option
+	creds, err := cfg.GRPCTLS.Client()
+	if err != nil {
+		return nil, err
+	}
+	if creds != nil {
+		dialOpts = append(dialOpts, grpcclient.WithDialOptions(grpc.WithTransportCredentials(creds)))
+	}
 	for _, reg := range regs {
-		conn, err := grpcclient.Dial(reg.addr)
+		conn, err := grpcclient.Dial(reg.addr, dialOpts...)
 		if err != nil {
 			g.Close()
 			return nil, err

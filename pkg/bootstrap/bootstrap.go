@@ -25,9 +25,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
 
 	"github.com/docrepo/docrepo/pkg/config"
 	"github.com/docrepo/docrepo/pkg/database"
+	"github.com/docrepo/docrepo/pkg/grpcclient"
 	"github.com/docrepo/docrepo/pkg/grpcserver"
 	"github.com/docrepo/docrepo/pkg/identity"
 	"github.com/docrepo/docrepo/pkg/logging"
@@ -115,7 +117,20 @@ func Start(ctx context.Context, name string, cfg config.Common, opts Options) (_
 	// One service per process; a second Start in the same process (tests)
 	// keeps the first one's counters.
 	_ = s.Tokens.RegisterMetrics(prometheus.DefaultRegisterer)
-	s.Server = grpcserver.New(grpcserver.Options{Name: name, Logger: logger, Authenticator: s.Tokens})
+	serverCreds, err := cfg.GRPCTLS.Server()
+	if err != nil {
+		return nil, err
+	}
+	clientCreds, err := cfg.GRPCTLS.Client()
+	if err != nil {
+		return nil, err
+	}
+	grpcclient.UseTransportCredentials(clientCreds)
+	var extra []grpc.ServerOption
+	if serverCreds != nil {
+		extra = append(extra, grpc.Creds(serverCreds))
+	}
+	s.Server = grpcserver.New(grpcserver.Options{Name: name, Logger: logger, Authenticator: s.Tokens, ExtraOptions: extra})
 	return s, nil
 }
 

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/docrepo/docrepo/pkg/grpctls"
 )
 
 // Loader collects settings and parses them.
@@ -169,6 +171,15 @@ type Common struct {
 	Migrate      bool
 	// PprofAddr, when set, serves Go's runtime profiles (pkg/profiling).
 	PprofAddr string
+	// GRPCTLS is the TLS of gRPC between the processes (pkg/grpctls).
+	GRPCTLS grpctls.Config
+}
+
+// RegisterGRPCTLS registers the gRPC TLS settings (pkg/grpctls) into c.
+func (l *Loader) RegisterGRPCTLS(c *grpctls.Config) {
+	l.String(&c.CertFile, "grpc-tls-cert", grpctls.EnvCert, "", "this process's gRPC TLS certificate (PEM); with a key, servers serve TLS and clients present it")
+	l.String(&c.KeyFile, "grpc-tls-key", grpctls.EnvKey, "", "the key of the gRPC TLS certificate (PEM)")
+	l.String(&c.CAFile, "grpc-tls-ca", grpctls.EnvCA, "", "CA bundle (PEM) of docrepo's gRPC servers: clients dial with TLS; servers require client certificates")
 }
 
 // NATSOptions are the connection options of the NATS settings: the
@@ -199,4 +210,5 @@ func (l *Loader) RegisterCommon(c *Common, grpcAddr, httpAddr string) {
 	l.Int(&c.NATSReplicas, "nats-replicas", "DOCREPO_NATS_REPLICAS", 1, "replicas of the JetStream streams docrepo creates (3 on a JetStream cluster)")
 	l.Bool(&c.Migrate, "migrate", "DOCREPO_MIGRATE", true, "apply database migrations at start-up")
 	l.String(&c.PprofAddr, "pprof-addr", "DOCREPO_PPROF_ADDR", "", "listen address for Go's pprof profiles (empty: off; keep it private)")
+	l.RegisterGRPCTLS(&c.GRPCTLS)
 }

@@ -9,10 +9,12 @@ package grpcclient
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
@@ -25,6 +27,28 @@ import (
 // pings the server; servers (grpcserver.KeepalivePolicy) must allow pings
 // this often.
 const KeepaliveTime = 30 * time.Second
+
+// transport is the process's transport credentials for every Dial (nil:
+// plaintext); see UseTransportCredentials.
+var transport atomic.Pointer[credentials.TransportCredentials]
+
+// UseTransportCredentials makes every later Dial of this process use creds
+// (TLS from pkg/grpctls); nil goes back to plaintext. A process calls it
+// once at start-up, before it dials.
+func UseTransportCredentials(creds credentials.TransportCredentials) {
+	if creds == nil {
+		transport.Store(nil)
+		return
+	}
+	transport.Store(&creds)
+}
+
+func transportCredentials() credentials.TransportCredentials {
+	if c := transport.Load(); c != nil {
+		return *c
+	}
+	return insecure.NewCredentials()
+}
 
 type options struct {
 	serviceToken string
@@ -54,7 +78,7 @@ func Dial(target string, opts ...Option) (*grpc.ClientConn, error) {
 	}
 	p := propagator{serviceToken: o.serviceToken}
 	dialOpts := append([]grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(transportCredentials()),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: KeepaliveTime, Timeout: 10 * time.Second}),
 		grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
 		grpc.WithChainUnaryInterceptor(p.unary),

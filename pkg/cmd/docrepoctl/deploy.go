@@ -26,6 +26,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/auth"
 	"github.com/docrepo/docrepo/pkg/catalog"
 	"github.com/docrepo/docrepo/pkg/database"
+	"github.com/docrepo/docrepo/pkg/grpctls"
 	"github.com/docrepo/docrepo/pkg/identity"
 )
 
@@ -76,7 +77,14 @@ func healthCmd(ctx context.Context, e deployEnv) error {
 	if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
 		return httpHealth(ctx, target, e.stdout)
 	}
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds, err := grpctls.FromEnv(e.getenv).Client()
+	if err != nil {
+		return err
+	}
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return fmt.Errorf("health %s: %w", target, err)
 	}

@@ -55,6 +55,8 @@ import (
 
 	"github.com/docrepo/docrepo/pkg/catalog"
 	"github.com/docrepo/docrepo/pkg/database"
+	"github.com/docrepo/docrepo/pkg/grpcclient"
+	"github.com/docrepo/docrepo/pkg/grpctls"
 	"github.com/docrepo/docrepo/pkg/identity"
 )
 
@@ -138,6 +140,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return errors.New("no command given")
 	}
 	if deployCmd, ok := deployCommands[rest[0]]; ok { // deploy.go
+		// reindex, ocr status and deadletter dial the services like the
+		// services dial each other (DOCREPO_GRPC_TLS_*).
+		creds, err := grpctls.FromEnv(getenv).Client()
+		if err != nil {
+			return err
+		}
+		grpcclient.UseTransportCredentials(creds)
 		return deployCmd(ctx, deployEnv{dbURL: *dbURL, args: rest[1:], stdout: stdout, stderr: stderr, getenv: getenv})
 	}
 	pool, err := database.Open(ctx, *dbURL, catalog.Schema)
