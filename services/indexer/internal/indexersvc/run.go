@@ -57,7 +57,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	eng, err := cfg.OpenSearch.Open(ctx, emb.Dimensions(), 0)
+	eng, err := cfg.OpenSearch.Open(ctx, emb.Dimensions(), 0, svc.Logger)
 	if err != nil {
 		return err
 	}
