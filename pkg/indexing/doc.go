@@ -78,8 +78,13 @@
 // # Reindex
 //
 // Reindex pages through DocumentService.ListDocumentIds and sends every id
-// through the same path, optionally after engine.Reset (recreate), reporting
-// progress. Server wraps it as the IndexerService gRPC API (scope admin).
+// through the same path, reporting progress. Server wraps it as the
+// IndexerService gRPC API (scope admin). With recreate, a Server given
+// RebuildInto runs Rebuild instead: every document into a new index (a
+// Target), caught up with the changes made meanwhile, then switched to
+// atomically, so searches never see a partial or empty index; both
+// engines provide one (rebuild.go). Without RebuildInto, recreate empties
+// the engine first (engine.Reset).
 //
 // # Metrics
 //

@@ -9,11 +9,18 @@ import (
 
 // A full rebuild (IndexerService.Reindex with recreate) never leaves
 // search partial: it writes a complete new index while the current one
-// goes on answering searches and taking the consumer's writes, switches to
-// the new one atomically, and then runs the anti-entropy pass, which
-// brings over whatever changed during the rebuild. A rebuild that fails, is
-// cancelled, or cannot index every document leaves the current index
-// untouched.
+// goes on answering searches and taking the consumer's writes, catches the
+// new index up with the documents of record (an anti-entropy pass into it:
+// what changed or was deleted while it was written), switches to it
+// atomically, and then runs the anti-entropy pass on the index in use,
+// which brings over whatever changed during the catch-up. A rebuild that
+// fails, is cancelled, or cannot index every document leaves the current
+// index untouched.
+//
+// The engines provide the Target: the embedded engine a new index
+// generation behind engine.Switchable (services/search), OpenSearch a new
+// versioned index the alias is moved to (opensearchengine.Generation,
+// services/indexer).
 
 // Target is where a rebuild writes: a new, empty index, and how to make it
 // current (or drop it).
@@ -51,12 +58,22 @@ func (ix *Indexer) Rebuild(ctx context.Context, newTarget func(ctx context.Conte
 		t.Abandon()
 		return p, err
 	}
+	// Writes that went to the current index while the new one was written.
+	caught, err := into.Verify(ctx, nil)
+	if err != nil {
+		t.Abandon()
+		return p, fmt.Errorf("indexing: rebuild: catching the new index up: %w", err)
+	}
+	if caught.Failed > 0 {
+		ix.log.Warn("rebuild: documents changed during the rebuild could not be indexed into the new index; the pass after the switch tries again",
+			"failed", caught.Failed)
+	}
 	if err := t.Commit(ctx); err != nil {
 		t.Abandon()
 		return p, fmt.Errorf("indexing: rebuild: switch to the new index: %w", err)
 	}
 	ix.log.Info("rebuild: the new index is in use", "documents", p.Done, "failed", p.Failed)
-	// Writes that went to the old index during the rebuild.
+	// Writes that went to the old index during the catch-up.
 	if _, err := ix.Verify(ctx, nil); err != nil {
 		ix.log.Warn("rebuild: the verification after the switch failed; the next periodic pass repairs", "error", err)
 	}

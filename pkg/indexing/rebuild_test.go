@@ -152,3 +152,97 @@ func TestRebuildSwitchesWithoutASearchGap(t *testing.T) {
 		t.Fatal("a failed rebuild changed the index in use")
 	}
 }
+
+// hookSource, once armed, calls onGet (once) when the document id is read.
+type hookSource struct {
+	documentv1.DocumentServiceClient
+	id    int64
+	armed atomic.Bool
+	once  sync.Once
+	onGet func()
+}
+
+func (s *hookSource) GetIndexDocument(ctx context.Context, in *documentv1.GetIndexDocumentRequest, opts ...grpc.CallOption) (*documentv1.GetIndexDocumentResponse, error) {
+	if in.GetDocId() == s.id && s.armed.Load() {
+		s.once.Do(s.onGet)
+	}
+	return s.DocumentServiceClient.GetIndexDocument(ctx, in, opts...)
+}
+
+// inspectTarget is a bleve generation that, at Commit, first records what
+// the new index holds for one document: what searches see right after the
+// switch, before the pass that follows it.
+type inspectTarget struct {
+	testTarget
+	id    int64
+	rev   int64
+	found bool
+}
+
+func (t *inspectTarget) Commit(ctx context.Context) error {
+	var err error
+	if t.rev, t.found, err = t.e.Revision(ctx, t.id); err != nil {
+		return err
+	}
+	return t.testTarget.Commit(ctx)
+}
+
+// A document changed or deleted while the rebuild writes the new index
+// (after the rebuild has read it) is already right in the new index when
+// it becomes the one in use: the rebuild catches the new index up before
+// the switch instead of leaving the change to the pass after it.
+func TestRebuildCatchesUpBeforeTheSwitch(t *testing.T) {
+	tests := []struct {
+		name string
+		// change is made while the rebuild reads document 40, long after
+		// it wrote documents 1 and 2.
+		change    func(s *docStore)
+		id        int64
+		wantFound bool
+		wantRev   int64
+	}{
+		{name: "updated", change: func(s *docStore) { s.put(1, textDoc(2, "platypus revised")) }, id: 1, wantFound: true, wantRev: 2},
+		{name: "deleted", change: func(s *docStore) { s.remove(2) }, id: 2, wantFound: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			store := newDocStore()
+			for id := int64(1); id <= 60; id++ {
+				store.put(id, textDoc(1, "platypus document"))
+			}
+			root := t.TempDir()
+			first, _, err := bleveengine.OpenCurrent(root, bleveengine.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sw := engine.NewSwitchable(first)
+			defer sw.Close()
+			src := &hookSource{DocumentServiceClient: store.serve(t), id: 40, onGet: func() { tc.change(store) }}
+			ix := newTestIndexer(t, sw, src, func(o *Options) { o.Workers = 1 })
+			if _, err := ix.Reindex(ctx, false, nil); err != nil {
+				t.Fatal(err)
+			}
+			src.armed.Store(true)
+			var target *inspectTarget
+			newTarget := func(context.Context) (Target, error) {
+				e, name, err := bleveengine.NewGeneration(root, bleveengine.Options{})
+				if err != nil {
+					return nil, err
+				}
+				target = &inspectTarget{testTarget: testTarget{root: root, name: name, e: e, sw: sw}, id: tc.id}
+				return target, nil
+			}
+			if _, err := ix.Rebuild(ctx, newTarget, nil); err != nil {
+				t.Fatal(err)
+			}
+			if !target.committed.Load() {
+				t.Fatal("the rebuild did not switch")
+			}
+			if target.found != tc.wantFound || target.rev != tc.wantRev {
+				t.Fatalf("at the switch the new index holds document %d: found %v rev %d; want found %v rev %d",
+					tc.id, target.found, target.rev, tc.wantFound, tc.wantRev)
+			}
+		})
+	}
+}

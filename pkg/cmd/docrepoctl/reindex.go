@@ -34,6 +34,14 @@ const (
 //
 //	docrepoctl reindex [-recreate | -verify] [-addr HOST:PORT] [-token TOKEN]
 //
+// -recreate rebuilds from nothing (so documents that no longer exist go
+// too) without downtime: every document is written into a new index while
+// searches go on against the current one, which the new index then
+// replaces atomically (a new generation of the embedded index; with
+// OpenSearch a new versioned index the alias OPENSEARCH_INDEX is moved to;
+// see indexing.Indexer.Rebuild). If it fails, the index in use is left as
+// it was.
+//
 // -verify does not rebuild: it compares the revision of every document of
 // record with the index's and repairs only the differences (documents the
 // index lacks, holds at an older revision, or holds but that no longer
@@ -54,7 +62,7 @@ func reindexCmd(ctx context.Context, e deployEnv) error {
 		addrFromCLI bool
 	)
 	pos, err := parseArgs("reindex", e.args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&recreate, "recreate", false, "empty the index first (also drops documents that no longer exist)")
+		fs.BoolVar(&recreate, "recreate", false, "rebuild into a new index and switch to it when complete (also drops documents that no longer exist)")
 		fs.BoolVar(&verify, "verify", false, "compare the index with the documents of record and repair only the differences")
 		fs.StringVar(&addr, "addr", "", "IndexerService address (default DOCREPO_INDEXER_ADDR, then DOCREPO_SEARCH_ADDR)")
 		fs.StringVar(&token, "token", "", "use this service credential (scope admin) instead of minting one")

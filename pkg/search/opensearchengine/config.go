@@ -3,6 +3,7 @@ package opensearchengine
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,7 +15,7 @@ const (
 	EnvURL      = "OPENSEARCH_URL"      // comma-separated node URLs
 	EnvUsername = "OPENSEARCH_USERNAME" // HTTP basic auth user
 	EnvPassword = "OPENSEARCH_PASSWORD" // HTTP basic auth password
-	EnvIndex    = "OPENSEARCH_INDEX"    // index (or alias) name
+	EnvIndex    = "OPENSEARCH_INDEX"    // alias name
 	EnvInsecure = "OPENSEARCH_INSECURE" // skip TLS certificate verification
 )
 
@@ -46,10 +47,12 @@ type Config struct {
 	// InsecureSkipVerify disables TLS certificate verification (self-signed
 	// development clusters only).
 	InsecureSkipVerify bool
-	// Index is the index or alias all reads and writes go to
-	// (DefaultIndex when empty). New creates it, with Mapping, when it does
-	// not exist. When it names an alias, writes and reads go through the
-	// alias, and Reset refuses (see Reset).
+	// Index is the alias all reads and writes go to (DefaultIndex when
+	// empty). New creates it with the concrete index <Index>-v1 (IndexBody)
+	// when nothing of that name exists; a full rebuild (NewGeneration)
+	// moves it to <Index>-v<N+1>. A concrete index of that name (made
+	// before versioned indexes) is used as it is until the first rebuild.
+	// At most 240 characters, leaving room for the version suffix.
 	Index string
 	// Dimensions is the length of the content vectors; MetadataDimensions
 	// that of the metadata vectors (Dimensions when 0). Both must match the
@@ -85,6 +88,9 @@ type Config struct {
 	RetryBackoff time.Duration // first backoff, doubled each retry (0: 100ms)
 	// Transport replaces the HTTP transport (tests).
 	Transport http.RoundTripper
+	// Logger receives what index management does: the index created, a
+	// rebuild's switch, indexes deleted (slog.Default() when nil).
+	Logger *slog.Logger
 }
 
 // ConfigFromEnv returns the configuration given by the environment:
@@ -123,6 +129,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Index == "" {
 		cfg.Index = DefaultIndex
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	if err := checkIndexName(cfg.Index); err != nil {
 		return cfg, err
 	}
@@ -160,11 +169,15 @@ func (cfg Config) withDefaults() (Config, error) {
 // maxDimensions is the k-NN plugin's limit for the lucene engine.
 const maxDimensions = 16000
 
+// maxIndexName leaves room in OpenSearch's 255 bytes for the version
+// suffix of the concrete indexes ("-v" and a number).
+const maxIndexName = 240
+
 // checkIndexName rejects names OpenSearch would reject, and anything that
 // would change the request path.
 func checkIndexName(name string) error {
 	bad := name == "." || name == ".." || strings.HasPrefix(name, "_") || strings.HasPrefix(name, "-") ||
-		strings.HasPrefix(name, "+") || len(name) > 255 || strings.ToLower(name) != name ||
+		strings.HasPrefix(name, "+") || len(name) > maxIndexName || strings.ToLower(name) != name ||
 		strings.ContainsAny(name, `\/*?"<>| ,#:`)
 	if bad {
 		return fmt.Errorf("opensearchengine: invalid index name %q", name)

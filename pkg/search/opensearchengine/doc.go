@@ -8,12 +8,13 @@
 // # Configuration
 //
 // New(ctx, Config) connects, checks the server and creates the index when
-// it is missing. ConfigFromEnv reads the connection from the environment:
+// it is missing (see Index versions). ConfigFromEnv reads the connection
+// from the environment:
 //
 //	OPENSEARCH_URL       node URLs, comma-separated (required)
 //	OPENSEARCH_USERNAME  HTTP basic auth user
 //	OPENSEARCH_PASSWORD  HTTP basic auth password
-//	OPENSEARCH_INDEX     index or alias name (default docrepo-documents)
+//	OPENSEARCH_INDEX     alias name (default docrepo-documents)
 //	OPENSEARCH_INSECURE  true: skip TLS certificate verification
 //
 // The caller sets Dimensions (and MetadataDimensions when the metadata
@@ -23,6 +24,55 @@
 // is required (MinVersion): 3.1 added matched_fields to the unified
 // highlighter, which the snippets need; New refuses older servers. When the
 // index exists, New checks that its vector dimensions match.
+//
+// # Index versions
+//
+// Config.Index (OPENSEARCH_INDEX) is an alias; the documents live in the
+// concrete index <alias>-v<N> it points at, and every read and write goes
+// through the alias, so whoever holds an Engine follows a switch without
+// being told. New on a cluster without either creates <alias>-v1 with the
+// mapping and the alias in one create-index request.
+//
+// A full rebuild (docrepoctl reindex -recreate: indexing.Indexer.Rebuild
+// with a Generation as its Target, wired in services/indexer) runs
+// without downtime:
+//
+//  1. NewGeneration deletes every <alias>-v<M> the alias does not point at
+//     (left by a rebuild that never finished) and creates <alias>-v<N+1>,
+//     empty, with the mapping.
+//  2. The rebuild writes every document into it through Generation.Engine,
+//     while searches and the consumer's writes go on through the alias to
+//     the current index; then it catches the new index up with the
+//     documents changed meanwhile (the anti-entropy pass, run into it).
+//  3. Commit refreshes the new index, checks that it is still the one
+//     created (a write re-creates a deleted index with dynamic mappings),
+//     and moves the alias in one POST /_aliases: remove (must_exist, so the
+//     call fails as a whole if the alias moved meanwhile) and add. Then it
+//     deletes the old index. A lost answer is settled by reading the alias.
+//  4. The anti-entropy pass on the alias brings over the writes made
+//     during the catch-up.
+//
+// Until the switch the alias stays on the old, complete index: a rebuild
+// that fails, is cancelled or crashes changes nothing searches see, and
+// its index is deleted by Abandon or by the next rebuild. Two rebuilds must
+// not run at once (the second deletes the first one's index, and the first
+// then fails at Commit).
+//
+// Indexes made before versioned indexes: when Config.Index names a
+// concrete index, New keeps using it as it is. The first rebuild creates
+// <alias>-v1 and switches with remove_index + add in one POST /_aliases,
+// which deletes the old index and puts the alias in its place atomically.
+// Until then nothing changes for such a deployment.
+//
+// Reset (engine.Engine) is a rebuild with nothing written: the alias moves
+// to a new, empty index, so it never lacks an index (the old delete and
+// re-create left a moment in which a write auto-created an index with
+// dynamic mappings).
+//
+// The OpenSearch user therefore needs, besides reading and writing
+// documents, to create and delete <alias>-v* and to change and read
+// aliases (indices:admin/create, indices:admin/delete, indices:admin/aliases,
+// indices:admin/aliases/get, indices:admin/mappings/get, indices:admin/refresh).
 //
 // # Mapping (IndexBody, golden-tested)
 //
@@ -139,8 +189,8 @@
 // not errors) and leaves a version tombstone, so an older Upsert arriving
 // within index.gc_deletes (60s by default, Config.GCDeletes) is Stale.
 // Revision is a realtime GET with _source=false reading _version. Count
-// counts refreshed documents. Reset deletes and recreates the index (also
-// dropping the tombstones); it refuses when Index is an alias. Requests
+// counts refreshed documents. Reset switches the alias to a new, empty
+// index and deletes the old one (also dropping the tombstones). Requests
 // failing with 429, 502, 503, 504 or a connection error are retried by the
 // transport with exponential backoff; every write is idempotent.
 //
@@ -155,7 +205,10 @@
 //   - wire tests (wire_test.go) run the engine against a fake server
 //     (httptest) to check paths, parameters, NDJSON, version conflicts,
 //     retries of 429/503, error surfacing and timeouts. They say nothing
-//     about query semantics.
+//     about query semantics. alias_test.go runs the index versions (first
+//     start, rebuild and switch, interrupted rebuilds, the index from
+//     before, Reset) against the emulator below, which keeps indexes and
+//     aliases as the documentation describes them.
 //   - TestConformanceEmulated runs the shared behaviour suite (enginetest)
 //     against an in-process emulator that evaluates the bodies the way the
 //     OpenSearch documentation describes, with bleve's equivalents of the
@@ -164,9 +217,10 @@
 //     together.
 //   - TestConformance and TestIntegrationSemantics run the suite and
 //     hand-checked expectations (NEAR boundaries, exact l2 scores,
-//     efficient filtering, highlights combining stemmed and exact matches)
-//     against a real OpenSearch when OPENSEARCH_URL is set, each test in its
-//     own docrepo-test-… index, and skip otherwise. Nothing else replaces
+//     efficient filtering, highlights combining stemmed and exact matches),
+//     and TestIntegrationRebuild the index versions, against a real
+//     OpenSearch when OPENSEARCH_URL is set, each test under its own
+//     docrepo-test-… alias, and skip otherwise. Nothing else replaces
 //     them.
 //
 // Known differences from the embedded engine: HNSW search is approximate

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -110,54 +111,116 @@ type emuDoc struct {
 
 type emuIndex struct {
 	docs map[string]*emuDoc
+	// mappings is the create request's mappings; an index a write
+	// auto-created has dynamic mappings instead (dynamic).
+	mappings json.RawMessage
+	dynamic  bool
 }
+
+// emuRequest is one request the emulator received.
+type emuRequest struct {
+	method, path string
+	body         []byte
+}
+
+func (r emuRequest) String() string { return r.method + " " + r.path }
 
 type emulator struct {
 	mu      sync.Mutex
 	an      emuAnalyzers
 	indexes map[string]*emuIndex
+	// aliases: alias → the indexes it points at.
+	aliases  map[string][]string
+	requests []emuRequest
+	// fail, when set, scripts failures: a non-zero status answers the
+	// request with that error, before serving it or, with applied, after
+	// serving it (the answer lost).
+	fail func(method, path string) (status int, applied bool)
 }
 
 func newEmulator() *emulator {
-	return &emulator{an: newEmuAnalyzers(), indexes: map[string]*emuIndex{}}
+	return &emulator{an: newEmuAnalyzers(), indexes: map[string]*emuIndex{}, aliases: map[string][]string{}}
 }
 
 func (em *emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	em.mu.Lock()
 	defer em.mu.Unlock()
+	em.requests = append(em.requests, emuRequest{method: r.Method, path: r.URL.Path, body: body})
+	if em.fail != nil {
+		if status, applied := em.fail(r.Method, r.URL.Path); status != 0 {
+			if applied {
+				em.serve(httptest.NewRecorder(), r, body)
+			}
+			writeJSON(w, status, fmt.Sprintf(`{"error":{"type":"injected","reason":"status %d"},"status":%d}`, status, status))
+			return
+		}
+	}
+	em.serve(w, r, body)
+}
+
+// resolve returns the index a name designates: the index itself, or the
+// one an alias points at.
+func (em *emulator) resolve(name string) (string, *emuIndex) {
+	if targets, ok := em.aliases[name]; ok {
+		if len(targets) != 1 {
+			return "", nil
+		}
+		name = targets[0]
+	}
+	return name, em.indexes[name]
+}
+
+func (em *emulator) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	if r.URL.Path == "/" {
+	switch {
+	case r.URL.Path == "/":
 		writeJSON(w, 200, `{"version":{"distribution":"opensearch","number":"3.1.0"}}`)
 		return
-	}
-	if parts[0] == "_alias" {
-		writeJSON(w, 404, `{"error":"alias missing","status":404}`)
+	case parts[0] == "_alias" && len(parts) == 2 && r.Method == http.MethodGet:
+		em.getAlias(w, parts[1])
+		return
+	case parts[0] == "_aliases" && r.Method == http.MethodPost:
+		em.updateAliases(w, body)
+		return
+	case len(parts) == 2 && parts[1] == "_alias" && r.Method == http.MethodGet:
+		em.listIndexes(w, parts[0])
 		return
 	}
 	name := parts[0]
-	ix := em.indexes[name]
 	op := ""
 	if len(parts) > 1 {
 		op = parts[1]
 	}
-	if ix == nil && !(r.Method == http.MethodPut && op == "") {
+	switch {
+	case r.Method == http.MethodPut && op == "":
+		em.create(w, name, body)
+		return
+	case r.Method == http.MethodDelete && op == "":
+		em.deleteIndex(w, name)
+		return
+	}
+	index, ix := em.resolve(name)
+	if ix == nil && op == "_bulk" && r.Method == http.MethodPost && em.aliases[name] == nil {
+		// action.auto_create_index: a write to a missing index creates it
+		// with dynamic mappings.
+		ix = &emuIndex{docs: map[string]*emuDoc{}, dynamic: true}
+		em.indexes[name] = ix
+	}
+	if ix == nil {
 		writeJSON(w, 404, `{"error":{"type":"index_not_found_exception","reason":"no such index"},"status":404}`)
 		return
 	}
 	switch {
-	case r.Method == http.MethodPut && op == "":
-		if ix != nil {
-			writeJSON(w, 400, `{"error":{"type":"resource_already_exists_exception","reason":"exists"},"status":400}`)
-			return
-		}
-		em.indexes[name] = &emuIndex{docs: map[string]*emuDoc{}}
-		writeJSON(w, 200, `{"acknowledged":true}`)
-	case r.Method == http.MethodDelete && op == "":
-		delete(em.indexes, name)
-		writeJSON(w, 200, `{"acknowledged":true}`)
 	case op == "_mapping":
-		writeJSON(w, 200, `{"`+name+`":{"mappings":{"properties":{"content_vector":{"type":"knn_vector","dimension":4},"metadata_vector":{"type":"knn_vector","dimension":4}}}}}`)
+		mappings := ix.mappings
+		if ix.dynamic {
+			mappings = json.RawMessage(`{"properties":{"content":{"type":"text"},"content_vector":{"type":"float"}}}`)
+		}
+		b, _ := json.Marshal(map[string]any{index: map[string]any{"mappings": mappings}})
+		writeJSON(w, 200, string(b))
+	case op == "_refresh" && r.Method == http.MethodPost:
+		writeJSON(w, 200, `{"_shards":{"total":1,"successful":1,"failed":0}}`)
 	case op == "_bulk":
 		em.bulk(w, ix, body)
 	case op == "_doc" && len(parts) == 3:
@@ -189,6 +252,227 @@ func (em *emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, 400, `{"error":{"type":"emulator","reason":"unsupported"},"status":400}`)
 	}
+}
+
+// create is PUT /<index>: the index with its mappings and aliases.
+func (em *emulator) create(w http.ResponseWriter, name string, body []byte) {
+	var req struct {
+		Mappings json.RawMessage            `json:"mappings"`
+		Aliases  map[string]json.RawMessage `json:"aliases"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeJSON(w, 400, `{"error":{"type":"parse_exception","reason":"bad json"},"status":400}`)
+		return
+	}
+	switch {
+	case em.indexes[name] != nil:
+		writeJSON(w, 400, `{"error":{"type":"resource_already_exists_exception","reason":"index already exists"},"status":400}`)
+		return
+	case em.aliases[name] != nil:
+		writeJSON(w, 400, `{"error":{"type":"invalid_index_name_exception","reason":"an alias with the same name exists"},"status":400}`)
+		return
+	}
+	for alias := range req.Aliases {
+		if em.indexes[alias] != nil {
+			writeJSON(w, 400, `{"error":{"type":"invalid_alias_name_exception","reason":"an index exists with the same name as the alias"},"status":400}`)
+			return
+		}
+	}
+	em.indexes[name] = &emuIndex{docs: map[string]*emuDoc{}, mappings: req.Mappings}
+	for alias := range req.Aliases {
+		em.aliases[alias] = append(em.aliases[alias], name)
+	}
+	writeJSON(w, 200, `{"acknowledged":true}`)
+}
+
+// deleteIndex is DELETE /<index>: concrete indexes only, as OpenSearch
+// refuses to delete through an alias.
+func (em *emulator) deleteIndex(w http.ResponseWriter, name string) {
+	if em.aliases[name] != nil {
+		writeJSON(w, 400, `{"error":{"type":"illegal_argument_exception","reason":"matches an alias, specify the corresponding concrete indices instead"},"status":400}`)
+		return
+	}
+	if em.indexes[name] == nil {
+		writeJSON(w, 404, `{"error":{"type":"index_not_found_exception","reason":"no such index"},"status":404}`)
+		return
+	}
+	em.dropIndex(em.indexes, em.aliases, name)
+	writeJSON(w, 200, `{"acknowledged":true}`)
+}
+
+// dropIndex removes an index and its aliases from the given state.
+func (em *emulator) dropIndex(indexes map[string]*emuIndex, aliases map[string][]string, name string) {
+	delete(indexes, name)
+	for alias, targets := range aliases {
+		targets = slices.DeleteFunc(slices.Clone(targets), func(t string) bool { return t == name })
+		if len(targets) == 0 {
+			delete(aliases, alias)
+		} else {
+			aliases[alias] = targets
+		}
+	}
+}
+
+// getAlias is GET /_alias/<name>.
+func (em *emulator) getAlias(w http.ResponseWriter, alias string) {
+	targets := em.aliases[alias]
+	if targets == nil {
+		writeJSON(w, 404, `{"error":"alias [`+alias+`] missing","status":404}`)
+		return
+	}
+	out := map[string]any{}
+	for _, t := range targets {
+		out[t] = map[string]any{"aliases": map[string]any{alias: map[string]any{}}}
+	}
+	b, _ := json.Marshal(out)
+	writeJSON(w, 200, string(b))
+}
+
+// listIndexes is GET /<pattern>/_alias: every index the pattern (a name,
+// or a prefix and *) matches, with its aliases.
+func (em *emulator) listIndexes(w http.ResponseWriter, pattern string) {
+	out := map[string]any{}
+	for name := range em.indexes {
+		prefix, wild := strings.CutSuffix(pattern, "*")
+		if name != pattern && !(wild && strings.HasPrefix(name, prefix)) {
+			continue
+		}
+		aliases := map[string]any{}
+		for alias, targets := range em.aliases {
+			if slices.Contains(targets, name) {
+				aliases[alias] = map[string]any{}
+			}
+		}
+		out[name] = map[string]any{"aliases": aliases}
+	}
+	b, _ := json.Marshal(out)
+	writeJSON(w, 200, string(b))
+}
+
+// updateAliases is POST /_aliases: every action or none. As in
+// OpenSearch, remove_index actions apply first (so an alias may take the
+// name of an index removed in the same call); a remove of an alias the
+// index does not have fails with must_exist and is skipped otherwise.
+func (em *emulator) updateAliases(w http.ResponseWriter, body []byte) {
+	var req struct {
+		Actions []map[string]struct {
+			Index     string `json:"index"`
+			Alias     string `json:"alias"`
+			MustExist bool   `json:"must_exist"`
+		} `json:"actions"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || len(req.Actions) == 0 {
+		writeJSON(w, 400, `{"error":{"type":"action_request_validation_exception","reason":"no actions"},"status":400}`)
+		return
+	}
+	indexes := maps.Clone(em.indexes)
+	aliases := map[string][]string{}
+	for a, t := range em.aliases {
+		aliases[a] = slices.Clone(t)
+	}
+	fail := func(status int, typ, reason string) {
+		writeJSON(w, status, fmt.Sprintf(`{"error":{"type":%q,"reason":%q},"status":%d}`, typ, reason, status))
+	}
+	for _, action := range req.Actions {
+		if a, ok := action["remove_index"]; ok {
+			if indexes[a.Index] == nil {
+				fail(404, "index_not_found_exception", "no such index ["+a.Index+"]")
+				return
+			}
+			em.dropIndex(indexes, aliases, a.Index)
+		}
+	}
+	applied := 0
+	for _, action := range req.Actions {
+		for kind, a := range action {
+			switch kind {
+			case "remove_index":
+				applied++
+			case "remove":
+				if indexes[a.Index] == nil {
+					fail(404, "index_not_found_exception", "no such index ["+a.Index+"]")
+					return
+				}
+				if !slices.Contains(aliases[a.Alias], a.Index) {
+					if a.MustExist {
+						fail(404, "aliases_not_found_exception", "aliases ["+a.Alias+"] missing")
+						return
+					}
+					continue
+				}
+				applied++
+				em.dropAlias(aliases, a.Alias, a.Index)
+			case "add":
+				if indexes[a.Index] == nil {
+					fail(404, "index_not_found_exception", "no such index ["+a.Index+"]")
+					return
+				}
+				if indexes[a.Alias] != nil {
+					fail(400, "invalid_alias_name_exception", "an index exists with the same name as the alias ["+a.Alias+"]")
+					return
+				}
+				applied++
+				if !slices.Contains(aliases[a.Alias], a.Index) {
+					aliases[a.Alias] = append(aliases[a.Alias], a.Index)
+				}
+			default:
+				fail(400, "parse_exception", "unknown action "+kind)
+				return
+			}
+		}
+	}
+	if applied == 0 {
+		fail(404, "aliases_not_found_exception", "aliases missing")
+		return
+	}
+	em.indexes, em.aliases = indexes, aliases
+	writeJSON(w, 200, `{"acknowledged":true}`)
+}
+
+func (em *emulator) dropAlias(aliases map[string][]string, alias, index string) {
+	targets := slices.DeleteFunc(aliases[alias], func(t string) bool { return t == index })
+	if len(targets) == 0 {
+		delete(aliases, alias)
+	} else {
+		aliases[alias] = targets
+	}
+}
+
+// log returns the requests received so far.
+func (em *emulator) log() []emuRequest {
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	return slices.Clone(em.requests)
+}
+
+// state returns the indexes (sorted) and, per alias, the indexes it
+// points at.
+func (em *emulator) state() ([]string, map[string][]string) {
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	names := slices.Sorted(maps.Keys(em.indexes))
+	aliases := map[string][]string{}
+	for a, t := range em.aliases {
+		aliases[a] = slices.Clone(t)
+	}
+	return names, aliases
+}
+
+// liveDocs returns the number of live documents of an index (-1: none).
+func (em *emulator) liveDocs(index string) int {
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	ix := em.indexes[index]
+	if ix == nil {
+		return -1
+	}
+	n := 0
+	for _, d := range ix.docs {
+		if !d.deleted {
+			n++
+		}
+	}
+	return n
 }
 
 func (em *emulator) bulk(w http.ResponseWriter, ix *emuIndex, body []byte) {

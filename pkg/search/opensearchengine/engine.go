@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -24,17 +25,23 @@ var MinVersion = [2]int{3, 1}
 // Engine is the OpenSearch implementation of engine.Engine. It is safe for
 // concurrent use.
 type Engine struct {
-	cfg    Config
-	c      *client
-	dims   map[dsl.VectorTarget]int
-	closed atomic.Bool
+	cfg  Config
+	c    *client
+	dims map[dsl.VectorTarget]int
+	log  *slog.Logger
+	// generation: the engine of a rebuild's new index (Generation.Engine),
+	// writing to a concrete index with its parent's client.
+	generation bool
+	closed     atomic.Bool
 }
 
 var _ engine.Engine = (*Engine)(nil)
 
-// New connects to OpenSearch, checks its version and creates the index
-// (IndexBody) when it does not exist. When it exists, its vector
-// dimensions must match cfg.
+// New connects to OpenSearch, checks its version and, when nothing named
+// cfg.Index exists, creates the index <Index>-v1 (IndexBody) with the
+// alias cfg.Index (see Generation). When the alias or an index of that
+// name exists, the vector dimensions of the index behind it must match
+// cfg.
 func New(ctx context.Context, cfg Config) (*Engine, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -47,6 +54,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	e := &Engine{
 		cfg: cfg,
 		c:   c,
+		log: cfg.Logger,
 		dims: map[dsl.VectorTarget]int{
 			dsl.TargetContent:  cfg.Dimensions,
 			dsl.TargetMetadata: cfg.MetadataDimensions,
@@ -63,7 +71,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// Index returns the index (or alias) name the engine uses.
+// Index returns the name every read and write goes to: the alias (or, for
+// an index made before versioned indexes, the index itself).
 func (e *Engine) Index() string { return e.cfg.Index }
 
 func (e *Engine) checkVersion(ctx context.Context) error {
@@ -128,41 +137,6 @@ func parseVersion(s string) (major, minor int, ok bool) {
 var errForeignIndex = errors.New("it was not created by this engine")
 
 func (e *Engine) indexPath(suffix string) string { return "/" + e.cfg.Index + suffix }
-
-// ensureIndex creates the index when it is missing, and otherwise checks
-// that its vector fields have the configured dimensions.
-func (e *Engine) ensureIndex(ctx context.Context) error {
-	res, err := e.c.do(ctx, http.MethodGet, e.indexPath("/_mapping"), nil, nil, "")
-	if err != nil {
-		return err
-	}
-	switch res.Status {
-	case http.StatusOK:
-		return e.checkMapping(res.Body)
-	case http.StatusNotFound:
-		return e.createIndex(ctx)
-	}
-	return newResponseError(http.MethodGet, e.indexPath("/_mapping"), res.Status, res.Body)
-}
-
-func (e *Engine) createIndex(ctx context.Context) error {
-	path := e.indexPath("")
-	res, err := e.c.doJSON(ctx, http.MethodPut, path, nil, IndexBody(e.cfg))
-	if err != nil {
-		return err
-	}
-	if res.Status == http.StatusOK {
-		return nil
-	}
-	rerr := newResponseError(http.MethodPut, path, res.Status, res.Body)
-	if rerr.Type == "resource_already_exists_exception" {
-		// Created concurrently: by another docrepo process (fine), or
-		// auto-created with dynamic mappings by a write (not an index
-		// this engine can search). The mapping tells which.
-		return e.ensureIndex(ctx)
-	}
-	return rerr
-}
 
 // checkMapping verifies the dimensions of the vector fields of every
 // index behind the name (one, or several behind an alias).
@@ -323,52 +297,10 @@ func revisionsRequest(after []any) obj {
 	return req
 }
 
-// Reset deletes the index and creates it again, empty: the fastest way to
-// drop every document, and the only one that also drops the version
-// tombstones of deleted documents (which would make a full reindex count
-// recently deleted documents as stale). When Index names an alias Reset
-// refuses: rebuild into a new index and move the alias instead.
-func (e *Engine) Reset(ctx context.Context) error {
-	if err := e.check(); err != nil {
-		return err
-	}
-	aliasPath := "/_alias/" + e.cfg.Index
-	res, err := e.c.do(ctx, http.MethodGet, aliasPath, nil, nil, "")
-	if err != nil {
-		return err
-	}
-	switch res.Status {
-	case http.StatusOK:
-		return fmt.Errorf("opensearchengine: %s is an alias: Reset only deletes concrete indexes; reindex into a new index and move the alias", e.cfg.Index)
-	case http.StatusNotFound:
-	default:
-		return newResponseError(http.MethodGet, aliasPath, res.Status, res.Body)
-	}
-	// A write arriving between the delete and the create auto-creates the
-	// index with dynamic mappings; the create then finds an index that is
-	// not the engine's, and the reset starts again (a few times, then it
-	// gives up: stop the writers). Rebuilding without this window needs
-	// a new index behind an alias.
-	path := e.indexPath("")
-	var lastErr error
-	for range 3 {
-		res, err = e.c.do(ctx, http.MethodDelete, path, nil, nil, "")
-		if err != nil {
-			return err
-		}
-		if res.Status != http.StatusOK && res.Status != http.StatusNotFound {
-			return newResponseError(http.MethodDelete, path, res.Status, res.Body)
-		}
-		if lastErr = e.createIndex(ctx); lastErr == nil || !errors.Is(lastErr, errForeignIndex) {
-			return lastErr
-		}
-	}
-	return lastErr
-}
-
-// Close releases the client. Calls after Close return engine.ErrClosed.
+// Close releases the client (a Generation's engine shares its parent's,
+// and leaves it open). Calls after Close return engine.ErrClosed.
 func (e *Engine) Close() error {
-	if e.closed.Swap(true) {
+	if e.closed.Swap(true) || e.generation {
 		return nil
 	}
 	return e.c.close()

@@ -67,14 +67,37 @@ func newIntegrationEngine(t *testing.T, dims, metaDims int) *Engine {
 		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if res, err := e.c.do(ctx, http.MethodDelete, e.indexPath(""), nil, nil, ""); err != nil || res.Status != http.StatusOK {
-			t.Logf("deleting test index %s: %v %v", cfg.Index, res, err)
-		}
+		dropTestIndexes(t, e)
 		e.Close()
 	})
 	return e
+}
+
+// dropTestIndexes deletes the indexes of a test's alias: those behind it
+// (or the concrete index of its name) and every versioned one.
+func dropTestIndexes(t *testing.T, e *Engine) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	names := map[string]bool{}
+	behind, _, err := e.lookup(ctx, e.cfg.Index)
+	if err != nil {
+		t.Logf("listing the test indexes of %s: %v", e.cfg.Index, err)
+	}
+	for _, n := range behind {
+		names[n] = true
+	}
+	versions, err := e.versions(ctx)
+	if err != nil {
+		t.Logf("listing the test indexes of %s: %v", e.cfg.Index, err)
+	}
+	for n := range versions {
+		names[n] = true
+	}
+	for n := range names {
+		if err := e.deleteIndex(ctx, n); err != nil {
+			t.Logf("deleting test index %s: %v", n, err)
+		}
+	}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -344,4 +367,184 @@ func TestIntegrationTimeout(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want DeadlineExceeded", err)
 	}
+}
+
+// TestIntegrationRebuild runs the versioned indexes behind the alias
+// against a real OpenSearch: the alias made with the first index, a
+// rebuild into a new index while searches answer from the old one, the
+// switch in one POST /_aliases, the old index deleted; a rebuild that
+// never switched, cleaned up by the next; a switch refused because the
+// alias moved meanwhile (must_exist); and an index made before versioned
+// indexes, replaced behind the alias.
+func TestIntegrationRebuild(t *testing.T) {
+	ctx := context.Background()
+	all := func(t *testing.T, e *Engine) int64 {
+		t.Helper()
+		res, err := e.Search(ctx, buildRequest(t, searchCase{name: "all", body: `{}`, unrestricted: true}))
+		if err != nil {
+			t.Fatalf("Search: %v", err)
+		}
+		return res.Total
+	}
+	behind := func(t *testing.T, e *Engine, name string) []string {
+		t.Helper()
+		got, _, err := e.lookup(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	e := newIntegrationEngine(t, 4, 3)
+	alias := e.Index()
+	v := func(n int) string { return versionedName(alias, n) }
+
+	t.Run("first start", func(t *testing.T) {
+		if got := behind(t, e, alias); !slices.Equal(got, []string{v(1)}) {
+			t.Fatalf("%s resolves to %v, want the alias of [%s]", alias, got, v(1))
+		}
+		res, err := e.c.do(ctx, http.MethodGet, "/_alias/"+alias, nil, nil, "")
+		if err != nil || res.Status != http.StatusOK {
+			t.Fatalf("GET /_alias/%s: %v %v", alias, res, err)
+		}
+	})
+	t.Run("rebuild switches", func(t *testing.T) {
+		if _, err := e.Upsert(ctx, corpus()); err != nil {
+			t.Fatal(err)
+		}
+		g, err := e.NewGeneration(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Index() != v(2) {
+			t.Fatalf("new index %s, want %s", g.Index(), v(2))
+		}
+		if _, err := g.Engine().Upsert(ctx, corpus()[:2]); err != nil {
+			t.Fatal(err)
+		}
+		if n := all(t, e); n != 5 {
+			t.Fatalf("during the rebuild a search found %d, want the current index's 5", n)
+		}
+		if err := g.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := behind(t, e, alias); !slices.Equal(got, []string{v(2)}) {
+			t.Fatalf("after the switch %s resolves to %v", alias, got)
+		}
+		if got := behind(t, e, v(1)); got != nil {
+			t.Fatalf("the old index %s still exists", v(1))
+		}
+		if n := all(t, e); n != 2 {
+			t.Fatalf("after the switch a search found %d, want the new index's 2", n)
+		}
+	})
+	t.Run("crash before the switch", func(t *testing.T) {
+		g, err := e.NewGeneration(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Engine().Upsert(ctx, corpus()[:1]); err != nil {
+			t.Fatal(err)
+		}
+		// The process dies here: neither Commit nor Abandon.
+		if got := behind(t, e, alias); !slices.Equal(got, []string{v(2)}) {
+			t.Fatalf("%s resolves to %v, want [%s]", alias, got, v(2))
+		}
+		if n := all(t, e); n != 2 {
+			t.Fatalf("a search found %d, want 2", n)
+		}
+		g2, err := e.NewGeneration(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := behind(t, e, g.Index()); got != nil {
+			t.Fatalf("the unfinished index %s survived the next rebuild", g.Index())
+		}
+		if _, err := g2.Engine().Upsert(ctx, corpus()); err != nil {
+			t.Fatal(err)
+		}
+		if err := g2.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := behind(t, e, alias); !slices.Equal(got, []string{g2.Index()}) {
+			t.Fatalf("%s resolves to %v, want [%s]", alias, got, g2.Index())
+		}
+	})
+	t.Run("alias moved meanwhile", func(t *testing.T) {
+		current := behind(t, e, alias)[0]
+		g, err := e.NewGeneration(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := v(99)
+		if res, err := e.c.doJSON(ctx, http.MethodPut, "/"+other, nil, IndexBody(e.cfg)); err != nil || res.Status != http.StatusOK {
+			t.Fatalf("creating %s: %v %v", other, res, err)
+		}
+		move := obj{"actions": []obj{
+			{"remove": obj{"index": current, "alias": alias}},
+			{"add": obj{"index": other, "alias": alias}},
+		}}
+		if res, err := e.c.doJSON(ctx, http.MethodPost, "/_aliases", nil, move); err != nil || res.Status != http.StatusOK {
+			t.Fatalf("moving the alias: %v %v", res, err)
+		}
+		if err := g.Commit(ctx); err == nil {
+			t.Fatal("Commit succeeded though the alias had moved")
+		}
+		if got := behind(t, e, alias); !slices.Equal(got, []string{other}) {
+			t.Fatalf("%s resolves to %v, want only [%s]", alias, got, other)
+		}
+		g.Abandon()
+		if got := behind(t, e, g.Index()); got != nil {
+			t.Fatalf("Abandon left %s", g.Index())
+		}
+	})
+	t.Run("index from before versioned indexes", func(t *testing.T) {
+		cfg, err := integrationConfig(t, 4, 3).withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := newClient(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.close()
+		if res, err := c.doJSON(ctx, http.MethodPut, "/"+cfg.Index, nil, IndexBody(cfg)); err != nil || res.Status != http.StatusOK {
+			t.Fatalf("creating the concrete index %s: %v %v", cfg.Index, res, err)
+		}
+		old, err := New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			dropTestIndexes(t, old)
+			old.Close()
+		})
+		if _, err := old.Upsert(ctx, corpus()); err != nil {
+			t.Fatal(err)
+		}
+		if got := behind(t, old, cfg.Index); !slices.Equal(got, []string{cfg.Index}) {
+			t.Fatalf("%s resolves to %v, want the concrete index itself", cfg.Index, got)
+		}
+		g, err := old.NewGeneration(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Index() != versionedName(cfg.Index, 1) {
+			t.Fatalf("rebuild into %s", g.Index())
+		}
+		if _, err := g.Engine().Upsert(ctx, corpus()[:3]); err != nil {
+			t.Fatal(err)
+		}
+		if n := all(t, old); n != 5 {
+			t.Fatalf("during the rebuild a search found %d, want 5", n)
+		}
+		if err := g.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := behind(t, old, cfg.Index); !slices.Equal(got, []string{g.Index()}) {
+			t.Fatalf("after the switch %s resolves to %v, want the alias of [%s]", cfg.Index, got, g.Index())
+		}
+		if n := all(t, old); n != 3 {
+			t.Fatalf("after the switch a search found %d, want 3", n)
+		}
+	})
 }

@@ -3,6 +3,7 @@ package opensearchengine
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -30,7 +31,7 @@ func (s *Settings) Register(l *config.Loader) {
 	l.String(&s.URL, "opensearch-url", EnvURL, "", "OpenSearch node URLs, comma-separated (empty: the embedded engine)")
 	l.String(&s.Username, "opensearch-username", EnvUsername, "", "OpenSearch basic-auth user")
 	l.String(&s.Password, "opensearch-password", EnvPassword, "", "OpenSearch basic-auth password")
-	l.String(&s.Index, "opensearch-index", EnvIndex, DefaultIndex, "OpenSearch index or alias")
+	l.String(&s.Index, "opensearch-index", EnvIndex, DefaultIndex, "OpenSearch alias of the index (the documents live in <alias>-v<N>; a concrete index of that name from before is used until docrepoctl reindex -recreate)")
 	l.Bool(&s.Insecure, "opensearch-insecure", EnvInsecure, false, "skip TLS certificate verification of OpenSearch (development only)")
 	l.Duration(&s.Timeout, "opensearch-timeout", "OPENSEARCH_TIMEOUT", DefaultRequestTimeout, "deadline of each OpenSearch request that has none of its own")
 }
@@ -39,8 +40,9 @@ func (s *Settings) Register(l *config.Loader) {
 func (s Settings) Enabled() bool { return strings.TrimSpace(s.URL) != "" }
 
 // Open connects to the configured cluster with an index for vectors of
-// dims dimensions; searchTimeout bounds each search (0: the default).
-func (s Settings) Open(ctx context.Context, dims int, searchTimeout time.Duration) (*Engine, error) {
+// dims dimensions; searchTimeout bounds each search (0: the default); log
+// receives what index management does (nil: slog.Default()).
+func (s Settings) Open(ctx context.Context, dims int, searchTimeout time.Duration, log *slog.Logger) (*Engine, error) {
 	var addrs []string
 	for _, a := range strings.Split(s.URL, ",") {
 		if a = strings.TrimSpace(a); a != "" {
@@ -56,6 +58,7 @@ func (s Settings) Open(ctx context.Context, dims int, searchTimeout time.Duratio
 		RequestTimeout:     s.Timeout,
 		Dimensions:         dims,
 		SearchTimeout:      searchTimeout,
+		Logger:             log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open OpenSearch at %s: %w", s.URL, err)

@@ -40,16 +40,15 @@ type fakeOS struct {
 	mu      sync.Mutex
 	version string
 	index   string
+	// exists: the alias index ("docs") points at "docs-v1", or, with
+	// legacy, "docs" is a concrete index made before versioned indexes.
 	exists  bool
-	alias   bool
+	legacy  bool
 	created []byte // body of the last create-index request
 	// dynamic: the index exists with dynamic mappings (auto-created by a
 	// write), not the engine's.
 	dynamic bool
-	// writesDuringReset: how many deletes are followed at once by a
-	// concurrent bulk write that auto-creates the index.
-	writesDuringReset int
-	docs              map[string]*fakeDoc
+	docs    map[string]*fakeDoc
 	// failures scripts answers: path prefix → statuses returned (then
 	// removed) before the request is served normally.
 	failures map[string][]int
@@ -95,35 +94,22 @@ func (f *fakeOS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, 404, `{"error":{"type":"index_not_found_exception","reason":"no such index [docs]"},"status":404}`)
 			return
 		}
+		concrete := f.index + "-v1"
+		if f.legacy {
+			concrete = f.index
+		}
 		if f.dynamic {
-			writeJSON(w, 200, `{"docs":{"mappings":{"properties":{"content":{"type":"text"},"content_vector":{"type":"float"}}}}}`)
+			writeJSON(w, 200, `{"`+concrete+`":{"mappings":{"properties":{"content":{"type":"text"},"content_vector":{"type":"float"}}}}}`)
 			return
 		}
-		writeJSON(w, 200, `{"docs":{"mappings":{"properties":{"content_vector":{"type":"knn_vector","dimension":4},"metadata_vector":{"type":"knn_vector","dimension":3}}}}}`)
-	case r.Method == http.MethodPut && path == idx:
+		writeJSON(w, 200, `{"`+concrete+`":{"mappings":{"properties":{"content_vector":{"type":"knn_vector","dimension":4},"metadata_vector":{"type":"knn_vector","dimension":3}}}}}`)
+	case r.Method == http.MethodPut && path == idx+"-v1":
 		if f.exists {
-			writeJSON(w, 400, `{"error":{"type":"resource_already_exists_exception","reason":"index [docs] already exists"},"status":400}`)
+			writeJSON(w, 400, `{"error":{"type":"resource_already_exists_exception","reason":"index [docs-v1] already exists"},"status":400}`)
 			return
 		}
 		f.exists, f.created, f.dynamic = true, body, false
-		writeJSON(w, 200, `{"acknowledged":true,"shards_acknowledged":true,"index":"docs"}`)
-	case r.Method == http.MethodDelete && path == idx:
-		if !f.exists {
-			writeJSON(w, 404, `{"error":{"type":"index_not_found_exception","reason":"no such index"},"status":404}`)
-			return
-		}
-		f.exists, f.docs, f.dynamic = false, map[string]*fakeDoc{}, false
-		if f.writesDuringReset > 0 {
-			f.writesDuringReset--
-			f.exists, f.dynamic = true, true
-		}
-		writeJSON(w, 200, `{"acknowledged":true}`)
-	case r.Method == http.MethodGet && path == "/_alias/"+f.index:
-		if f.alias {
-			writeJSON(w, 200, `{"docs-v1":{"aliases":{"docs":{}}}}`)
-			return
-		}
-		writeJSON(w, 404, `{"error":"alias [docs] missing","status":404}`)
+		writeJSON(w, 200, `{"acknowledged":true,"shards_acknowledged":true,"index":"docs-v1"}`)
 	case r.Method == http.MethodPost && path == idx+"/_bulk":
 		f.bulk(w, r, body)
 	case strings.HasPrefix(path, idx+"/_doc/"):
@@ -310,26 +296,59 @@ func newTestEngine(t *testing.T, srv *httptest.Server, mod func(*Config)) *Engin
 	return e
 }
 
+// New on an empty cluster creates the first versioned index together with
+// the alias in one request, so the alias never lacks an index (a write to
+// a missing name would auto-create one with dynamic mappings). Where the
+// alias, or a concrete index of that name made before versioned indexes,
+// exists, New creates nothing and uses it.
 func TestWireNewCreatesIndex(t *testing.T) {
-	f, srv := newFakeOS(t)
-	newTestEngine(t, srv, nil)
-	var created map[string]any
-	if err := json.Unmarshal(f.created, &created); err != nil {
-		t.Fatalf("create body: %v", err)
+	tests := []struct {
+		name           string
+		exists, legacy bool
+		wantPut        string // the create-index request, "" for none
+	}{
+		{name: "empty cluster", wantPut: "PUT /docs-v1"},
+		{name: "alias exists", exists: true},
+		{name: "concrete index from before", exists: true, legacy: true},
 	}
-	want, _ := json.Marshal(IndexBody(testConfigFor("docs")))
-	var wantM map[string]any
-	json.Unmarshal(want, &wantM)
-	if !jsonEqual(created, wantM) {
-		t.Errorf("create-index body differs from IndexBody")
-	}
-	// A second engine finds the index and checks its dimensions.
-	before := len(f.log())
-	newTestEngine(t, srv, nil)
-	for _, r := range f.log()[before:] {
-		if strings.HasPrefix(r, "PUT") {
-			t.Errorf("index created twice: %s", r)
-		}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, srv := newFakeOS(t)
+			f.set(func(f *fakeOS) { f.exists, f.legacy = tc.exists, tc.legacy })
+			newTestEngine(t, srv, nil)
+			var puts []string
+			for _, r := range f.log() {
+				if strings.HasPrefix(r, "PUT") || strings.HasPrefix(r, "DELETE") || strings.HasPrefix(r, "POST /_aliases") {
+					puts = append(puts, r)
+				}
+			}
+			if tc.wantPut == "" {
+				if len(puts) != 0 {
+					t.Fatalf("index management requests %v, want none", puts)
+				}
+				return
+			}
+			if len(puts) != 1 || puts[0] != tc.wantPut {
+				t.Fatalf("index management requests %v, want [%s]", puts, tc.wantPut)
+			}
+			var created map[string]any
+			if err := json.Unmarshal(f.created, &created); err != nil {
+				t.Fatalf("create body: %v", err)
+			}
+			want := IndexBody(testConfigFor("docs"))
+			want["aliases"] = obj{"docs": obj{}}
+			if !jsonEqual(created, want) {
+				t.Errorf("create-index body is not IndexBody with the alias docs:\n%v", created)
+			}
+			// A second engine finds the alias and checks its dimensions.
+			before := len(f.log())
+			newTestEngine(t, srv, nil)
+			for _, r := range f.log()[before:] {
+				if strings.HasPrefix(r, "PUT") {
+					t.Errorf("index created twice: %s", r)
+				}
+			}
+		})
 	}
 }
 
@@ -546,43 +565,13 @@ func TestWireDeleteIndexMissing(t *testing.T) {
 	}
 }
 
-func TestWireCountAndReset(t *testing.T) {
-	f, srv := newFakeOS(t)
+func TestWireCount(t *testing.T) {
+	_, srv := newFakeOS(t)
 	e := newTestEngine(t, srv, nil)
 	ctx := context.Background()
 	e.Upsert(ctx, []engine.Document{doc(1, 1), doc(2, 1)})
 	if n, err := e.Count(ctx); err != nil || n != 2 {
 		t.Fatalf("Count = %d, %v", n, err)
-	}
-	if err := e.Reset(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := e.Count(ctx); err != nil || n != 0 {
-		t.Fatalf("Count after Reset = %d, %v", n, err)
-	}
-	// After Reset old revisions are accepted again (no tombstones).
-	if wr, err := e.Upsert(ctx, []engine.Document{doc(1, 1)}); err != nil || wr.Written != 1 {
-		t.Fatalf("upsert after Reset = %+v, %v", wr, err)
-	}
-	// A write landing between the delete and the create auto-creates the
-	// index with dynamic mappings: Reset notices and does it again, and
-	// never takes that index for its own.
-	f.set(func(f *fakeOS) { f.writesDuringReset = 2 })
-	if err := e.Reset(ctx); err != nil {
-		t.Fatalf("Reset with writes racing it: %v", err)
-	}
-	f.set(func(f *fakeOS) {
-		if f.dynamic || !f.exists {
-			t.Errorf("after Reset the index is dynamic=%v exists=%v, want the engine's", f.dynamic, f.exists)
-		}
-	})
-	f.set(func(f *fakeOS) { f.writesDuringReset = 10 })
-	if err := e.Reset(ctx); err == nil || !strings.Contains(err.Error(), "not created by this engine") {
-		t.Fatalf("Reset while writes keep recreating the index: %v, want an error", err)
-	}
-	f.set(func(f *fakeOS) { f.alias, f.writesDuringReset, f.dynamic = true, 0, false })
-	if err := e.Reset(ctx); err == nil || !strings.Contains(err.Error(), "alias") {
-		t.Fatalf("Reset through an alias: %v", err)
 	}
 }
 

@@ -18,4 +18,18 @@
 // README's OCR section) and OPENSEARCH_URL, OPENSEARCH_USERNAME,
 // OPENSEARCH_PASSWORD, OPENSEARCH_INDEX. /readyz is ready when OpenSearch
 // answers.
+//
+// Rebuilding: `docrepoctl reindex -recreate` runs indexing.Indexer.Rebuild
+// with an opensearchengine.Generation as its target: every document is
+// written into a new versioned index (<OPENSEARCH_INDEX>-v<N+1>) while
+// searches and the consumer's writes go through the alias to the current
+// one, the new index is caught up with the changes made meanwhile, and the
+// alias is moved in one POST /_aliases; the old index is then deleted. The
+// search service reads through the alias and follows without a restart.
+// Consumers in other indexer replicas keep writing through the alias; what
+// they write during the rebuild reaches the new index by the catch-up and
+// by the anti-entropy pass after the switch. Run one rebuild at a time.
+// With a concrete index from before versioned indexes, the first rebuild
+// moves it behind the alias. `docrepoctl reindex` without -recreate writes
+// through the alias into the index in use.
 package indexersvc

@@ -57,7 +57,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	eng, err := cfg.OpenSearch.Open(ctx, emb.Dimensions(), 0)
+	eng, err := cfg.OpenSearch.Open(ctx, emb.Dimensions(), 0, svc.Logger)
 	if err != nil {
 		return err
 	}
@@ -67,6 +67,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer pipe.Close()
+	pipe.Server.RebuildInto(openSearchRebuild(eng))
 	indexerv1.RegisterIndexerServiceServer(svc.Server.GRPC(), pipe.Server)
 	svc.Ready = func(ctx context.Context) error {
 		_, err := eng.Count(ctx)
@@ -75,4 +76,18 @@ func Run(ctx context.Context, cfg Config) error {
 	svc.Go(func(ctx context.Context) error { return pipe.Consume(ctx, cfg.Common) })
 	svc.Logger.Info("indexer started", "opensearch", cfg.OpenSearch.URL, "embedder", emb.Name())
 	return svc.Run(ctx)
+}
+
+// openSearchRebuild is how a full rebuild (docrepoctl reindex -recreate)
+// runs: into a new versioned index, which the alias then points at
+// (opensearchengine.Generation). The search service reads through the
+// alias, so it follows the switch without being told.
+func openSearchRebuild(eng *opensearchengine.Engine) func(context.Context) (indexing.Target, error) {
+	return func(ctx context.Context) (indexing.Target, error) {
+		g, err := eng.NewGeneration(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return g, nil
+	}
 }

@@ -55,6 +55,12 @@
 // Rebuilding the index: `docrepoctl reindex [-recreate]` calls
 // IndexerService.Reindex on the indexer (OpenSearch) or, when that is not
 // reachable, on this service (embedded mode), and shows a progress bar.
+// -recreate never leaves searches partial (indexing.Indexer.Rebuild): in
+// embedded mode the new index is the next generation directory
+// (bleveengine.NewGeneration) swapped in through engine.Switchable; with
+// OpenSearch the indexer builds a new versioned index and moves the alias
+// OPENSEARCH_INDEX to it, and this service, which searches through the
+// alias, follows at once.
 //
 // # Benchmark
 //

@@ -73,7 +73,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	opened, generation, err := openEngine(ctx, cfg, emb)
+	opened, generation, err := openEngine(ctx, cfg, emb, log)
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 // openEngine opens the configured engine; for the embedded one it also
 // returns the name of the index generation in use.
-func openEngine(ctx context.Context, cfg Config, emb embed.Embedder) (engine.Engine, string, error) {
+func openEngine(ctx context.Context, cfg Config, emb embed.Embedder, log *slog.Logger) (engine.Engine, string, error) {
 	if cfg.Embedded() {
 		if cfg.IndexDir == "" {
 			return nil, "", errors.New("search: DOCREPO_INDEX_DIR is empty")
@@ -125,7 +125,7 @@ func openEngine(ctx context.Context, cfg Config, emb embed.Embedder) (engine.Eng
 		}
 		return e, gen, nil
 	}
-	e, err := cfg.OpenSearch.Open(ctx, emb.Dimensions(), cfg.SearchTimeout)
+	e, err := cfg.OpenSearch.Open(ctx, emb.Dimensions(), cfg.SearchTimeout, log)
 	return e, "", err
 }
 
