@@ -30,6 +30,8 @@ var Commands = map[string]string{
 	"search":     "services/search",
 	"indexer":    "services/indexer",
 	"docrepoctl": "pkg/cmd/docrepoctl",
+	"devstack":   "pkg/cmd/devstack",
+	"devnats":    "pkg/cmd/devnats",
 }
 
 // Build compiles the named commands (keys of Commands) of the repository at
@@ -125,6 +127,8 @@ type Spec struct {
 	// Prefix, when set, is written before each line of output (e.g.
 	// "search   | ").
 	Prefix string
+	// Dir is the working directory (default: this process's).
+	Dir string
 }
 
 // Process is a running child.
@@ -142,6 +146,7 @@ type Process struct {
 func Start(spec Spec) (*Process, error) {
 	cmd := exec.Command(spec.Path, spec.Args...)
 	cmd.Env = append(os.Environ(), spec.Env...)
+	cmd.Dir = spec.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -1,0 +1,475 @@
+package faulttest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/docrepo/docrepo/pkg/launcher"
+)
+
+// stack is a devstack run: the stack of `make run` in a directory of its
+// own, on ports of its own.
+type stack struct {
+	root, dataDir string
+	url, dbURL    string
+	adminToken    string
+	pgPort        int
+	ports         map[string]int // process -> a port it listens on
+	devstack      *launcher.Process
+}
+
+func freePortRange(t *testing.T) int {
+	t.Helper()
+	for range 50 {
+		base := 30000 + rand.IntN(2000)*10
+		ok := true
+		for i := 0; i <= 60 && ok; i++ {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
+			if err != nil {
+				ok = false
+				continue
+			}
+			l.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no free port range")
+	return 0
+}
+
+func startStack(t *testing.T) *stack {
+	t.Helper()
+	root, err := launcher.RepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	binDir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if _, err := launcher.Build(ctx, root, binDir, "devstack", "devnats", "gateway", "document", "folder", "schema", "search"); err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	// Postgres runs as the postgres user when the test runs as root: its
+	// directory must be reachable by it (t.TempDir is 0700).
+	dataDir, err := os.MkdirTemp("", "docrepo-faults-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base := freePortRange(t)
+	s := &stack{root: root, dataDir: dataDir, url: fmt.Sprintf("http://127.0.0.1:%d", base+40), pgPort: base + 41,
+		ports: map[string]int{"document": base + 1, "folder": base + 2, "search": base + 3, "schema": base + 4,
+			"gateway": base + 40, "devnats": base + 42, "postgres": base + 41}}
+	var out io.Writer = io.Discard
+	if os.Getenv("DOCREPO_FAULTS_LOG") != "" {
+		out = &launcher.LockedWriter{W: os.Stderr}
+	}
+	s.devstack, err = launcher.Start(launcher.Spec{Name: "devstack", Path: filepath.Join(binDir, "devstack"),
+		Args: []string{"-data-dir", dataDir, "-bin-dir", binDir, "-http-addr", fmt.Sprintf("127.0.0.1:%d", base+40),
+			"-base-port", strconv.Itoa(base), "-nats-port", strconv.Itoa(base + 42), "-pg-port", strconv.Itoa(base + 41)},
+		Env: []string{"DATABASE_URL=", "DOCREPO_LOG_LEVEL=warn"}, Output: out, Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// SIGINT: devstack stops its children and its Postgres.
+		_ = s.devstack.Stop(60 * time.Second)
+		_ = exec.Command("bash", filepath.Join(root, "deploy/dev/postgres.sh"), "stop", filepath.Join(dataDir, "pg")).Run()
+		os.RemoveAll(dataDir)
+	})
+	envFile := filepath.Join(dataDir, "devstack.env")
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		if b, err := os.ReadFile(envFile); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				k, v, _ := strings.Cut(line, "=")
+				switch k {
+				case "DATABASE_URL":
+					s.dbURL = v
+				case "DOCREPO_ADMIN_TOKEN":
+					s.adminToken = v
+				}
+			}
+			if resp, err := http.Get(s.url + "/readyz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					return s
+				}
+			}
+		}
+		select {
+		case <-s.devstack.Done():
+			t.Fatalf("devstack exited: %v (DOCREPO_FAULTS_LOG=1 shows its output)", s.devstack.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stack did not come up in 5 minutes")
+		}
+	}
+}
+
+func (s *stack) pid(name string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(s.dataDir, "pids", name+".pid"))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+func listening(port int) bool {
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// pgctl runs pg_ctl on the stack's private cluster (as its owner).
+func (s *stack) pgctl(args ...string) error {
+	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
+	if len(bins) == 0 {
+		return errors.New("pg_ctl not found")
+	}
+	sort.Strings(bins)
+	cmd := append([]string{bins[len(bins)-1], "-D", filepath.Join(s.dataDir, "pg")}, args...)
+	if os.Geteuid() == 0 {
+		cmd = append([]string{"runuser", "-u", "postgres", "--"}, cmd...)
+	}
+	out, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %v: %s", cmd, err, out)
+	}
+	return nil
+}
+
+// crash kills a process the way a crash would and returns when it is
+// gone (the supervisor restarts it; Postgres is started again here, as an
+// operator's init system would).
+func (s *stack) crash(t *testing.T, name string) {
+	t.Helper()
+	if name == "postgres" {
+		if err := s.pgctl("stop", "-m", "immediate", "-w"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second) // down for a while, as a restart takes
+		if err := s.pgctl("start", "-w", "-t", "60", "-l", filepath.Join(s.dataDir, "pg", "server.log"),
+			"-o", fmt.Sprintf("-h 127.0.0.1 -p %d -k %s -c fsync=off -c max_connections=300", s.pgPort, filepath.Join(s.dataDir, "pg"))); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	pid, err := s.pid(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill %s (%d): %v", name, pid, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if syscall.Kill(pid, 0) != nil {
+			return
+		}
+	}
+	t.Fatalf("%s (%d) still alive after SIGKILL", name, pid)
+}
+
+// back waits until the crashed process serves again: a new pid that
+// listens (Postgres: accepting connections).
+func (s *stack) back(t *testing.T, name string, oldPid int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for ; time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if name != "postgres" {
+			if pid, err := s.pid(name); err != nil || pid == oldPid {
+				continue
+			}
+		}
+		if listening(s.ports[name]) {
+			return
+		}
+	}
+	t.Fatalf("%s not back after 60 s", name)
+}
+
+// client uploads like a careful user: each document has its own
+// Idempotency-Key, and a failed attempt is retried with the same key
+// until it is acknowledged.
+type client struct {
+	s        *stack
+	token    string
+	folderID int64
+	word     string
+	http     *http.Client
+
+	mu       sync.Mutex
+	failures []time.Time // every failed attempt
+	acked    atomic.Int64
+	next     atomic.Int64
+}
+
+func (c *client) do(method, path string, body io.Reader, contentType string, header map[string]string) (int, []byte, error) {
+	req, err := http.NewRequest(method, c.s.url+path, body)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+func (c *client) uploadOnce(i int64) error {
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	_ = w.WriteField("folder_id", strconv.FormatInt(c.folderID, 10))
+	_ = w.WriteField("description", fmt.Sprintf("fault-%06d", i))
+	fw, _ := w.CreateFormFile("file", fmt.Sprintf("fault-%06d.txt", i))
+	fmt.Fprintf(fw, "%s document %d written while processes were being killed\n", c.word, i)
+	_ = w.Close()
+	st, body, err := c.do("POST", "/apiv2/pub/documents/upload", &buf, w.FormDataContentType(),
+		map[string]string{"Idempotency-Key": fmt.Sprintf("%s-%d", c.word, i)})
+	if err != nil {
+		return err
+	}
+	if st != 200 {
+		return fmt.Errorf("upload %d: %d %s", i, st, body)
+	}
+	return nil
+}
+
+// upload uploads document i until it is acknowledged (or 2 minutes pass).
+func (c *client) upload(ctx context.Context, i int64) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err := c.uploadOnce(i)
+		if err == nil {
+			c.acked.Add(1)
+			return nil
+		}
+		c.mu.Lock()
+		c.failures = append(c.failures, time.Now())
+		c.mu.Unlock()
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("document %d never acknowledged: %w", i, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (c *client) failuresBetween(from, to time.Time) (in, out int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range c.failures {
+		if !f.Before(from) && !f.After(to) {
+			in++
+		} else {
+			out++
+		}
+	}
+	return in, out
+}
+
+func (c *client) searchTotal() (int64, error) {
+	q, _ := json.Marshal(map[string]any{"where": map[string]any{"fts": map[string]any{"query": c.word}}, "limit": 1})
+	st, body, err := c.do("POST", "/apiv2/pub/search", bytes.NewReader(q), "application/json", nil)
+	if err != nil {
+		return 0, err
+	}
+	if st != 200 {
+		return 0, fmt.Errorf("search: %d %s", st, body)
+	}
+	var r struct{ Total int64 }
+	err = json.Unmarshal(body, &r)
+	return r.Total, err
+}
+
+type row struct {
+	fault                   string
+	uploads, failed, stray  int
+	back, searchable, total time.Duration
+}
+
+func TestFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault injection runs the whole stack; skipped with -short")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("needs bash for deploy/dev/postgres.sh")
+	}
+	perFault := int64(30)
+	long := os.Getenv("DOCREPO_FAULTS_LONG") != ""
+	if long {
+		perFault = 150
+	}
+	s := startStack(t)
+	c := &client{s: s, token: s.adminToken, word: fmt.Sprintf("faultrun%d", time.Now().UnixNano()%1e9),
+		http: &http.Client{Timeout: 30 * time.Second}}
+	st, body, err := c.do("POST", "/apiv2/pub/folders", strings.NewReader(`{"name":"`+c.word+`"}`), "application/json", nil)
+	if err != nil || st != 200 && st != 201 {
+		t.Fatalf("create folder: %d %s %v", st, body, err)
+	}
+	var f struct {
+		FolderID int64 `json:"folder_id"`
+	}
+	if err := json.Unmarshal(body, &f); err != nil || f.FolderID == 0 {
+		t.Fatalf("folder: %s", body)
+	}
+	c.folderID = f.FolderID
+
+	const workers = 4
+	faults := []string{"gateway", "document", "folder", "schema", "search", "devnats", "postgres"}
+	var rows []row
+	ctx := context.Background()
+	for _, fault := range faults {
+		phaseStart := c.next.Load()
+		phaseEnd := phaseStart + perFault
+		errs := make(chan error, workers)
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := c.next.Add(1) - 1
+					if i >= phaseEnd {
+						return
+					}
+					if err := c.upload(ctx, i); err != nil {
+						errs <- err
+						return
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}()
+		}
+		// Fault once a third of the phase's uploads are in.
+		for c.next.Load() < phaseStart+perFault/3 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		oldPid, _ := s.pid(fault)
+		killed := time.Now()
+		s.crash(t, fault)
+		s.back(t, fault, oldPid)
+		backAt := time.Now()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("%s: %v", fault, err)
+		}
+		c.next.Store(phaseEnd)
+		uploadsDone := time.Now()
+		// Every acknowledged document searchable: poll the total.
+		want := c.acked.Load()
+		var caughtUp time.Time
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if n, err := c.searchTotal(); err == nil && n >= want {
+				caughtUp = time.Now()
+				break
+			}
+		}
+		// Requests may fail from the kill until the process answers again
+		// (and a little after, while clients reconnect).
+		in, out := c.failuresBetween(killed, backAt.Add(3*time.Second))
+		c.mu.Lock()
+		c.failures = nil
+		c.mu.Unlock()
+		r := row{fault: fault, uploads: int(perFault), failed: in, stray: out, back: backAt.Sub(killed)}
+		if caughtUp.IsZero() {
+			t.Errorf("%s: %d acknowledged documents not all searchable 60 s after the uploads ended", fault, want)
+			r.searchable = -1
+		} else {
+			r.searchable = caughtUp.Sub(maxTime(backAt, uploadsDone))
+			if caughtUp.Sub(backAt) > 5*time.Second && caughtUp.Sub(uploadsDone) > 5*time.Second {
+				t.Errorf("%s: searchable %v after the process was back and %v after the last upload, want <= 5 s", fault, caughtUp.Sub(backAt), caughtUp.Sub(uploadsDone))
+			}
+		}
+		if out > 0 {
+			t.Errorf("%s: %d requests failed outside the fault window", fault, out)
+		}
+		rows = append(rows, r)
+	}
+
+	// Stored = acknowledged, each once.
+	pool, err := pgxpool.New(ctx, s.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var stored, distinct int64
+	if err := pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT description) FROM document.documents WHERE description LIKE 'fault-%'`).
+		Scan(&stored, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	acked := c.acked.Load()
+	total, err := c.searchTotal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	fmt.Fprintf(&table, "fault injection: %d uploads per fault, %d clients, every process of `make run` (devstack)\n", perFault, workers)
+	fmt.Fprintf(&table, "%-9s %8s %8s %10s %12s\n", "fault", "uploads", "failed", "back after", "searchable*")
+	for _, r := range rows {
+		fmt.Fprintf(&table, "%-9s %8d %8d %10s %12s\n", r.fault, r.uploads, r.failed, r.back.Round(time.Millisecond), r.searchable.Round(time.Millisecond))
+	}
+	fmt.Fprintf(&table, "acknowledged %d, stored %d (distinct %d): lost %d, duplicated %d; searchable %d\n",
+		acked, stored, distinct, acked-distinct, stored-distinct, total)
+	fmt.Fprintf(&table, "failed: requests that failed (and were retried with the same Idempotency-Key) between the kill and 3 s after the process was back;\n")
+	fmt.Fprintf(&table, "* searchable: from the later of the process back and the phase's last upload until every acknowledged document was found by search\n")
+	if long || testing.Verbose() {
+		fmt.Print(table.String())
+	} else {
+		t.Log("\n" + table.String())
+	}
+	if stored != distinct {
+		t.Errorf("%d documents stored twice", stored-distinct)
+	}
+	if distinct != acked {
+		t.Errorf("acknowledged %d, stored %d", acked, distinct)
+	}
+	if total != acked {
+		t.Errorf("search finds %d, acknowledged %d", total, acked)
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
