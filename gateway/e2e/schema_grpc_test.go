@@ -60,8 +60,10 @@ func TestSchemaInternalLookups(t *testing.T) {
 	}
 	// Any of documents_read, documents_write or internal may call them.
 	for _, scope := range []string{auth.ScopeDocumentsRead, auth.ScopeDocumentsWrite, auth.ScopeInternal} {
-		u := newService(t, scope)
-		if scope != auth.ScopeInternal {
+		var u *client
+		if scope == auth.ScopeInternal {
+			u = newService(t, scope)
+		} else {
 			u = newUser(t, []string{uniq("g")}, scope)
 		}
 		sc, cctx := schemaClient(t, u)
