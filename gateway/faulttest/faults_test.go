@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -85,14 +86,21 @@ func startStack(t *testing.T) *stack {
 	s := &stack{root: root, dataDir: dataDir, url: fmt.Sprintf("http://127.0.0.1:%d", base+40), pgPort: base + 41,
 		ports: map[string]int{"document": base + 1, "folder": base + 2, "search": base + 3, "schema": base + 4,
 			"gateway": base + 40, "devnats": base + 42, "postgres": base + 41}}
-	var out io.Writer = io.Discard
-	if os.Getenv("DOCREPO_FAULTS_LOG") != "" {
-		out = &launcher.LockedWriter{W: os.Stderr}
+	// The stack's output goes to a file, quoted when a document goes
+	// missing (and to stderr too with DOCREPO_FAULTS_LOG=1).
+	logFile, err := os.Create(filepath.Join(dataDir, "stack.log"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	var out io.Writer = logFile
+	if os.Getenv("DOCREPO_FAULTS_LOG") != "" {
+		out = io.MultiWriter(logFile, os.Stderr)
+	}
+	out = &launcher.LockedWriter{W: out}
 	s.devstack, err = launcher.Start(launcher.Spec{Name: "devstack", Path: filepath.Join(binDir, "devstack"),
 		Args: []string{"-data-dir", dataDir, "-bin-dir", binDir, "-http-addr", fmt.Sprintf("127.0.0.1:%d", base+40),
 			"-base-port", strconv.Itoa(base), "-nats-port", strconv.Itoa(base + 42), "-pg-port", strconv.Itoa(base + 41)},
-		Env: []string{"DATABASE_URL=", "DOCREPO_LOG_LEVEL=warn"}, Output: out, Dir: root})
+		Env: []string{"DATABASE_URL=", "DOCREPO_LOG_LEVEL=info"}, Output: out, Dir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,6 +327,74 @@ func (c *client) searchTotal() (int64, error) {
 	return r.Total, err
 }
 
+// explainMissing logs, for each acknowledged document search does not
+// find, its row, its outbox events and every line of the stack's log that
+// names it: the trail of a lost index update.
+func explainMissing(t *testing.T, s *stack, c *client, pool *pgxpool.Pool) {
+	t.Helper()
+	found := map[int64]bool{}
+	for offset := 0; ; offset += 500 {
+		q, _ := json.Marshal(map[string]any{"where": map[string]any{"fts": map[string]any{"query": c.word}},
+			"sort": []map[string]string{{"field": "id"}}, "limit": 500, "offset": offset})
+		st, body, err := c.do("POST", "/apiv2/pub/search", bytes.NewReader(q), "application/json", nil)
+		if err != nil || st != 200 {
+			t.Logf("explain: search: %d %s %v", st, body, err)
+			return
+		}
+		var r struct {
+			Results []struct {
+				ID int64 `json:"id"`
+			} `json:"results"`
+		}
+		_ = json.Unmarshal(body, &r)
+		for _, d := range r.Results {
+			found[d.ID] = true
+		}
+		if len(r.Results) < 500 {
+			break
+		}
+	}
+	rows, err := pool.Query(context.Background(), `SELECT id, rev, description FROM document.documents WHERE description LIKE 'fault-%' ORDER BY id`)
+	if err != nil {
+		t.Logf("explain: %v", err)
+		return
+	}
+	type doc struct {
+		id, rev int64
+		desc    string
+	}
+	var missing []doc
+	for rows.Next() {
+		var d doc
+		if err := rows.Scan(&d.id, &d.rev, &d.desc); err == nil && !found[d.id] {
+			missing = append(missing, d)
+		}
+	}
+	rows.Close()
+	logText, _ := os.ReadFile(filepath.Join(s.dataDir, "stack.log"))
+	for _, d := range missing {
+		t.Logf("missing from search: doc %d rev %d (%s)", d.id, d.rev, d.desc)
+		ev, err := pool.Query(context.Background(), `SELECT id, kind, rev, created_at, published_at FROM document.outbox WHERE aggregate_id = $1 ORDER BY id`, d.id)
+		if err == nil {
+			for ev.Next() {
+				var id, rev int64
+				var kind string
+				var created time.Time
+				var published *time.Time
+				_ = ev.Scan(&id, &kind, &rev, &created, &published)
+				t.Logf("  outbox %d %s rev %d created %s published %v", id, kind, rev, created.Format(time.RFC3339Nano), published)
+			}
+			ev.Close()
+		}
+		needle := regexp.MustCompile(fmt.Sprintf(`doc_id=%d\b|"doc_id":%d\b`, d.id, d.id))
+		for _, line := range strings.Split(string(logText), "\n") {
+			if needle.MatchString(line) {
+				t.Logf("  log: %s", line)
+			}
+		}
+	}
+}
+
 type row struct {
 	fault                   string
 	uploads, failed, stray  int
@@ -464,6 +540,7 @@ func TestFaults(t *testing.T) {
 	}
 	if total != acked {
 		t.Errorf("search finds %d, acknowledged %d", total, acked)
+		explainMissing(t, s, c, pool)
 	}
 }
 
