@@ -65,6 +65,25 @@ func TestTokenCacheAnswersRepeatsFromMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The notifications of the set-up (a membership insert) arrive
+	// asynchronously and empty the cache when they do: wait until they
+	// have, i.e. until a repeat is answered from memory. Then a new key
+	// (creating one notifies nothing) starts from a miss.
+	waitFor(t, "the set-up's notifications to arrive", func() bool {
+		if _, err := c.Authenticate(ctx, token); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		_, m := c.Stats()
+		if _, err := c.Authenticate(ctx, token); err != nil {
+			t.Fatal(err)
+		}
+		_, m2 := c.Stats()
+		return m2 == m
+	})
+	if token, _, err = s.CreateKey(ctx, "alice", []string{auth.ScopeSearch, auth.ScopeDocumentsRead}, 0); err != nil {
+		t.Fatal(err)
+	}
 	h0, m0 := c.Stats()
 	for i := 0; i < 10; i++ {
 		p, err := c.Authenticate(ctx, token)
