@@ -45,6 +45,10 @@ var (
 		Name: "docrepo_indexer_verified_timestamp_seconds",
 		Help: "When the last anti-entropy pass compared the whole index with the documents of record.",
 	})
+	metricWithheld = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "docrepo_indexer_vectors_withheld_total",
+		Help: "Batches written without vectors because the index records another embedder than the indexer's (it is waiting for a rebuild: DOCREPO_EMBEDDER_CHANGE).",
+	})
 	metricBatch = promauto.NewHistogram(prometheus.HistogramOpts{
 		Name:    "docrepo_indexer_batch_seconds",
 		Help:    "Time to process one batch of events, from fetch to the last acknowledgement.",

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/docrepo/docrepo/pkg/embed"
 	"github.com/docrepo/docrepo/pkg/search/dsl"
 )
 
@@ -48,10 +49,14 @@ type Document struct {
 
 	// Content is the extracted text of the document's current file.
 	Content string
-	// ContentVector embeds Content; MetadataVector embeds the canonical
-	// metadata text. Either may be nil (then the document is never a
-	// nearest neighbour for that target).
-	ContentVector  []float32
+	// ContentVectors embed Content as overlapping passages
+	// (pkg/embed/passage), in order, all of the same length: the
+	// document's distance to a query vector is that of its nearest
+	// passage, and it is one neighbour however many passages it has.
+	// MetadataVector embeds the canonical metadata text. Either may be
+	// nil (then the document is never a nearest neighbour for that
+	// target).
+	ContentVectors [][]float32
 	MetadataVector []float32
 }
 
@@ -120,6 +125,17 @@ type Engine interface {
 	Count(ctx context.Context) (int64, error)
 	// Reset removes every document (for a full reindex).
 	Reset(ctx context.Context) error
+	// Embedder returns the identity of the embedder whose vectors the
+	// index holds, as SetEmbedder recorded it; ok is false when none is
+	// recorded (a new or reset index, or one written before identities
+	// were recorded). Vectors of different embedders are not comparable:
+	// the indexer never writes vectors into an index recording another
+	// embedder, and the services refuse to start on one (pkg/indexing
+	// CheckEmbedder).
+	Embedder(ctx context.Context) (id embed.Identity, ok bool, err error)
+	// SetEmbedder records the identity of the embedder whose vectors the
+	// index holds.
+	SetEmbedder(ctx context.Context, id embed.Identity) error
 	// Close releases the engine.
 	Close() error
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+
+	"github.com/docrepo/docrepo/pkg/embed"
 )
 
 // Switchable is an Engine that delegates to another and can switch to a
@@ -93,6 +95,18 @@ func (s *Switchable) Reset(ctx context.Context) error {
 	g := s.acquire()
 	defer g.mu.RUnlock()
 	return g.e.Reset(ctx)
+}
+
+func (s *Switchable) Embedder(ctx context.Context) (embed.Identity, bool, error) {
+	g := s.acquire()
+	defer g.mu.RUnlock()
+	return g.e.Embedder(ctx)
+}
+
+func (s *Switchable) SetEmbedder(ctx context.Context, id embed.Identity) error {
+	g := s.acquire()
+	defer g.mu.RUnlock()
+	return g.e.SetEmbedder(ctx, id)
 }
 
 // Close closes the engine in use.

@@ -110,6 +110,7 @@ type emuDoc struct {
 
 type emuIndex struct {
 	docs map[string]*emuDoc
+	meta json.RawMessage // the mapping's _meta
 }
 
 type emulator struct {
@@ -151,13 +152,30 @@ func (em *emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, 400, `{"error":{"type":"resource_already_exists_exception","reason":"exists"},"status":400}`)
 			return
 		}
-		em.indexes[name] = &emuIndex{docs: map[string]*emuDoc{}}
+		var m struct {
+			Mappings struct {
+				Meta json.RawMessage `json:"_meta"`
+			} `json:"mappings"`
+		}
+		json.Unmarshal(body, &m)
+		em.indexes[name] = &emuIndex{docs: map[string]*emuDoc{}, meta: m.Mappings.Meta}
+		writeJSON(w, 200, `{"acknowledged":true}`)
+	case r.Method == http.MethodPut && op == "_mapping":
+		var m struct {
+			Meta json.RawMessage `json:"_meta"`
+		}
+		json.Unmarshal(body, &m)
+		ix.meta = m.Meta
 		writeJSON(w, 200, `{"acknowledged":true}`)
 	case r.Method == http.MethodDelete && op == "":
 		delete(em.indexes, name)
 		writeJSON(w, 200, `{"acknowledged":true}`)
 	case op == "_mapping":
-		writeJSON(w, 200, `{"`+name+`":{"mappings":{"properties":{"content_vector":{"type":"knn_vector","dimension":4},"metadata_vector":{"type":"knn_vector","dimension":4}}}}}`)
+		meta := ""
+		if ix.meta != nil {
+			meta = `"_meta":` + string(ix.meta) + `,`
+		}
+		writeJSON(w, 200, `{"`+name+`":{"mappings":{`+meta+`"properties":{"content_passages":{"type":"nested","properties":{"vector":{"type":"knn_vector","dimension":4}}},"metadata_vector":{"type":"knn_vector","dimension":4}}}}}`)
 	case op == "_bulk":
 		em.bulk(w, ix, body)
 	case op == "_doc" && len(parts) == 3:
@@ -303,8 +321,20 @@ func (em *emulator) search(ix *emuIndex, req map[string]any) (map[string]any, er
 	}
 	var hits []hit
 	q, _ := req["query"].(map[string]any)
-	if knn, ok := q["knn"]; ok {
-		res, err := c.knn(knn.(map[string]any))
+	knn, ok := q["knn"]
+	path := ""
+	if nested, isNested := q["nested"].(map[string]any); isNested {
+		// Only the knn query over passages is nested; score_mode max:
+		// a document scores as its nearest passage.
+		inner, _ := nested["query"].(map[string]any)
+		if nested["score_mode"] != "max" || inner["knn"] == nil {
+			return nil, fmt.Errorf("unsupported nested query %v", nested)
+		}
+		path, _ = nested["path"].(string)
+		knn, ok = inner["knn"], true
+	}
+	if ok {
+		res, err := c.knn(path, knn.(map[string]any))
 		if err != nil {
 			return nil, err
 		}
@@ -469,7 +499,10 @@ type emuHit struct {
 	score float64
 }
 
-func (c *emuCtx) knn(spec map[string]any) ([]emuHit, error) {
+// knn returns the k nearest documents by the vector field, which is a
+// field of the nested objects at path when path is not empty: then a
+// document is as near as its nearest object, and counts once.
+func (c *emuCtx) knn(path string, spec map[string]any) ([]emuHit, error) {
 	for field, raw := range spec {
 		body := raw.(map[string]any)
 		var vec []float64
@@ -483,8 +516,24 @@ func (c *emuCtx) knn(spec map[string]any) ([]emuHit, error) {
 		}
 		var res []emuHit
 		for _, d := range c.all {
-			dv, ok := d.src[field].([]any)
-			if !ok {
+			var vectors [][]any
+			if path == "" {
+				if dv, ok := d.src[field].([]any); ok {
+					vectors = append(vectors, dv)
+				}
+			} else {
+				sub, ok := strings.CutPrefix(field, path+".")
+				if !ok {
+					return nil, fmt.Errorf("knn field %s is not under the nested path %s", field, path)
+				}
+				objs, _ := d.src[path].([]any)
+				for _, o := range objs {
+					if dv, ok := o.(map[string]any)[sub].([]any); ok {
+						vectors = append(vectors, dv)
+					}
+				}
+			}
+			if len(vectors) == 0 {
 				continue
 			}
 			if filter != nil {
@@ -496,12 +545,16 @@ func (c *emuCtx) knn(spec map[string]any) ([]emuHit, error) {
 					continue
 				}
 			}
-			var d2 float64
-			for i := range vec {
-				x := float64(float32(num(dv[i])) - float32(vec[i]))
-				d2 += x * x
+			best := math.Inf(1)
+			for _, dv := range vectors {
+				var d2 float64
+				for i := range vec {
+					x := float64(float32(num(dv[i])) - float32(vec[i]))
+					d2 += x * x
+				}
+				best = min(best, d2)
 			}
-			res = append(res, emuHit{d, float64(float32(1 / (1 + d2)))})
+			res = append(res, emuHit{d, float64(float32(1 / (1 + best)))})
 		}
 		slices.SortStableFunc(res, func(a, b emuHit) int { return -cmp.Compare(a.score, b.score) })
 		return res[:min(k, len(res))], nil

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +29,9 @@ type Engine struct {
 	c      *client
 	dims   map[dsl.VectorTarget]int
 	closed atomic.Bool
+
+	embMu sync.Mutex
+	emb   embedderCache // see Embedder
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -167,26 +171,42 @@ func (e *Engine) createIndex(ctx context.Context) error {
 // checkMapping verifies the dimensions of the vector fields of every
 // index behind the name (one, or several behind an alias).
 func (e *Engine) checkMapping(body []byte) error {
+	type property struct {
+		Type       string              `json:"type"`
+		Dimension  int                 `json:"dimension"`
+		Properties map[string]property `json:"properties"`
+	}
 	var m map[string]struct {
 		Mappings struct {
-			Properties map[string]struct {
-				Type      string `json:"type"`
-				Dimension int    `json:"dimension"`
-			} `json:"properties"`
+			Properties map[string]property `json:"properties"`
 		} `json:"mappings"`
 	}
 	if err := json.Unmarshal(body, &m); err != nil {
 		return fmt.Errorf("opensearchengine: decoding the mapping of %s: %w", e.cfg.Index, err)
 	}
 	for index, im := range m {
-		for field, want := range map[string]int{fieldContentVector: e.cfg.Dimensions, fieldMetadataVector: e.cfg.MetadataDimensions} {
-			p, ok := im.Mappings.Properties[field]
-			if !ok || p.Type != "knn_vector" {
+		props := im.Mappings.Properties
+		if p, old := props[fieldContentVector]; old && p.Type == "knn_vector" {
+			if _, ok := props[fieldPassages]; !ok {
+				return fmt.Errorf("opensearchengine: index %s was created before content passages (it has %s, not %s): "+
+					"create a new index (set %s to a new name, or delete this one) and reindex into it (docrepoctl reindex)",
+					index, fieldContentVector, fieldPassages, EnvIndex)
+			}
+		}
+		passages := props[fieldPassages]
+		for field, f := range map[string]struct {
+			p    property
+			want int
+		}{
+			fieldPassages + "." + fieldPassageVector: {passages.Properties[fieldPassageVector], e.cfg.Dimensions},
+			fieldMetadataVector:                      {props[fieldMetadataVector], e.cfg.MetadataDimensions},
+		} {
+			if f.p.Type != "knn_vector" || field != fieldMetadataVector && passages.Type != "nested" {
 				return fmt.Errorf("opensearchengine: index %s has no knn_vector field %s: %w", index, field, errForeignIndex)
 			}
-			if p.Dimension != want {
+			if f.p.Dimension != f.want {
 				return fmt.Errorf("opensearchengine: index %s has %d-dimensional %s, the embedder gives %d: reindex into a new index",
-					index, p.Dimension, field, want)
+					index, f.p.Dimension, field, f.want)
 			}
 		}
 	}
@@ -332,6 +352,7 @@ func (e *Engine) Reset(ctx context.Context) error {
 	if err := e.check(); err != nil {
 		return err
 	}
+	defer e.forgetEmbedder() // the new index records Config.Embedder
 	aliasPath := "/_alias/" + e.cfg.Index
 	res, err := e.c.do(ctx, http.MethodGet, aliasPath, nil, nil, "")
 	if err != nil {

@@ -36,7 +36,7 @@ func newTestService(t *testing.T, timeout time.Duration, wrap func(engine.Engine
 	}
 	for i := range docs {
 		v, _ := emb.Embed(context.Background(), []string{docs[i].Content, engine.MetadataText(&docs[i])})
-		docs[i].ContentVector, docs[i].MetadataVector = v[0], v[1]
+		docs[i].ContentVectors, docs[i].MetadataVector = [][]float32{v[0]}, v[1]
 	}
 	if _, err := eng.Upsert(context.Background(), docs); err != nil {
 		t.Fatal(err)
