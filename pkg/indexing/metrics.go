@@ -49,6 +49,18 @@ var (
 		Name: "docrepo_indexer_vectors_withheld_total",
 		Help: "Batches written without vectors because the index records another embedder than the indexer's (it is waiting for a rebuild: DOCREPO_EMBEDDER_CHANGE).",
 	})
+	metricReembedRunning = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "docrepo_indexer_reembed_running",
+		Help: "1 while the index is re-embedded with a new embedder (DOCREPO_EMBEDDER_CHANGE=rebuild), else 0; vector search answers 503 meanwhile.",
+	})
+	metricReembedDone = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "docrepo_indexer_reembed_done",
+		Help: "Documents the running (or last) re-embedding has processed.",
+	})
+	metricReembedTotal = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "docrepo_indexer_reembed_total",
+		Help: "Documents of record the running (or last) re-embedding processes.",
+	})
 	metricBatch = promauto.NewHistogram(prometheus.HistogramOpts{
 		Name:    "docrepo_indexer_batch_seconds",
 		Help:    "Time to process one batch of events, from fetch to the last acknowledgement.",

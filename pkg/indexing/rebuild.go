@@ -36,7 +36,7 @@ func (ix *Indexer) Rebuild(ctx context.Context, newTarget func(ctx context.Conte
 	if err != nil {
 		return Progress{}, fmt.Errorf("indexing: rebuild: new index: %w", err)
 	}
-	into := &Indexer{o: ix.o, log: ix.log.With("rebuild", true)}
+	into := &Indexer{o: ix.o, log: ix.log.With("rebuild", true), id: ix.id}
 	into.o.Engine = t.Engine()
 	p, err := into.Reindex(ctx, false, func(p Progress) error {
 		if p.Finished || report == nil {

@@ -40,6 +40,12 @@ type Settings struct {
 	EmbedQueryPrefix   string
 	EmbedPassagePrefix string
 	EmbedMaxTokens     int
+	// EmbedMaxPassages bounds the passages of one document's content.
+	EmbedMaxPassages int
+	// EmbedderChange is what a process does when the index holds vectors
+	// of another embedder: ChangeRefuse (fail to start) or ChangeRebuild
+	// (start and re-embed the index online).
+	EmbedderChange string
 
 	MaxFileBytes   int64
 	ExtractTimeout time.Duration
@@ -84,6 +90,7 @@ func (s *Settings) RegisterEmbedder(l *config.Loader) {
 	l.String(&s.EmbedQueryPrefix, "embed-query-prefix", "DOCREPO_EMBED_QUERY_PREFIX", "", `local embedder: text put before every search query (e5 models: "query: "; default: the model directory's prompts, else none)`)
 	l.String(&s.EmbedPassagePrefix, "embed-passage-prefix", "DOCREPO_EMBED_PASSAGE_PREFIX", "", `local embedder: text put before every document passage (e5 models: "passage: "; default: the model directory's prompts, else none)`)
 	l.Int(&s.EmbedMaxTokens, "embed-max-tokens", "DOCREPO_EMBED_MAX_TOKENS", 0, "local embedder: longest sequence given to the model, in tokens (0: the model directory's max_seq_length, else 512, at most the model's positions)")
+	l.String(&s.EmbedderChange, "embedder-change", "DOCREPO_EMBEDDER_CHANGE", ChangeRefuse, "when the index holds vectors of another embedder: refuse (fail to start, naming both) or rebuild (start, and re-embed the index online; vector search answers 503 until done)")
 }
 
 // Register registers every pipeline setting.
@@ -91,6 +98,7 @@ func (s *Settings) Register(l *config.Loader) {
 	s.RegisterEmbedder(l)
 	l.String(&s.DocumentAddr, "document-addr", "DOCREPO_DOCUMENT_ADDR", "127.0.0.1:9101", "document service gRPC address")
 	l.String(&s.ServiceToken, "service-token", "DOCREPO_SERVICE_TOKEN", "", "API token of the service identity (scope internal) the indexer calls the document service with")
+	l.Int(&s.EmbedMaxPassages, "embed-max-passages", "DOCREPO_EMBED_MAX_PASSAGES", embed.DefaultMaxPassages, "most passages one document's content is embedded as (overlapping windows: 256 words with hash, the model's window with local); text past them has no vector")
 	l.Int64(&s.MaxFileBytes, "index-max-file-bytes", "DOCREPO_INDEX_MAX_FILE_BYTES", DefaultMaxFileBytes, "files larger than this are indexed without content")
 	l.Duration(&s.ExtractTimeout, "extract-timeout", "DOCREPO_EXTRACT_TIMEOUT", DefaultExtractTimeout, "time limit for extracting the text of one file")
 	l.Int(&s.Workers, "index-workers", "DOCREPO_INDEX_WORKERS", DefaultWorkers, "documents loaded, downloaded and extracted at once")
@@ -241,6 +249,7 @@ func (s Settings) NewPipeline(eng engine.Engine, emb embed.Embedder, logger *slo
 		Embedder:        emb,
 		Logger:          logger,
 		MaxFileBytes:    s.MaxFileBytes,
+		MaxPassages:     s.EmbedMaxPassages,
 		ExtractTimeout:  s.ExtractTimeout,
 		Workers:         s.Workers,
 		TempDir:         s.TempDir,

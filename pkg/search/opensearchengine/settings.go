@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/docrepo/docrepo/pkg/config"
+	"github.com/docrepo/docrepo/pkg/embed"
 )
 
 // Settings are the OpenSearch settings a process reads from its
@@ -39,8 +40,9 @@ func (s *Settings) Register(l *config.Loader) {
 func (s Settings) Enabled() bool { return strings.TrimSpace(s.URL) != "" }
 
 // Open connects to the configured cluster with an index for vectors of
-// dims dimensions; searchTimeout bounds each search (0: the default).
-func (s Settings) Open(ctx context.Context, dims int, searchTimeout time.Duration) (*Engine, error) {
+// the embedder emb (its dimensions; a new index records it);
+// searchTimeout bounds each search (0: the default).
+func (s Settings) Open(ctx context.Context, emb embed.Identity, searchTimeout time.Duration) (*Engine, error) {
 	var addrs []string
 	for _, a := range strings.Split(s.URL, ",") {
 		if a = strings.TrimSpace(a); a != "" {
@@ -54,7 +56,8 @@ func (s Settings) Open(ctx context.Context, dims int, searchTimeout time.Duratio
 		Index:              s.Index,
 		InsecureSkipVerify: s.Insecure,
 		RequestTimeout:     s.Timeout,
-		Dimensions:         dims,
+		Dimensions:         emb.Dimensions,
+		Embedder:           emb,
 		SearchTimeout:      searchTimeout,
 	})
 	if err != nil {
