@@ -61,10 +61,11 @@ func TestHashPassages(t *testing.T) {
 			t.Errorf("text %d: %d passages, want one zero vector", i, len(ps[i]))
 		}
 	}
-	// n words in windows of 256 moving by 192.
+	// n words in the fewest windows of at most 128 words sharing 32.
 	got := ps[1]
 	n := len(tokenize(long, 1<<20))
-	if want := (n - HashPassageOverlap + HashPassageWords - HashPassageOverlap - 1) / (HashPassageWords - HashPassageOverlap); n < 900 || len(got) != want {
+	stride := HashPassageWords - HashPassageOverlap
+	if want := (n - HashPassageOverlap + stride - 1) / stride; n < 900 || len(got) != want {
 		t.Fatalf("%d words: %d passages, want %d", n, len(got), want)
 	}
 	end, deep := 0, -1
@@ -100,19 +101,26 @@ func TestHashPassages(t *testing.T) {
 		t.Errorf("query to its passage %.3f, to the first %.3f, to the whole text %.3f", d, d0, whole)
 	}
 
-	// A limit keeps the first windows, exactly as without it.
-	for _, limit := range []int{1, 2, 5, 6} {
+	// A limit of at least as many passages changes nothing; a lower one
+	// keeps that many full windows from the start.
+	for _, limit := range []int{1, 2, 5, len(got), len(got) + 1} {
 		lim, err := h.EmbedPassages(ctx, []string{long}, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := got[:min(limit, len(got))]
-		if len(lim[0]) != len(want) {
-			t.Fatalf("limit %d: %d passages, want %d", limit, len(lim[0]), len(want))
+		if len(lim[0]) != min(limit, len(got)) {
+			t.Fatalf("limit %d: %d passages", limit, len(lim[0]))
 		}
-		for i := range want {
-			if lim[0][i].Start != want[i].Start || lim[0][i].End != want[i].End || !near(lim[0][i].Vector, want[i].Vector) {
-				t.Errorf("limit %d: passage %d differs from the unlimited one", limit, i)
+		for i, p := range lim[0] {
+			switch {
+			case limit >= len(got):
+				if p.Start != got[i].Start || p.End != got[i].End || !near(p.Vector, got[i].Vector) {
+					t.Errorf("limit %d: passage %d differs from the unlimited one", limit, i)
+				}
+			case len(tokenize(long[p.Start:p.End], 1<<20)) != HashPassageWords:
+				t.Errorf("limit %d: passage %d is not a full window", limit, i)
+			case i == 0 && p.Start != 0, i > 0 && (p.Start <= lim[0][i-1].Start || p.Start >= lim[0][i-1].End):
+				t.Errorf("limit %d: passage %d [%d, %d) does not follow the one before", limit, i, p.Start, p.End)
 			}
 		}
 	}
@@ -216,6 +224,34 @@ func TestIdentityCompatible(t *testing.T) {
 	for _, tc := range tests {
 		if got := tc.a.Compatible(tc.b); got != tc.want || tc.b.Compatible(tc.a) != tc.want {
 			t.Errorf("%v compatible with %v: %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+func TestEvenWindows(t *testing.T) {
+	for _, size := range []int{4, 16, 128} {
+		overlap := size / 4
+		for n := 0; n <= 20*size; n++ {
+			ws := evenWindows(n, size, overlap)
+			stride := size - overlap
+			want := 1
+			if n > size {
+				want = (n - overlap + stride - 1) / stride
+			}
+			if len(ws) != want {
+				t.Fatalf("n=%d size=%d: %d windows, want %d", n, size, len(ws), want)
+			}
+			if ws[0][0] != 0 || ws[len(ws)-1][1] != n {
+				t.Fatalf("n=%d size=%d: windows %v do not span the words", n, size, ws)
+			}
+			for i, w := range ws {
+				if l := w[1] - w[0]; l > size || l != ws[0][1]-ws[0][0] {
+					t.Fatalf("n=%d size=%d: window %d has %d words (first %d)", n, size, i, l, ws[0][1]-ws[0][0])
+				}
+				if i > 0 && ws[i-1][1]-w[0] < overlap-1 {
+					t.Fatalf("n=%d size=%d: windows %d and %d share %d words, want about %d", n, size, i-1, i, ws[i-1][1]-w[0], overlap)
+				}
+			}
 		}
 	}
 }

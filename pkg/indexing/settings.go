@@ -98,7 +98,7 @@ func (s *Settings) Register(l *config.Loader) {
 	s.RegisterEmbedder(l)
 	l.String(&s.DocumentAddr, "document-addr", "DOCREPO_DOCUMENT_ADDR", "127.0.0.1:9101", "document service gRPC address")
 	l.String(&s.ServiceToken, "service-token", "DOCREPO_SERVICE_TOKEN", "", "API token of the service identity (scope internal) the indexer calls the document service with")
-	l.Int(&s.EmbedMaxPassages, "embed-max-passages", "DOCREPO_EMBED_MAX_PASSAGES", embed.DefaultMaxPassages, "most passages one document's content is embedded as (overlapping windows: 256 words with hash, the model's window with local); text past them has no vector")
+	l.Int(&s.EmbedMaxPassages, "embed-max-passages", "DOCREPO_EMBED_MAX_PASSAGES", embed.DefaultMaxPassages, "most passages one document's content is embedded as (overlapping windows: at most 128 words with hash, the model's window with local); text past them has no vector")
 	l.Int64(&s.MaxFileBytes, "index-max-file-bytes", "DOCREPO_INDEX_MAX_FILE_BYTES", DefaultMaxFileBytes, "files larger than this are indexed without content")
 	l.Duration(&s.ExtractTimeout, "extract-timeout", "DOCREPO_EXTRACT_TIMEOUT", DefaultExtractTimeout, "time limit for extracting the text of one file")
 	l.Int(&s.Workers, "index-workers", "DOCREPO_INDEX_WORKERS", DefaultWorkers, "documents loaded, downloaded and extracted at once")

@@ -34,7 +34,7 @@ import (
 // kept) when the data is present, else from a built-in word list with a
 // Zipf distribution. Metadata has realistic cardinalities; content and
 // metadata vectors come from the hash embedder (768 dimensions), the
-// content as passages (embed.Hash.EmbedPassages: 256-word windows, at
+// content as passages (embed.Hash.EmbedPassages: 128-word windows, at
 // most embed.DefaultMaxPassages), or as one vector of the whole content
 // with DOCREPO_BENCH_PASSAGES=0 (the layout before passages).
 

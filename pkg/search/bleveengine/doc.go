@@ -33,8 +33,8 @@
 // scan never touch the index. Memory is about the stored metadata plus
 // 4·dimensions + 8 bytes per vector (100,000 documents with one content
 // passage and a metadata vector of 768 dimensions: about 615 MB; a
-// document of 12,000 words has 64 passages of the hash embedder's 256
-// words, about 200 KB).
+// document of 6,000 words or more has 64 passages of the hash
+// embedder's 128 words, about 200 KB).
 //
 // Writes: one writer at a time (Upsert, Delete, Reset). Upsert keeps, per
 // id, the newest revision newer than the stored one (of a document or a
