@@ -81,7 +81,10 @@ type Engine struct {
 	closed   bool
 }
 
-var _ engine.Engine = (*Engine)(nil)
+var (
+	_ engine.Engine      = (*Engine)(nil)
+	_ engine.VectorStage = (*Engine)(nil)
+)
 
 // table is the in-memory state of every document the index holds,
 // tombstones included, by slot. Slots are never reused while the engine is
@@ -90,6 +93,9 @@ type table struct {
 	slots map[int64]int32
 	recs  []record
 	live  int
+	// pending counts the live documents whose content vectors are still
+	// to come.
+	pending int
 
 	// BM25 collection statistics of the live documents: how many have
 	// content, their total field lengths, and how many lack lengths
@@ -106,6 +112,9 @@ func (t *table) account(r *record, sign int) {
 		return
 	}
 	t.live += sign
+	if r.pending {
+		t.pending += sign
+	}
 	if !r.hasLens {
 		t.noLens += sign
 		return

@@ -395,3 +395,36 @@ func TestEmbedderRecorded(t *testing.T) {
 		t.Errorf("Embedder after Close: %v", err)
 	}
 }
+
+// TestPendingVectorsSurviveRestart: a document waiting for its vectors
+// still waits after a restart, and takes them then.
+func TestPendingVectorsSurviveRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "idx")
+	e, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Upsert(ctx, []engine.Document{
+		{ID: 1, Rev: 4, GroupIDs: []int64{1}, Content: "Waiting For Vectors", VectorsPending: true},
+		{ID: 2, Rev: 1, GroupIDs: []int64{1}, Content: "has them", ContentVectors: [][]float32{{1, 0}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	e, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	docs, total, err := e.PendingVectors(ctx, 10)
+	if err != nil || total != 1 || len(docs) != 1 || docs[0].ID != 1 || docs[0].Rev != 4 || docs[0].Content != "Waiting For Vectors" {
+		t.Fatalf("after restart: pending %+v (total %d), %v", docs, total, err)
+	}
+	if res, err := e.SetContentVectors(ctx, []engine.Document{{ID: 1, Rev: 4, ContentVectors: [][]float32{{0, 1}}}}); err != nil || res.Written != 1 {
+		t.Fatalf("SetContentVectors: %+v, %v", res, err)
+	}
+	if _, total, _ := e.PendingVectors(ctx, 10); total != 0 {
+		t.Errorf("%d still pending", total)
+	}
+}

@@ -59,6 +59,8 @@ type record struct {
 	date, entryDate       time.Time
 	hasDate, hasEntryDate bool
 	privileged, locked    bool
+	// pending: the content's vectors are still to come (VectorStage).
+	pending bool
 
 	// cvec holds the content's passage vectors back to back, cdim values
 	// each; mvec is the metadata vector. Nil when absent.
@@ -131,6 +133,7 @@ func recordFromDocument(d *engine.Document) record {
 		mvec:       cloneVec(d.MetadataVector),
 	}
 	r.cvec, r.cdim, _ = flattenPassages(d.ContentVectors)
+	r.pending = d.VectorsPending && r.cvec == nil && d.Content != ""
 	set := func(i int, v *string) {
 		if v != nil {
 			r.setString(i, *v)
@@ -190,6 +193,7 @@ const (
 	flagLocked
 	flagDate
 	flagEntryDate
+	flagPending
 )
 
 func encodeRecord(r *record) []byte {
@@ -210,6 +214,9 @@ func encodeRecord(r *record) []byte {
 	}
 	if r.hasEntryDate {
 		flags |= flagEntryDate
+	}
+	if r.pending {
+		flags |= flagPending
 	}
 	b = binary.AppendUvarint(b, flags)
 	b = binary.AppendVarint(b, r.rev)
@@ -298,6 +305,7 @@ func decodeRecord(id int64, b []byte) (record, error) {
 	r.locked = flags&flagLocked != 0
 	r.hasDate = flags&flagDate != 0
 	r.hasEntryDate = flags&flagEntryDate != 0
+	r.pending = flags&flagPending != 0
 	r.rev = d.varint()
 	for _, dst := range []*[]int64{&r.groups, &r.folders} {
 		n := d.uvarint()

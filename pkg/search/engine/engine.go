@@ -58,6 +58,12 @@ type Document struct {
 	// target).
 	ContentVectors [][]float32
 	MetadataVector []float32
+	// VectorsPending marks a document written before its content vectors
+	// (ContentVectors is then nil): the indexer's embedding stage gives
+	// them later (VectorStage). Until then the document is found by full
+	// text and metadata, and by its metadata vector, but never as a
+	// content neighbour.
+	VectorsPending bool
 }
 
 // Request is one search to execute.
@@ -138,6 +144,25 @@ type Engine interface {
 	SetEmbedder(ctx context.Context, id embed.Identity) error
 	// Close releases the engine.
 	Close() error
+}
+
+// VectorStage is implemented by engines that take a document's content
+// vectors after the document itself, so that the indexer makes text
+// searchable first and embeds it in a bounded background stage
+// (pkg/indexing). The embedded engine implements it; OpenSearch does not
+// (its external versions allow no update of a document at the same
+// revision that could not also resurrect a deleted one), and the indexer
+// embeds before writing there.
+type VectorStage interface {
+	// PendingVectors returns up to limit live documents written with
+	// VectorsPending and not given their vectors since (ID, Rev and
+	// Content set), and how many there are in all.
+	PendingVectors(ctx context.Context, limit int) (docs []Document, total int, err error)
+	// SetContentVectors gives documents their ContentVectors: each one
+	// the engine holds at exactly its Rev, with vectors pending, is
+	// written (it is no longer pending); the others (since changed,
+	// deleted, or given vectors already) count as Stale.
+	SetContentVectors(ctx context.Context, docs []Document) (WriteResult, error)
 }
 
 // SortedIDs returns ids sorted, without duplicates (nil for none): how both

@@ -39,7 +39,9 @@
 //     passage deep inside it, once); vector_k counts documents, not
 //     passages; a new revision replaces the passages; passages of
 //     different lengths are refused. The recorded embedder identity
-//     round-trips.
+//     round-trips. For engines implementing engine.VectorStage: a
+//     document written with its vectors pending is found by full text at
+//     once, by vector once it has them, and only at its revision.
 //   - Visibility: invisible documents never appear nor count in total, in
 //     every mode.
 //   - Sort, paging and total: every sortable type in both directions,

@@ -24,6 +24,7 @@ func Run(t *testing.T, newEngine func(t *testing.T) engine.Engine) {
 	t.Run("Modes", func(t *testing.T) { testModes(t, newEngine) })
 	t.Run("Vectors", func(t *testing.T) { testVectors(t, newEngine) })
 	t.Run("Passages", func(t *testing.T) { testPassages(t, newEngine) })
+	t.Run("VectorStage", func(t *testing.T) { testVectorStage(t, newEngine) })
 	t.Run("Embedder", func(t *testing.T) { testEmbedder(t, newEngine) })
 	t.Run("SortPaging", func(t *testing.T) { testSortPaging(t, newEngine) })
 	t.Run("Select", func(t *testing.T) { testSelect(t, newEngine) })

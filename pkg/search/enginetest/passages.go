@@ -143,3 +143,98 @@ func testEmbedder(t *testing.T, newEngine func(t *testing.T) engine.Engine) {
 		}
 	}
 }
+
+// testVectorStage: for engines that implement engine.VectorStage, a
+// document written with its vectors pending is found by full text at
+// once and by vector once it has them, and only the revision it was
+// written at takes them.
+func testVectorStage(t *testing.T, newEngine func(t *testing.T) engine.Engine) {
+	ctx := context.Background()
+	e := newEngine(t)
+	vs, ok := e.(engine.VectorStage)
+	if !ok {
+		t.Skip("the engine takes vectors only with the document")
+	}
+	origin := caller{unrestricted: true, vector: []float32{0, 0, 0, 0}}
+	docs := []engine.Document{
+		{ID: 1, Rev: 1, GroupIDs: []int64{1}, Content: longContent, VectorsPending: true, MetadataVector: []float32{0, 0, 0, 1}},
+		{ID: 2, Rev: 1, GroupIDs: []int64{1}, Content: "cake with thrombolysis", ContentVectors: [][]float32{{1, 0, 0, 0}}},
+		{ID: 3, Rev: 1, GroupIDs: []int64{1}, VectorsPending: true}, // no content: nothing to wait for
+	}
+	if _, err := e.Upsert(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	pending := func(want ...int64) []engine.Document {
+		t.Helper()
+		got, total, err := vs.PendingVectors(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for _, d := range got {
+			ids = append(ids, d.ID)
+		}
+		if fmt.Sprint(ids) != fmt.Sprint(want) || total != len(want) {
+			t.Fatalf("pending %v (total %d), want %v", ids, total, want)
+		}
+		return got
+	}
+	p := pending(1)
+	if p[0].Rev != 1 || p[0].Content != longContent {
+		t.Fatalf("pending document: rev %d, content of %d bytes", p[0].Rev, len(p[0].Content))
+	}
+	vector := body(vectorWhere("content"), `"options": {"vector_k": 10}`)
+	if got := ids(search(t, e, vector, origin)); fmt.Sprint(got) != "[2]" {
+		t.Errorf("vector search while 1 waits: %v, want [2]", got)
+	}
+	wantSet(t, search(t, e, body(ftsWhere("thrombolysis")), origin), []int64{1, 2})
+	if got := ids(search(t, e, body(vectorWhere("metadata")), origin)); fmt.Sprint(got) != "[1]" {
+		t.Errorf("metadata vector search: %v, want [1]", got)
+	}
+
+	vecs := [][]float32{{3, 0, 0, 0}, {0, 0, 0.5, 0}} // nearest 0.25 → 0.8
+	res, err := vs.SetContentVectors(ctx, []engine.Document{{ID: 1, Rev: 2, ContentVectors: vecs}, {ID: 2, Rev: 1, ContentVectors: vecs}, {ID: 9, Rev: 1, ContentVectors: vecs}})
+	if err != nil || res.Written != 0 || res.Stale != 3 {
+		t.Fatalf("vectors for another revision, a document not pending, an absent one: %+v, %v; want 3 stale", res, err)
+	}
+	if res, err := vs.SetContentVectors(ctx, []engine.Document{{ID: 1, Rev: 1, ContentVectors: vecs}}); err != nil || res.Written != 1 {
+		t.Fatalf("SetContentVectors: %+v, %v", res, err)
+	}
+	pending()
+	r := search(t, e, vector, origin)
+	if fmt.Sprint(ids(r)) != "[1 2]" || !approx(*r.Hits[0].Score, 0.8) {
+		t.Errorf("vector search after the vectors: %v, want [1 2] with 1 at 0.8", ids(r))
+	}
+	hl := search(t, e, body(ftsWhere("thrombolysis"), `"options": {"include_highlights": true}`), origin)
+	wantSet(t, hl, []int64{1, 2})
+	for _, h := range hl.Hits {
+		if len(h.Highlights) == 0 || !strings.Contains(h.Highlights[0], "<b>thrombolysis</b>") {
+			t.Errorf("hit %d highlights %q", h.ID, h.Highlights)
+		}
+	}
+	if res, _ := vs.SetContentVectors(ctx, []engine.Document{{ID: 1, Rev: 1, ContentVectors: vecs}}); res.Stale != 1 {
+		t.Errorf("vectors given twice: %+v, want stale", res)
+	}
+
+	// A new revision waits again; the old revision's vectors are stale.
+	d := docs[0]
+	d.Rev = 2
+	if _, err := e.Upsert(ctx, []engine.Document{d}); err != nil {
+		t.Fatal(err)
+	}
+	pending(1)
+	if got := ids(search(t, e, vector, origin)); fmt.Sprint(got) != "[2]" {
+		t.Errorf("vector search while revision 2 waits: %v, want [2]", got)
+	}
+	if res, _ := vs.SetContentVectors(ctx, []engine.Document{{ID: 1, Rev: 1, ContentVectors: vecs}}); res.Stale != 1 {
+		t.Errorf("vectors of revision 1 for revision 2: %+v, want stale", res)
+	}
+	// A deleted document waits no more.
+	if err := e.Delete(ctx, 1, 3); err != nil {
+		t.Fatal(err)
+	}
+	pending()
+	if res, _ := vs.SetContentVectors(ctx, []engine.Document{{ID: 1, Rev: 2, ContentVectors: vecs}}); res.Stale != 1 {
+		t.Errorf("vectors for a deleted document: %+v, want stale", res)
+	}
+}
