@@ -40,6 +40,7 @@ const (
 	DefaultMaxTextBytes   = 8 << 20
 	DefaultMaxEmbedBytes  = 32 << 10
 	DefaultWorkers        = 8
+	DefaultVectorBatch    = 16
 	// DefaultCallTimeout bounds each unary call to the document service.
 	DefaultCallTimeout = 30 * time.Second
 	// DefaultEngineTimeout bounds each engine call (revision, delete,
@@ -72,6 +73,15 @@ type Options struct {
 	// not embed passages itself (openai: servers have input limits; the
 	// start of a document is what they see), as one passage.
 	MaxEmbedBytes int
+	// DeferVectors makes content vectors a stage of their own (see
+	// RunVectorStage): documents are written with full text and metadata
+	// (and the metadata vector) first, marked VectorsPending, and their
+	// passages are embedded afterwards. It needs an engine implementing
+	// engine.VectorStage and is ignored otherwise.
+	DeferVectors bool
+	// VectorBatch is the number of documents the vector stage embeds and
+	// writes at a time (default DefaultVectorBatch).
+	VectorBatch int
 	// TempDir holds downloaded files while they are extracted (default the
 	// system's temporary directory).
 	TempDir string
@@ -107,6 +117,8 @@ type Indexer struct {
 	// withheld is when the last warning about withheld vectors was
 	// logged (unix nanoseconds).
 	withheld atomic.Int64
+	// wake tells the vector stage that documents wait for vectors.
+	wake chan struct{}
 	// deferred counts documents the consumer is reading with OCR in the
 	// background.
 	deferred sync.WaitGroup
@@ -132,6 +144,12 @@ func New(o Options) (*Indexer, error) {
 	if o.MaxPassages <= 0 {
 		o.MaxPassages = embed.DefaultMaxPassages
 	}
+	if o.VectorBatch <= 0 {
+		o.VectorBatch = DefaultVectorBatch
+	}
+	if _, ok := o.Engine.(engine.VectorStage); !ok {
+		o.DeferVectors = false
+	}
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
 	}
@@ -148,7 +166,7 @@ func New(o Options) (*Indexer, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Indexer{o: o, log: log, id: embed.IdentityOf(o.Embedder)}, nil
+	return &Indexer{o: o, log: log, id: embed.IdentityOf(o.Embedder), wake: make(chan struct{}, 1)}, nil
 }
 
 // Engine returns the engine the indexer writes.
@@ -272,7 +290,7 @@ func (ix *Indexer) Index(ctx context.Context, items []Item) []Result {
 		}
 		return results
 	}
-	if err := ix.embed(ctx, docs); err != nil {
+	if err := ix.embed(ctx, docs, ix.o.DeferVectors); err != nil {
 		return fail(fmt.Errorf("embed: %w", err))
 	}
 	batch := make([]engine.Document, 0, len(docs))
@@ -297,6 +315,9 @@ func (ix *Indexer) Index(ctx context.Context, items []Item) []Result {
 	for _, i := range idx {
 		results[i].Outcome = Written
 		results[i].Source = preps[i].source
+	}
+	if ix.o.DeferVectors {
+		ix.wakeStage()
 	}
 	return results
 }
@@ -397,8 +418,10 @@ func (ix *Indexer) reportSource(ctx context.Context, docID int64, f *documentv1.
 
 // embed fills the content passage vectors and the metadata vectors of
 // docs, when the engine holds vectors of this indexer's embedder (or none
-// yet); otherwise it leaves them without vectors.
-func (ix *Indexer) embed(ctx context.Context, docs []*engine.Document) error {
+// yet); otherwise it leaves them without vectors. With deferContent the
+// content is not embedded: documents with content are marked
+// VectorsPending for the vector stage.
+func (ix *Indexer) embed(ctx context.Context, docs []*engine.Document, deferContent bool) error {
 	fit, err := ix.vectorsFit(ctx)
 	if err != nil || !fit {
 		return err
@@ -408,7 +431,9 @@ func (ix *Indexer) embed(ctx context.Context, docs []*engine.Document) error {
 	var contents, metas []string
 	var withContent, withMeta []*engine.Document
 	for _, d := range docs {
-		if d.Content != "" {
+		if d.Content != "" && deferContent {
+			d.VectorsPending = true
+		} else if d.Content != "" {
 			contents = append(contents, d.Content)
 			withContent = append(withContent, d)
 		}
@@ -418,18 +443,12 @@ func (ix *Indexer) embed(ctx context.Context, docs []*engine.Document) error {
 		}
 	}
 	if len(contents) > 0 {
-		ps, err := embed.Passages(ctx, ix.o.Embedder, contents, ix.o.MaxPassages, ix.o.MaxEmbedBytes)
+		vecs, err := ix.passages(ctx, contents)
 		if err != nil {
 			return err
 		}
-		if len(ps) != len(contents) {
-			return fmt.Errorf("embedder returned passages for %d of %d texts", len(ps), len(contents))
-		}
 		for i, d := range withContent {
-			d.ContentVectors = make([][]float32, len(ps[i]))
-			for j, p := range ps[i] {
-				d.ContentVectors[j] = p.Vector
-			}
+			d.ContentVectors = vecs[i]
 		}
 	}
 	if len(metas) > 0 {
@@ -445,6 +464,25 @@ func (ix *Indexer) embed(ctx context.Context, docs []*engine.Document) error {
 		}
 	}
 	return nil
+}
+
+// passages embeds each text as passages and returns their vectors.
+func (ix *Indexer) passages(ctx context.Context, texts []string) ([][][]float32, error) {
+	ps, err := embed.Passages(ctx, ix.o.Embedder, texts, ix.o.MaxPassages, ix.o.MaxEmbedBytes)
+	if err != nil {
+		return nil, err
+	}
+	if len(ps) != len(texts) {
+		return nil, fmt.Errorf("embedder returned passages for %d of %d texts", len(ps), len(texts))
+	}
+	out := make([][][]float32, len(ps))
+	for i, p := range ps {
+		out[i] = make([][]float32, len(p))
+		for j := range p {
+			out[i][j] = p[j].Vector
+		}
+	}
+	return out, nil
 }
 
 // vectorsFit reports whether the engine may take this indexer's vectors:

@@ -49,6 +49,10 @@ var (
 		Name: "docrepo_indexer_vectors_withheld_total",
 		Help: "Batches written without vectors because the index records another embedder than the indexer's (it is waiting for a rebuild: DOCREPO_EMBEDDER_CHANGE).",
 	})
+	metricVectorBacklog = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "docrepo_indexer_vector_backlog",
+		Help: "Documents written with their full text whose content vectors the embedding stage has yet to make (DOCREPO_EMBED_DEFER); they are no content neighbours of vector searches until then.",
+	})
 	metricReembedRunning = promauto.NewGauge(prometheus.GaugeOpts{
 		Name: "docrepo_indexer_reembed_running",
 		Help: "1 while the index is re-embedded with a new embedder (DOCREPO_EMBEDDER_CHANGE=rebuild), else 0; vector search answers 503 meanwhile.",

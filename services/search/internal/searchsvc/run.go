@@ -110,6 +110,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if check == indexing.EmbedderRebuild {
 			svc.Go(func(ctx context.Context) error { pipe.Server.Reembed(ctx); return nil })
 		}
+		svc.Go(func(ctx context.Context) error { pipe.RunVectorStage(ctx); return nil })
 		if cfg.NATSURL != "" {
 			svc.Go(func(ctx context.Context) error { return pipe.Consume(ctx, cfg.Common) })
 		} else {
