@@ -2,6 +2,7 @@ package indexing
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -185,5 +186,44 @@ func TestVectorStageWaitsForItsEmbedder(t *testing.T) {
 	n, backlog, err := ix.vectorStep(ctx, eng)
 	if err != nil || n != 0 || backlog != 1 || pendingCount(t, eng) != 1 {
 		t.Errorf("step over another embedder's index: wrote %d of %d (%v); pending %d", n, backlog, err, pendingCount(t, eng))
+	}
+}
+
+// TestLongDocumentFoundByDeepPassage: through the whole path (hash
+// embedder, passages, the embedded engine), a long document whose last
+// paragraph is about the query is the nearest document, once; embedded as
+// one passage of its beginning (MaxPassages 1), it is not.
+func TestLongDocumentFoundByDeepPassage(t *testing.T) {
+	ctx := context.Background()
+	var long strings.Builder
+	for long.Len() < 12000 {
+		long.WriteString("Whisk the butter and sugar, fold in the flour, and bake the cake until golden. ")
+	}
+	long.WriteString("The platypus lays eggs in a riverbank burrow and hunts with its electroreceptive bill.")
+	texts := map[int64]string{
+		1: long.String(),
+		2: "Basalt columns form when lava cools and contracts.",
+		3: "Kangaroos carry their young in a pouch.",
+		4: "Sourdough needs a lively starter.",
+	}
+	for _, maxPassages := range []int{0, 1} {
+		store := newDocStore()
+		for id, text := range texts {
+			store.put(id, textDoc(1, text))
+		}
+		eng := newMemEngine(t)
+		h, _ := embed.NewHash(embed.DefaultHashDimensions)
+		ix := newTestIndexer(t, eng, store.serve(t), func(o *Options) { o.Embedder, o.MaxPassages = h, maxPassages })
+		if _, err := ix.Reindex(ctx, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := eng.get(1)
+		got := vectorSearch(t, eng, h, "platypus eggs burrow")
+		switch {
+		case maxPassages == 0 && (len(d.ContentVectors) < 10 || len(got) != 4 || got[0] != 1):
+			t.Errorf("passages (%d of them): nearest %v, want document 1 first, once among 4", len(d.ContentVectors), got)
+		case maxPassages == 1 && (len(d.ContentVectors) != 1 || len(got) == 0 || got[0] == 1):
+			t.Errorf("one passage: nearest %v; the first window alone should not find document 1 first", got)
+		}
 	}
 }
