@@ -289,6 +289,11 @@ func BenchmarkSearch100k(b *testing.B) {
 	} else if cnt, _ := e.Count(context.Background()); cnt != int64(n) {
 		b.Fatalf("%s holds %d documents, want %d", dir, cnt, n)
 	}
+	passages := 0
+	for i := range e.tab.recs {
+		passages += e.tab.recs[i].passages()
+	}
+	b.Logf("%d documents, %d content passages (%.2f each)", n, passages, float64(passages)/float64(n))
 
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, m := range benchModes(c, r) {
