@@ -87,6 +87,7 @@ func TestSearchModes(t *testing.T) {
 	wind := u.uploadText("wind.txt", "Wind turbines generate renewable power on windy hills.", field("description", "Wind farm"), field("doc_type", energy))
 	cake := u.uploadText("cake.txt", "Melt the chocolate with butter and sugar, then bake the cake.", field("description", "Chocolate cake recipe"), field("doc_type", food))
 	u.waitIndexed(solar, wind, cake)
+	u.waitVectors(solar, wind, cake)
 
 	vector := func(target, q string) map[string]any {
 		return map[string]any{"vector": map[string]any{"target": target, "query": q}}
@@ -147,6 +148,7 @@ func TestSearchVisibility(t *testing.T) {
 	a2 := u1.uploadText("a2.txt", "shared word "+word+" two")
 	b1 := u2.uploadText("b1.txt", "shared word "+word+" three")
 	both.waitIndexed(a1, a2, b1)
+	both.waitVectors(a1, a2, b1)
 
 	bodies := map[string]map[string]any{
 		"fts":      {"where": fts(word)},

@@ -95,6 +95,32 @@ func (c *client) waitIndexed(ids ...int64) {
 	})
 }
 
+// waitVectors waits until every id (documents with content) has its
+// content vectors: a vector search restricted to them finds them all.
+// Text is searchable first and vectors follow (DOCREPO_EMBED_DEFER), so
+// tests of vector search wait for this after waitIndexed.
+func (c *client) waitVectors(ids ...int64) {
+	c.t.Helper()
+	vals := make([]any, len(ids))
+	for i, id := range ids {
+		vals[i] = id
+	}
+	body := map[string]any{
+		"where": map[string]any{"and": []any{
+			map[string]any{"vector": map[string]any{"target": "content", "query": "document"}},
+			map[string]any{"in": map[string]any{"field": "id", "value": vals}},
+		}},
+		"options": map[string]any{"vector_k": 1000},
+		"limit":   500,
+	}
+	c.waitSearch(fmt.Sprintf("documents %v to have their vectors", ids), body, func(r searchResult) error {
+		if r.Total != int64(len(ids)) {
+			return fmt.Errorf("%d of %d documents have their vectors", r.Total, len(ids))
+		}
+		return nil
+	})
+}
+
 // uploadText uploads text as a text/plain file and returns the document id.
 func (u *docUser) uploadText(name, text string, fields ...formPart) int64 {
 	u.t.Helper()

@@ -47,7 +47,10 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
+		// Vectors follow the text in a stage of their own, as with a
+		// slow embedder (the default does so for local and openai only),
+		// so that the suite holds to waiting for them (waitVectors).
 		return append(e, "DOCREPO_INDEX_DIR="+filepath.Join(env.tempDir, "index"),
-			"DOCREPO_INDEX_CONSUMER=e2e-"+uniq("search")), nil
+			"DOCREPO_INDEX_CONSUMER=e2e-"+uniq("search"), "DOCREPO_EMBED_DEFER=on"), nil
 	}
 }

@@ -138,7 +138,7 @@ func BenchmarkLocal(b *testing.B) {
 			}
 			n := 0
 			for b.Loop() {
-				ps, err := l.EmbedPassages(ctx, []string{document})
+				ps, err := l.EmbedPassages(ctx, []string{document}, 0)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -10,18 +10,30 @@ import (
 // Vectors are comparable when Kind, Version and Dimensions agree.
 type Identity struct {
 	// Kind is "hash", "openai" or "local".
-	Kind string
+	Kind string `json:"kind"`
 	// Model names the model: "hash", the server's model name, or the
 	// local model directory's name.
-	Model string
+	Model string `json:"model"`
 	// Version changes whenever the vectors would: for hash the
 	// algorithm version, for local a digest of the weights, tokenizer,
 	// pooling, passage prefix and window; for openai it is empty (the
 	// server does not say which weights it runs).
-	Version string
+	Version string `json:"version,omitempty"`
 	// Dimensions is the vector length (0 for openai before its first
 	// answer when not configured).
-	Dimensions int
+	Dimensions int `json:"dimensions"`
+}
+
+// Compatible reports whether vectors written by id and by o can be
+// compared: the same kind, version and dimensions, and, for an embedder
+// without a version (openai), the same model. (A local model's name is
+// its directory's, which may differ between machines holding the same
+// weights; its version digests the weights.)
+func (id Identity) Compatible(o Identity) bool {
+	if id.Kind != o.Kind || id.Version != o.Version || id.Dimensions != o.Dimensions {
+		return false
+	}
+	return id.Version != "" || id.Model == o.Model
 }
 
 // String is a compact form for logs: kind:model@version/dimensions.

@@ -94,13 +94,6 @@ type LocalInfo struct {
 	Layers, Hidden int
 }
 
-// Passage is one window of a text and its vector.
-type Passage struct {
-	// Start and End are the byte span of the text the passage covers.
-	Start, End int
-	Vector     []float32
-}
-
 // NewLocal loads the model in cfg.ModelDir. A missing directory or file
 // is an ErrConfig error that names it.
 func NewLocal(cfg LocalConfig) (*Local, error) {
@@ -350,18 +343,27 @@ func (l *Local) EmbedQueries(ctx context.Context, queries []string) ([][]float32
 	return l.run(ctx, seqs)
 }
 
-// EmbedPassages embeds each text as overlapping passages that together
-// cover all of it (one passage for a text that fits the window, and for
-// an empty one).
-func (l *Local) EmbedPassages(ctx context.Context, texts []string) ([][]Passage, error) {
+// EmbedPassages implements PassageEmbedder: each text as overlapping
+// windows of the model's window (one passage for a text that fits it,
+// and for an empty one), at most maxPassages of them (0: no limit).
+func (l *Local) EmbedPassages(ctx context.Context, texts []string, maxPassages int) ([][]Passage, error) {
 	var seqs [][]int32
 	out := make([][]Passage, len(texts))
 	for i, t := range texts {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		toks := l.tok.Tokenize(t)
-		for _, w := range passage.Split(toks, l.info.Window, l.info.Overlap) {
+		var toks []wordpiece.Token
+		if limit := wordLimit(maxPassages, l.info.Window); limit > 0 {
+			toks = l.head(t, limit)
+		} else {
+			toks = l.tok.Tokenize(t)
+		}
+		ws := passage.Split(toks, l.info.Window, l.info.Overlap)
+		if maxPassages > 0 && len(ws) > maxPassages {
+			ws = ws[:maxPassages]
+		}
+		for _, w := range ws {
 			seqs = append(seqs, l.sequence(l.passPre, toks[w.First:w.Last]))
 			out[i] = append(out[i], Passage{Start: w.Start, End: w.End})
 		}

@@ -196,7 +196,7 @@ func TestLocalPassages(t *testing.T) {
 	}
 	long := longText(300)
 	texts := []string{long, "The heart attack.", ""}
-	ps, err := l.EmbedPassages(ctx, texts)
+	ps, err := l.EmbedPassages(ctx, texts, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestLocalPassages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pj, err := l.EmbedPassages(ctx, []string{joined})
+	pj, err := l.EmbedPassages(ctx, []string{joined}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestLocalContextCancelled(t *testing.T) {
 	if _, err := l.Embed(ctx, []string{"car"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Embed: %v", err)
 	}
-	if _, err := l.EmbedPassages(ctx, []string{"car"}); !errors.Is(err, context.Canceled) {
+	if _, err := l.EmbedPassages(ctx, []string{"car"}, 0); !errors.Is(err, context.Canceled) {
 		t.Errorf("EmbedPassages: %v", err)
 	}
 }

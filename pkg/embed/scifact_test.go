@@ -2,7 +2,9 @@ package embed
 
 import (
 	"cmp"
+	"context"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docrepo/docrepo/pkg/embed/passage"
 	"github.com/docrepo/docrepo/pkg/search/scifact"
 	"github.com/docrepo/docrepo/pkg/testenv"
 )
@@ -156,4 +159,92 @@ func TestSciFactTune(t *testing.T) {
 		m := evaluate(t, sf, h, docVecs)
 		t.Logf("%+v: nDCG@10=%.4f Recall@100=%.4f (embed %v)", p, m.NDCG10, m.Recall100, elapsed.Round(time.Millisecond))
 	}
+}
+
+// evaluatePassages ranks every document by the exact L2 distance of its
+// nearest passage to each judged query (ties by doc id ascending), as the
+// engines do, and scores the rankings.
+func evaluatePassages(t testing.TB, sf *scifactData, h *Hash, docPassages [][]Passage) scifact.Scores {
+	t.Helper()
+	type hit struct {
+		id   string
+		dist float64
+	}
+	m, err := sf.Score(func(q scifact.Query) ([]string, error) {
+		qv := h.Vector(q.Text)
+		hits := make([]hit, len(docPassages))
+		for i, ps := range docPassages {
+			best := math.Inf(1)
+			for _, p := range ps {
+				best = min(best, squaredL2(qv, p.Vector))
+			}
+			hits[i] = hit{sf.Docs[i].ID, best}
+		}
+		slices.SortFunc(hits, func(a, b hit) int {
+			if c := cmp.Compare(a.dist, b.dist); c != 0 {
+				return c
+			}
+			return lessID(a.id, b.id)
+		})
+		ranked := make([]string, 0, 100)
+		for _, h := range hits[:min(100, len(hits))] {
+			ranked = append(ranked, h.id)
+		}
+		return ranked, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestSciFactHashPassages measures the hash embedder's vector-only
+// ranking on SciFact with documents embedded as passages (each scored by
+// its nearest passage, as the engines score them) next to one vector per
+// document and to full windows with a shorter remainder; with
+// DOCREPO_EMBED_TUNE set, for a sweep of window sizes.
+func TestSciFactHashPassages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SciFact evaluation embeds 5,183 abstracts; skipped with -short")
+	}
+	sf := loadSciFact(t)
+	h, err := NewHash(DefaultHashDimensions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := evaluate(t, sf, h, embedAll(h, sf.docs))
+	t.Logf("one vector per document: nDCG@10=%.4f Recall@100=%.4f", whole.NDCG10, whole.Recall100)
+	sizes := []int{HashPassageWords}
+	if os.Getenv("DOCREPO_EMBED_TUNE") != "" {
+		sizes = []int{64, 96, 128, 160, 192, 256}
+	}
+	for _, size := range sizes {
+		ps, err := h.passages(context.Background(), sf.docs, DefaultMaxPassages, size, size/4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, multi := 0, 0
+		for _, p := range ps {
+			n += len(p)
+			if len(p) > 1 {
+				multi++
+			}
+		}
+		m := evaluatePassages(t, sf, h, ps)
+		t.Logf("passages of %d words (overlap %d): %d passages, %d documents of several; nDCG@10=%.4f Recall@100=%.4f",
+			size, size/4, n, multi, m.NDCG10, m.Recall100)
+		if size == HashPassageWords && m.NDCG10 < 0.45 {
+			t.Errorf("default passages: nDCG@10 = %.4f, want >= 0.45", m.NDCG10)
+		}
+	}
+	// Full windows and a shorter remainder (passage.Split), for comparison.
+	split := make([][]Passage, len(sf.docs))
+	for i, d := range sf.docs {
+		words := wordSpans(d, 0)
+		for _, w := range passage.Split(words, HashPassageWords, HashPassageOverlap) {
+			split[i] = append(split[i], Passage{Vector: h.Vector(d[w.Start:w.End])})
+		}
+	}
+	m := evaluatePassages(t, sf, h, split)
+	t.Logf("full windows of %d words and a remainder: nDCG@10=%.4f Recall@100=%.4f", HashPassageWords, m.NDCG10, m.Recall100)
 }

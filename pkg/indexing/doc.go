@@ -31,9 +31,16 @@
 //     ocr, none) is reported to the document service
 //     (DocumentService.SetContentSource, for GET's content_source) before
 //     the engine write, so a failed report is retried with the event.
-//  4. The content (its first Options.MaxEmbedBytes) and the canonical
-//     metadata text (engine.MetadataText) are embedded (pkg/embed), batched
-//     over all documents of the batch.
+//  4. The content is embedded as overlapping passages (pkg/embed:
+//     embed.Passages, at most Options.MaxPassages; an embedder without
+//     windows gets the first Options.MaxEmbedBytes as one passage) and
+//     the canonical metadata text (engine.MetadataText) as one vector,
+//     batched over all documents of the batch, provided the engine
+//     records this embedder (or none yet: then it is recorded first);
+//     into an index of another embedder documents go without vectors
+//     (see embedder.go). With Options.DeferVectors the content is not
+//     embedded here: the document is marked VectorsPending and the
+//     vector stage (vectorstage.go) embeds it after the write.
 //  5. engine.Upsert writes the batch; the engine keeps only newer revisions,
 //     so replays and reordering are harmless.
 //
@@ -86,9 +93,20 @@
 // engines provide one (rebuild.go). Without RebuildInto, recreate empties
 // the engine first (engine.Reset).
 //
+// # The embedder of the index
+//
+// CheckEmbedder (embedder.go) runs at start-up in every process that
+// embeds: an index holding vectors of another embedder is refused
+// (DOCREPO_EMBEDDER_CHANGE=refuse, the default), or re-embedded online
+// (rebuild: Server.Reembed), never mixed.
+//
 // # Metrics
 //
 // docrepo_indexer_lag_seconds (event occurred_at → indexed),
 // docrepo_indexer_pending (messages the consumer has not yet processed),
-// docrepo_indexer_indexed_total{result} and docrepo_indexer_failed_total{reason}.
+// docrepo_indexer_indexed_total{result} and docrepo_indexer_failed_total{reason};
+// docrepo_indexer_vector_backlog (documents waiting for their vectors),
+// docrepo_indexer_vectors_withheld_total (batches written without vectors
+// into an index of another embedder), docrepo_indexer_reembed_running,
+// _done and _total (an online re-embedding).
 package indexing

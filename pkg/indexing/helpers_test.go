@@ -230,6 +230,28 @@ func (m *recEngine) Upsert(ctx context.Context, docs []engine.Document) (engine.
 	return r, nil
 }
 
+// PendingVectors and SetContentVectors pass the vector stage through
+// (engine.VectorStage), keeping the written vectors for get.
+func (m *recEngine) PendingVectors(ctx context.Context, limit int) ([]engine.Document, int, error) {
+	return m.Engine.(engine.VectorStage).PendingVectors(ctx, limit)
+}
+
+func (m *recEngine) SetContentVectors(ctx context.Context, docs []engine.Document) (engine.WriteResult, error) {
+	r, err := m.Engine.(engine.VectorStage).SetContentVectors(ctx, docs)
+	if err != nil {
+		return r, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, d := range docs {
+		if old, ok := m.docs[d.ID]; ok && old.Rev == d.Rev && old.VectorsPending {
+			old.ContentVectors, old.VectorsPending = d.ContentVectors, false
+			m.docs[d.ID] = old
+		}
+	}
+	return r, nil
+}
+
 // get returns the document as last written, if the engine holds it.
 func (m *recEngine) get(id int64) (engine.Document, bool) {
 	rev, ok, err := m.Revision(context.Background(), id)

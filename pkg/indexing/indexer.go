@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -40,6 +40,7 @@ const (
 	DefaultMaxTextBytes   = 8 << 20
 	DefaultMaxEmbedBytes  = 32 << 10
 	DefaultWorkers        = 8
+	DefaultVectorBatch    = 16
 	// DefaultCallTimeout bounds each unary call to the document service.
 	DefaultCallTimeout = 30 * time.Second
 	// DefaultEngineTimeout bounds each engine call (revision, delete,
@@ -63,9 +64,24 @@ type Options struct {
 	ExtractTimeout time.Duration
 	// MaxTextBytes caps the extracted text stored for one document.
 	MaxTextBytes int
-	// MaxEmbedBytes caps the content text given to the embedder (embedding
-	// models have input limits; the start of a document is what they see).
+	// MaxPassages bounds the passages a document's content is embedded
+	// as (default embed.DefaultMaxPassages): the content is cut into
+	// overlapping windows of the embedder's size (pkg/embed/passage) and
+	// each window gets a vector; text past the last window has none.
+	MaxPassages int
+	// MaxEmbedBytes caps the content text given to an embedder that does
+	// not embed passages itself (openai: servers have input limits; the
+	// start of a document is what they see), as one passage.
 	MaxEmbedBytes int
+	// DeferVectors makes content vectors a stage of their own (see
+	// RunVectorStage): documents are written with full text and metadata
+	// (and the metadata vector) first, marked VectorsPending, and their
+	// passages are embedded afterwards. It needs an engine implementing
+	// engine.VectorStage and is ignored otherwise.
+	DeferVectors bool
+	// VectorBatch is the number of documents the vector stage embeds and
+	// writes at a time (default DefaultVectorBatch).
+	VectorBatch int
 	// TempDir holds downloaded files while they are extracted (default the
 	// system's temporary directory).
 	TempDir string
@@ -95,6 +111,14 @@ type Options struct {
 type Indexer struct {
 	o   Options
 	log *slog.Logger
+	// id is the embedder's identity: vectors are written only into an
+	// engine recording it (see vectorsFit).
+	id embed.Identity
+	// withheld is when the last warning about withheld vectors was
+	// logged (unix nanoseconds).
+	withheld atomic.Int64
+	// wake tells the vector stage that documents wait for vectors.
+	wake chan struct{}
 	// deferred counts documents the consumer is reading with OCR in the
 	// background.
 	deferred sync.WaitGroup
@@ -117,6 +141,15 @@ func New(o Options) (*Indexer, error) {
 	if o.MaxEmbedBytes <= 0 {
 		o.MaxEmbedBytes = DefaultMaxEmbedBytes
 	}
+	if o.MaxPassages <= 0 {
+		o.MaxPassages = embed.DefaultMaxPassages
+	}
+	if o.VectorBatch <= 0 {
+		o.VectorBatch = DefaultVectorBatch
+	}
+	if _, ok := o.Engine.(engine.VectorStage); !ok {
+		o.DeferVectors = false
+	}
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
 	}
@@ -133,7 +166,7 @@ func New(o Options) (*Indexer, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Indexer{o: o, log: log}, nil
+	return &Indexer{o: o, log: log, id: embed.IdentityOf(o.Embedder), wake: make(chan struct{}, 1)}, nil
 }
 
 // Engine returns the engine the indexer writes.
@@ -257,7 +290,7 @@ func (ix *Indexer) Index(ctx context.Context, items []Item) []Result {
 		}
 		return results
 	}
-	if err := ix.embed(ctx, docs); err != nil {
+	if err := ix.embed(ctx, docs, ix.o.DeferVectors); err != nil {
 		return fail(fmt.Errorf("embed: %w", err))
 	}
 	batch := make([]engine.Document, 0, len(docs))
@@ -282,6 +315,9 @@ func (ix *Indexer) Index(ctx context.Context, items []Item) []Result {
 	for _, i := range idx {
 		results[i].Outcome = Written
 		results[i].Source = preps[i].source
+	}
+	if ix.o.DeferVectors {
+		ix.wakeStage()
 	}
 	return results
 }
@@ -380,43 +416,105 @@ func (ix *Indexer) reportSource(ctx context.Context, docID int64, f *documentv1.
 	return fmt.Errorf("record content source of %d: %w", docID, err)
 }
 
-// embed fills the content and metadata vectors of docs.
-func (ix *Indexer) embed(ctx context.Context, docs []*engine.Document) error {
-	texts := make([]string, 0, 2*len(docs))
-	for _, d := range docs {
-		texts = append(texts, truncateUTF8(d.Content, ix.o.MaxEmbedBytes))
-	}
-	for _, d := range docs {
-		texts = append(texts, engine.MetadataText(d))
+// embed fills the content passage vectors and the metadata vectors of
+// docs, when the engine holds vectors of this indexer's embedder (or none
+// yet); otherwise it leaves them without vectors. With deferContent the
+// content is not embedded: documents with content are marked
+// VectorsPending for the vector stage.
+func (ix *Indexer) embed(ctx context.Context, docs []*engine.Document, deferContent bool) error {
+	fit, err := ix.vectorsFit(ctx)
+	if err != nil || !fit {
+		return err
 	}
 	// Empty texts get no vector: such a document is never a nearest
 	// neighbour for that target.
-	var nonEmpty []string
-	var where []int
-	for i, t := range texts {
-		if t != "" {
-			nonEmpty = append(nonEmpty, t)
-			where = append(where, i)
+	var contents, metas []string
+	var withContent, withMeta []*engine.Document
+	for _, d := range docs {
+		if d.Content != "" && deferContent {
+			d.VectorsPending = true
+		} else if d.Content != "" {
+			contents = append(contents, d.Content)
+			withContent = append(withContent, d)
+		}
+		if t := engine.MetadataText(d); t != "" {
+			metas = append(metas, t)
+			withMeta = append(withMeta, d)
 		}
 	}
-	if len(nonEmpty) == 0 {
-		return nil
+	if len(contents) > 0 {
+		vecs, err := ix.passages(ctx, contents)
+		if err != nil {
+			return err
+		}
+		for i, d := range withContent {
+			d.ContentVectors = vecs[i]
+		}
 	}
-	vecs, err := ix.o.Embedder.Embed(ctx, nonEmpty)
-	if err != nil {
-		return err
-	}
-	if len(vecs) != len(nonEmpty) {
-		return fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(nonEmpty))
-	}
-	for k, i := range where {
-		if i < len(docs) {
-			docs[i].ContentVector = vecs[k]
-		} else {
-			docs[i-len(docs)].MetadataVector = vecs[k]
+	if len(metas) > 0 {
+		vecs, err := ix.o.Embedder.Embed(ctx, metas)
+		if err != nil {
+			return err
+		}
+		if len(vecs) != len(metas) {
+			return fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(metas))
+		}
+		for i, d := range withMeta {
+			d.MetadataVector = vecs[i]
 		}
 	}
 	return nil
+}
+
+// passages embeds each text as passages and returns their vectors.
+func (ix *Indexer) passages(ctx context.Context, texts []string) ([][][]float32, error) {
+	ps, err := embed.Passages(ctx, ix.o.Embedder, texts, ix.o.MaxPassages, ix.o.MaxEmbedBytes)
+	if err != nil {
+		return nil, err
+	}
+	if len(ps) != len(texts) {
+		return nil, fmt.Errorf("embedder returned passages for %d of %d texts", len(ps), len(texts))
+	}
+	out := make([][][]float32, len(ps))
+	for i, p := range ps {
+		out[i] = make([][]float32, len(p))
+		for j := range p {
+			out[i][j] = p[j].Vector
+		}
+	}
+	return out, nil
+}
+
+// vectorsFit reports whether the engine may take this indexer's vectors:
+// it records the same embedder, or none (a new or reset index: then this
+// one is recorded first). An engine recording another embedder holds
+// vectors these cannot be compared with: documents are written without
+// vectors until the index is rebuilt (CheckEmbedder, Rebuild), and a
+// warning says so at most once a minute.
+func (ix *Indexer) vectorsFit(ctx context.Context) (bool, error) {
+	ectx, cancel := context.WithTimeout(ctx, ix.o.EngineTimeout)
+	defer cancel()
+	got, ok, err := ix.o.Engine.Embedder(ectx)
+	if err != nil {
+		return false, fmt.Errorf("engine embedder: %w", err)
+	}
+	if !ok {
+		if err := ix.o.Engine.SetEmbedder(ectx, ix.id); err != nil {
+			return false, fmt.Errorf("record the embedder in the engine: %w", err)
+		}
+		ix.log.Info("the index records this embedder", "embedder", ix.id.String())
+		return true, nil
+	}
+	if got.Compatible(ix.id) {
+		return true, nil
+	}
+	metricWithheld.Inc()
+	if now := time.Now().UnixNano(); now-ix.withheld.Load() > int64(time.Minute) {
+		ix.withheld.Store(now)
+		ix.log.Warn("the index holds vectors of another embedder: writing documents without vectors until it is rebuilt",
+			"index_embedder", got.String(), "embedder", ix.id.String())
+	}
+	return false, nil
 }
 
 // toEngineDocument maps the document service's view to the engine's.
@@ -456,17 +554,6 @@ func nonEmpty(s string) *string {
 		return nil
 	}
 	return &s
-}
-
-// truncateUTF8 cuts s to at most n bytes at a rune boundary.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // transient reports whether a gRPC failure is worth retrying. Everything is,

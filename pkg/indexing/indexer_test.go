@@ -53,8 +53,8 @@ func TestIndexDocument(t *testing.T) {
 			if strings.Contains(got.Content, "evil") {
 				t.Errorf("script text indexed: %q", got.Content)
 			}
-			if (got.ContentVector != nil) != (got.Content != "") {
-				t.Errorf("content vector present = %v with content %q", got.ContentVector != nil, got.Content)
+			if (got.ContentVectors != nil) != (got.Content != "") {
+				t.Errorf("content vectors present = %v with content %q", got.ContentVectors != nil, got.Content)
 			}
 			if engine.MetadataText(&got) != "" && len(got.MetadataVector) != 64 {
 				t.Errorf("metadata vector has %d dimensions, want 64", len(got.MetadataVector))

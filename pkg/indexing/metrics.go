@@ -45,6 +45,26 @@ var (
 		Name: "docrepo_indexer_verified_timestamp_seconds",
 		Help: "When the last anti-entropy pass compared the whole index with the documents of record.",
 	})
+	metricWithheld = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "docrepo_indexer_vectors_withheld_total",
+		Help: "Batches written without vectors because the index records another embedder than the indexer's (it is waiting for a rebuild: DOCREPO_EMBEDDER_CHANGE).",
+	})
+	metricVectorBacklog = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "docrepo_indexer_vector_backlog",
+		Help: "Documents written with their full text whose content vectors the embedding stage has yet to make (DOCREPO_EMBED_DEFER); they are no content neighbours of vector searches until then.",
+	})
+	metricReembedRunning = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "docrepo_indexer_reembed_running",
+		Help: "1 while the index is re-embedded with a new embedder (DOCREPO_EMBEDDER_CHANGE=rebuild), else 0; vector search answers 503 meanwhile.",
+	})
+	metricReembedDone = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "docrepo_indexer_reembed_done",
+		Help: "Documents the running (or last) re-embedding has processed.",
+	})
+	metricReembedTotal = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "docrepo_indexer_reembed_total",
+		Help: "Documents of record the running (or last) re-embedding processes.",
+	})
 	metricBatch = promauto.NewHistogram(prometheus.HistogramOpts{
 		Name:    "docrepo_indexer_batch_seconds",
 		Help:    "Time to process one batch of events, from fetch to the last acknowledgement.",

@@ -137,7 +137,7 @@ func TestIndexScannedDocument(t *testing.T) {
 					t.Errorf("phrase %q not in the indexed content", p)
 				}
 			}
-			if got.ContentVector == nil {
+			if got.ContentVectors == nil {
 				t.Error("no content vector for the OCR text")
 			}
 		})

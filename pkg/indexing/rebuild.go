@@ -43,8 +43,10 @@ func (ix *Indexer) Rebuild(ctx context.Context, newTarget func(ctx context.Conte
 	if err != nil {
 		return Progress{}, fmt.Errorf("indexing: rebuild: new index: %w", err)
 	}
-	into := &Indexer{o: ix.o, log: ix.log.With("rebuild", true)}
+	into := &Indexer{o: ix.o, log: ix.log.With("rebuild", true), id: ix.id, wake: make(chan struct{}, 1)}
 	into.o.Engine = t.Engine()
+	// The new index is switched in complete, vectors included.
+	into.o.DeferVectors = false
 	p, err := into.Reindex(ctx, false, func(p Progress) error {
 		if p.Finished || report == nil {
 			return nil // finished only after the switch

@@ -40,6 +40,15 @@ type Settings struct {
 	EmbedQueryPrefix   string
 	EmbedPassagePrefix string
 	EmbedMaxTokens     int
+	// EmbedMaxPassages bounds the passages of one document's content.
+	EmbedMaxPassages int
+	// EmbedDefer is when documents are written before their content
+	// vectors (the vector stage): DeferAuto, DeferOn or DeferOff.
+	EmbedDefer string
+	// EmbedderChange is what a process does when the index holds vectors
+	// of another embedder: ChangeRefuse (fail to start) or ChangeRebuild
+	// (start and re-embed the index online).
+	EmbedderChange string
 
 	MaxFileBytes   int64
 	ExtractTimeout time.Duration
@@ -84,6 +93,7 @@ func (s *Settings) RegisterEmbedder(l *config.Loader) {
 	l.String(&s.EmbedQueryPrefix, "embed-query-prefix", "DOCREPO_EMBED_QUERY_PREFIX", "", `local embedder: text put before every search query (e5 models: "query: "; default: the model directory's prompts, else none)`)
 	l.String(&s.EmbedPassagePrefix, "embed-passage-prefix", "DOCREPO_EMBED_PASSAGE_PREFIX", "", `local embedder: text put before every document passage (e5 models: "passage: "; default: the model directory's prompts, else none)`)
 	l.Int(&s.EmbedMaxTokens, "embed-max-tokens", "DOCREPO_EMBED_MAX_TOKENS", 0, "local embedder: longest sequence given to the model, in tokens (0: the model directory's max_seq_length, else 512, at most the model's positions)")
+	l.String(&s.EmbedderChange, "embedder-change", "DOCREPO_EMBEDDER_CHANGE", ChangeRefuse, "when the index holds vectors of another embedder: refuse (fail to start, naming both) or rebuild (start, and re-embed the index online; vector search answers 503 until done)")
 }
 
 // Register registers every pipeline setting.
@@ -91,6 +101,8 @@ func (s *Settings) Register(l *config.Loader) {
 	s.RegisterEmbedder(l)
 	l.String(&s.DocumentAddr, "document-addr", "DOCREPO_DOCUMENT_ADDR", "127.0.0.1:9101", "document service gRPC address")
 	l.String(&s.ServiceToken, "service-token", "DOCREPO_SERVICE_TOKEN", "", "API token of the service identity (scope internal) the indexer calls the document service with")
+	l.Int(&s.EmbedMaxPassages, "embed-max-passages", "DOCREPO_EMBED_MAX_PASSAGES", embed.DefaultMaxPassages, "most passages one document's content is embedded as (overlapping windows: at most 128 words with hash, the model's window with local); text past them has no vector")
+	l.String(&s.EmbedDefer, "embed-defer", "DOCREPO_EMBED_DEFER", DeferAuto, "write documents first and embed their content in a background stage, so text is searchable before vectors: auto (for the local and openai embedders), on or off; only the embedded engine takes vectors afterwards")
 	l.Int64(&s.MaxFileBytes, "index-max-file-bytes", "DOCREPO_INDEX_MAX_FILE_BYTES", DefaultMaxFileBytes, "files larger than this are indexed without content")
 	l.Duration(&s.ExtractTimeout, "extract-timeout", "DOCREPO_EXTRACT_TIMEOUT", DefaultExtractTimeout, "time limit for extracting the text of one file")
 	l.Int(&s.Workers, "index-workers", "DOCREPO_INDEX_WORKERS", DefaultWorkers, "documents loaded, downloaded and extracted at once")
@@ -204,6 +216,29 @@ func (s Settings) NewEmbedder(ctx context.Context) (embed.Embedder, error) {
 	return emb, nil
 }
 
+// Values of DOCREPO_EMBED_DEFER.
+const (
+	// DeferAuto defers content vectors for embedders slower than the
+	// engine write: local (a transformer) and openai (a network call);
+	// the hash embedder embeds as fast as the text is indexed.
+	DeferAuto = "auto"
+	DeferOn   = "on"
+	DeferOff  = "off"
+)
+
+// deferVectors decides DOCREPO_EMBED_DEFER for an embedder kind.
+func deferVectors(setting, kind string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(setting)) {
+	case "", DeferAuto:
+		return kind == embed.KindLocal || kind == embed.KindOpenAI, nil
+	case DeferOn:
+		return true, nil
+	case DeferOff:
+		return false, nil
+	}
+	return false, fmt.Errorf("DOCREPO_EMBED_DEFER=%q: want %s, %s or %s", setting, DeferAuto, DeferOn, DeferOff)
+}
+
 // Pipeline is a running indexer's parts.
 type Pipeline struct {
 	Indexer  *Indexer
@@ -220,6 +255,14 @@ func (s Settings) NewPipeline(eng engine.Engine, emb embed.Embedder, logger *slo
 	}
 	if logger == nil {
 		logger = slog.Default()
+	}
+	deferring, err := deferVectors(s.EmbedDefer, embed.IdentityOf(emb).Kind)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := eng.(engine.VectorStage); deferring && !ok {
+		logger.Info("the search engine takes vectors only with the document: content is embedded before it is written (DOCREPO_EMBED_DEFER)")
+		deferring = false
 	}
 	ocrEngine, docTypeLangs, err := s.NewOCR(logger)
 	if err != nil {
@@ -241,6 +284,8 @@ func (s Settings) NewPipeline(eng engine.Engine, emb embed.Embedder, logger *slo
 		Embedder:        emb,
 		Logger:          logger,
 		MaxFileBytes:    s.MaxFileBytes,
+		MaxPassages:     s.EmbedMaxPassages,
+		DeferVectors:    deferring,
 		ExtractTimeout:  s.ExtractTimeout,
 		Workers:         s.Workers,
 		TempDir:         s.TempDir,
@@ -285,6 +330,15 @@ func (p *Pipeline) Consume(ctx context.Context, cfg config.Common) error {
 	}
 	return p.Indexer.Consume(ctx, ConsumerOptions{JetStream: js, Durable: p.settings.Durable, BatchSize: p.settings.BatchSize,
 		Pipeline: p.settings.Pipeline, StreamReplicas: cfg.NATSReplicas, AckWait: p.settings.AckWait, MaxDeliver: p.settings.MaxDeliver})
+}
+
+// RunVectorStage runs the indexer's vector stage until ctx ends (at once
+// returning when it writes vectors with the documents).
+func (p *Pipeline) RunVectorStage(ctx context.Context) {
+	if p.Indexer.DefersVectors() {
+		p.Indexer.log.Info("text is indexed first and content vectors follow (DOCREPO_EMBED_DEFER)", "batch", p.Indexer.o.VectorBatch)
+	}
+	p.Indexer.RunVectorStage(ctx)
 }
 
 // Close releases the pipeline's connections.

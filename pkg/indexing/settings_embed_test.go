@@ -66,3 +66,34 @@ func TestNewEmbedderFromEnvironment(t *testing.T) {
 		})
 	}
 }
+
+func TestDeferVectorsSetting(t *testing.T) {
+	tests := []struct {
+		setting, kind string
+		want          bool
+	}{
+		{"", embed.KindHash, false},
+		{"auto", embed.KindHash, false},
+		{"auto", embed.KindLocal, true},
+		{"AUTO", embed.KindOpenAI, true},
+		{"on", embed.KindHash, true},
+		{"off", embed.KindLocal, false},
+	}
+	for _, tc := range tests {
+		if got, err := deferVectors(tc.setting, tc.kind); err != nil || got != tc.want {
+			t.Errorf("deferVectors(%q, %s) = %v, %v; want %v", tc.setting, tc.kind, got, err, tc.want)
+		}
+	}
+	if _, err := deferVectors("sometimes", embed.KindHash); err == nil || !strings.Contains(err.Error(), "DOCREPO_EMBED_DEFER") {
+		t.Errorf("a bad setting: %v", err)
+	}
+	var s Settings
+	l := config.New("test", func(string) string { return "" })
+	s.Register(l)
+	if err := l.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if s.EmbedDefer != DeferAuto || s.EmbedderChange != ChangeRefuse || s.EmbedMaxPassages != embed.DefaultMaxPassages {
+		t.Errorf("defaults: defer %q, change %q, max passages %d", s.EmbedDefer, s.EmbedderChange, s.EmbedMaxPassages)
+	}
+}

@@ -26,7 +26,10 @@ const (
 	fieldExact   = "x"
 	fieldGrams   = "g"
 	fieldRecord  = "m"
-	fieldVectors = "v"
+	fieldVectors = "v" // format 2: one content vector
+	// fieldPassages holds the content's passage vectors and the metadata
+	// vector (format 3).
+	fieldPassages = "w"
 )
 
 // luceneEnglishStopWords is Lucene's English stop set (EnglishAnalyzer,

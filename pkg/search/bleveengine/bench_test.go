@@ -33,7 +33,10 @@ import (
 // Text is sampled from the SciFact corpus vocabulary (word frequencies
 // kept) when the data is present, else from a built-in word list with a
 // Zipf distribution. Metadata has realistic cardinalities; content and
-// metadata vectors come from the hash embedder (512 dimensions).
+// metadata vectors come from the hash embedder (768 dimensions), the
+// content as passages (embed.Hash.EmbedPassages: 128-word windows, at
+// most embed.DefaultMaxPassages), or as one vector of the whole content
+// with DOCREPO_BENCH_PASSAGES=0 (the layout before passages).
 
 // vocabulary returns words with repetitions in proportion to their
 // frequency.
@@ -86,6 +89,7 @@ func genCorpus(b testing.TB, n int, vectors bool) *corpus {
 	if err != nil {
 		b.Fatal(err)
 	}
+	single := os.Getenv("DOCREPO_BENCH_PASSAGES") == "0"
 	r := rand.New(rand.NewPCG(1, uint64(n)))
 	c := &corpus{vocab: vocab, emb: emb, docs: make([]engine.Document, n)}
 	text := func(words int) string {
@@ -138,7 +142,17 @@ func genCorpus(b testing.TB, n int, vectors bool) *corpus {
 			d.Description = nil
 		}
 		if vectors {
-			d.ContentVector = emb.Vector(d.Content)
+			if single {
+				d.ContentVectors = [][]float32{emb.Vector(d.Content)}
+			} else {
+				ps, err := emb.EmbedPassages(context.Background(), []string{d.Content}, embed.DefaultMaxPassages)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, p := range ps[0] {
+					d.ContentVectors = append(d.ContentVectors, p.Vector)
+				}
+			}
 			d.MetadataVector = emb.Vector(engine.MetadataText(&d))
 		}
 		c.docs[i] = d
@@ -275,6 +289,11 @@ func BenchmarkSearch100k(b *testing.B) {
 	} else if cnt, _ := e.Count(context.Background()); cnt != int64(n) {
 		b.Fatalf("%s holds %d documents, want %d", dir, cnt, n)
 	}
+	passages := 0
+	for i := range e.tab.recs {
+		passages += e.tab.recs[i].passages()
+	}
+	b.Logf("%d documents, %d content passages (%.2f each)", n, passages, float64(passages)/float64(n))
 
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, m := range benchModes(c, r) {

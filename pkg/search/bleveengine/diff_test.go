@@ -171,7 +171,8 @@ func TestDifferentialFTS(t *testing.T) {
 }
 
 // TestNearestMatchesFullSort: the parallel, early-abandoning scan returns
-// exactly the k first of a full sort by (distance, id), for a dense query
+// exactly the k first of a full sort by (distance of the nearest passage,
+// id), each document once, for a dense query
 // (the full difference) and a sparse one (the norm-and-dot form). Small
 // integer components keep both forms exact, so ties must break by id.
 func TestNearestMatchesFullSort(t *testing.T) {
@@ -180,11 +181,16 @@ func TestNearestMatchesFullSort(t *testing.T) {
 	for id := int64(1); id <= 50000; id++ {
 		rec := record{id: id, hasLens: true}
 		if id%7 != 0 {
-			v := make([]float32, 70)
+			// Some documents have several passages.
+			passages := 1
+			if id%5 == 0 {
+				passages = 1 + int(id%4)
+			}
+			v := make([]float32, 70*passages)
 			for i := range v {
 				v[i] = float32(r.IntN(3)) // many ties
 			}
-			rec.cvec = v
+			rec.cvec, rec.cdim = v, 70
 		}
 		if id%11 == 0 {
 			rec.deleted = true
@@ -218,8 +224,13 @@ func TestNearestMatchesFullSort(t *testing.T) {
 		for i := range tab.recs {
 			rec := &tab.recs[i]
 			if rec.cvec != nil && eligible(int32(i), rec) {
-				d, _ := l2(tt.q, rec.cvec, -1)
-				all = append(all, neighbour{slot: int32(i), id: rec.id, d2: d})
+				// A document is as near as its nearest passage.
+				best := float32(math.Inf(1))
+				for p := range rec.passages() {
+					d, _ := l2(tt.q, rec.passage(p), -1)
+					best = min(best, d)
+				}
+				all = append(all, neighbour{slot: int32(i), id: rec.id, d2: best})
 			}
 		}
 		slices.SortFunc(all, func(a, b neighbour) int {

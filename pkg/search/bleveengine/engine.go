@@ -2,6 +2,7 @@ package bleveengine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	index "github.com/blevesearch/bleve_index_api"
 
+	"github.com/docrepo/docrepo/pkg/embed"
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
 
@@ -44,11 +46,20 @@ const defaultBatchSize = 1024
 var formatKey = []byte("docrepo.bleveengine.format")
 
 // Formats: "1" had no common grams field (still readable: phrases are
-// then checked on exact tokens only); "2" adds it.
+// then checked on exact tokens only); "2" adds it; "3" stores content
+// vectors as passages (field "w"; format 2's single vectors, field "v",
+// are still read, as one passage). Opening a format 2 index makes it
+// format 3, so that an older engine refuses it rather than ignoring its
+// passage vectors.
 const (
-	format       = "2"
+	format       = "3"
+	formatGrams  = "2"
 	formatNoGram = "1"
 )
+
+// embedderKey holds the identity of the embedder whose vectors the index
+// holds (JSON of embed.Identity), as SetEmbedder recorded it.
+var embedderKey = []byte("docrepo.bleveengine.embedder")
 
 // Engine is the embedded search engine: bleve (scorch) for the content, an
 // in-memory table of metadata, revisions and vectors for everything else.
@@ -59,17 +70,21 @@ type Engine struct {
 	opts Options
 	an   *analyzers
 
-	writeMu sync.Mutex // serialises Upsert, Delete and Reset
+	writeMu sync.Mutex // serialises Upsert, Delete, Reset and SetEmbedder
 
-	mu     sync.RWMutex // guards the fields below; Search holds it shared
-	idx    bleve.Index
-	grams  bool // idx has the common grams field (format 2)
-	tab    *table
-	slots  *slotCache // of tab
-	closed bool
+	mu       sync.RWMutex // guards the fields below; Search holds it shared
+	idx      bleve.Index
+	grams    bool // idx has the common grams field (format 2 and later)
+	tab      *table
+	slots    *slotCache // of tab
+	embedder *embed.Identity
+	closed   bool
 }
 
-var _ engine.Engine = (*Engine)(nil)
+var (
+	_ engine.Engine      = (*Engine)(nil)
+	_ engine.VectorStage = (*Engine)(nil)
+)
 
 // table is the in-memory state of every document the index holds,
 // tombstones included, by slot. Slots are never reused while the engine is
@@ -78,6 +93,9 @@ type table struct {
 	slots map[int64]int32
 	recs  []record
 	live  int
+	// pending counts the live documents whose content vectors are still
+	// to come.
+	pending int
 
 	// BM25 collection statistics of the live documents: how many have
 	// content, their total field lengths, and how many lack lengths
@@ -94,6 +112,9 @@ func (t *table) account(r *record, sign int) {
 		return
 	}
 	t.live += sign
+	if r.pending {
+		t.pending += sign
+	}
 	if !r.hasLens {
 		t.noLens += sign
 		return
@@ -119,7 +140,11 @@ func (t *table) get(id int64) (*record, bool) {
 }
 
 func (t *table) put(r record) {
-	r.cnorm, r.mnorm = sqNorm(r.cvec), sqNorm(r.mvec)
+	r.cnorms = nil
+	for i := range r.passages() {
+		r.cnorms = append(r.cnorms, sqNorm(r.passage(i)))
+	}
+	r.mnorm = sqNorm(r.mvec)
 	if s, ok := t.slots[r.id]; ok {
 		old := &t.recs[s]
 		t.account(old, -1)
@@ -150,8 +175,62 @@ func Open(dir string, opts Options) (*Engine, error) {
 		_ = idx.Close()
 		return nil, err
 	}
-	e.idx, e.grams, e.tab, e.slots = idx, grams, tab, newSlotCache()
+	emb, err := readEmbedder(idx)
+	if err != nil {
+		_ = idx.Close()
+		return nil, fmt.Errorf("bleveengine: open %s: %w", dir, err)
+	}
+	e.idx, e.grams, e.tab, e.slots, e.embedder = idx, grams, tab, newSlotCache(), emb
 	return e, nil
+}
+
+// readEmbedder returns the embedder identity recorded in idx (nil when
+// none is).
+func readEmbedder(idx bleve.Index) (*embed.Identity, error) {
+	b, err := idx.GetInternal(embedderKey)
+	if err != nil || b == nil {
+		return nil, err
+	}
+	var id embed.Identity
+	if err := json.Unmarshal(b, &id); err != nil {
+		return nil, fmt.Errorf("recorded embedder %q: %w", b, err)
+	}
+	return &id, nil
+}
+
+// Embedder implements engine.Engine: the identity SetEmbedder recorded,
+// kept in the index's internal storage.
+func (e *Engine) Embedder(ctx context.Context) (embed.Identity, bool, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return embed.Identity{}, false, engine.ErrClosed
+	}
+	if e.embedder == nil {
+		return embed.Identity{}, false, nil
+	}
+	return *e.embedder, true, nil
+}
+
+// SetEmbedder implements engine.Engine. It is durable when it returns.
+func (e *Engine) SetEmbedder(ctx context.Context, id embed.Identity) error {
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	idx, err := e.writer()
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(id)
+	if err != nil {
+		return err
+	}
+	if err := idx.SetInternal(embedderKey, b); err != nil {
+		return fmt.Errorf("bleveengine: record the embedder: %w", err)
+	}
+	e.mu.Lock()
+	e.embedder = &id
+	e.mu.Unlock()
+	return nil
 }
 
 // openIndex opens or creates the index and reports whether it has the
@@ -170,14 +249,19 @@ func (e *Engine) openIndex() (bleve.Index, bool, error) {
 			return nil, false, fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
 		}
 		got, err := idx.GetInternal(formatKey)
-		if err != nil || string(got) != format && string(got) != formatNoGram {
+		switch {
+		case err != nil:
+		case string(got) == formatGrams:
+			// Format 3 reads format 2 documents; new ones get passages.
+			err = idx.SetInternal(formatKey, []byte(format))
+		case string(got) != format && string(got) != formatNoGram:
+			err = fmt.Errorf("format %q, want %q: rebuild the index", got, format)
+		}
+		if err != nil {
 			_ = idx.Close()
-			if err == nil {
-				err = fmt.Errorf("format %q, want %q: rebuild the index", got, format)
-			}
 			return nil, false, fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
 		}
-		return idx, string(got) == format, nil
+		return idx, string(got) != formatNoGram, nil
 	}
 	entries, err := os.ReadDir(e.dir)
 	switch {
@@ -268,17 +352,21 @@ func loadTable(idx bleve.Index) (*table, error) {
 		var recErr error
 		found := false
 		var cvec, mvec []float32
+		var cdim int
 		doc.VisitFields(func(f index.Field) {
+			var err error
 			switch f.Name() {
 			case fieldRecord:
 				rec, recErr = decodeRecord(id, f.Value())
 				found = true
 			case fieldVectors:
-				var err error
 				cvec, mvec, err = decodeVectors(f.Value())
-				if err != nil && recErr == nil {
-					recErr = err
-				}
+				cdim = len(cvec)
+			case fieldPassages:
+				cvec, cdim, mvec, err = decodePassageVectors(f.Value())
+			}
+			if err != nil && recErr == nil {
+				recErr = err
 			}
 		})
 		if recErr != nil {
@@ -287,7 +375,7 @@ func loadTable(idx bleve.Index) (*table, error) {
 		if !found {
 			return nil, fmt.Errorf("bleveengine: document %d: %w: no record", id, errCorrupt)
 		}
-		rec.cvec, rec.mvec = cvec, mvec
+		rec.cvec, rec.cdim, rec.mvec = cvec, cdim, mvec
 		tab.put(rec)
 	}
 	return tab, nil
@@ -316,6 +404,11 @@ func (e *Engine) Upsert(ctx context.Context, docs []engine.Document) (engine.Wri
 	idx, err := e.writer()
 	if err != nil {
 		return res, err
+	}
+	for i := range docs {
+		if _, _, err := flattenPassages(docs[i].ContentVectors); err != nil {
+			return res, fmt.Errorf("bleveengine: upsert: document %d: %w", docs[i].ID, err)
+		}
 	}
 
 	// Pick, per id, the newest revision that beats the stored one.
@@ -430,8 +523,8 @@ func (e *Engine) document(d *engine.Document, r *record) *document.Document {
 	}
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fieldRecord, nil, encodeRecord(r), index.StoreField))
 	if r.cvec != nil || r.mvec != nil {
-		doc.AddField(document.NewTextFieldWithIndexingOptions(fieldVectors, nil,
-			encodeVectors(r.cvec, r.mvec), index.StoreField))
+		doc.AddField(document.NewTextFieldWithIndexingOptions(fieldPassages, nil,
+			encodePassageVectors(r.cvec, r.cdim, r.mvec), index.StoreField))
 	}
 	return doc
 }
@@ -524,7 +617,8 @@ func (e *Engine) Count(ctx context.Context) (int64, error) {
 	return int64(e.tab.live), nil
 }
 
-// Reset removes every document and tombstone.
+// Reset removes every document and tombstone, and the recorded embedder
+// (an empty index holds no vectors).
 func (e *Engine) Reset(ctx context.Context) error {
 	e.writeMu.Lock()
 	defer e.writeMu.Unlock()
@@ -547,7 +641,7 @@ func (e *Engine) Reset(ctx context.Context) error {
 		e.closed = true
 		return fmt.Errorf("bleveengine: reset: %w", err)
 	}
-	e.idx, e.grams, e.tab, e.slots = idx, grams, newTable(), newSlotCache()
+	e.idx, e.grams, e.tab, e.slots, e.embedder = idx, grams, newTable(), newSlotCache(), nil
 	return nil
 }
 

@@ -67,7 +67,12 @@ func positiveLeaves(q *qnode, acc []*qnode) []*qnode {
 
 // content returns the stored content of a document.
 func (run *searchRun) content(id int64) (string, error) {
-	doc, err := run.r.Document(docID(id))
+	return storedContent(run.r, id)
+}
+
+// storedContent returns the content of document id as r stores it.
+func storedContent(r index.IndexReader, id int64) (string, error) {
+	doc, err := r.Document(docID(id))
 	if err != nil || doc == nil {
 		return "", err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -12,6 +13,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/blevesearch/bleve/v2/document"
+	index "github.com/blevesearch/bleve_index_api"
+
+	"github.com/docrepo/docrepo/pkg/embed"
 	"github.com/docrepo/docrepo/pkg/search/dsl"
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
@@ -50,7 +55,7 @@ func randomDoc(r *rand.Rand, id, rev int64) engine.Document {
 	d := engine.Document{
 		ID: id, Rev: rev, GroupIDs: []int64{int64(1 + r.IntN(3))}, FolderIDs: []int64{int64(r.IntN(5))},
 		DocType: ptr(types[r.IntN(len(types))]), Content: strings.Join(ws, " "),
-		ContentVector: []float32{r.Float32(), r.Float32(), r.Float32()},
+		ContentVectors: [][]float32{{r.Float32(), r.Float32(), r.Float32()}},
 	}
 	if r.IntN(4) > 0 {
 		d.MetadataVector = []float32{r.Float32(), r.Float32()}
@@ -287,4 +292,139 @@ func FuzzSearch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestOpenFormat2Vectors: an index of format 2 (one content vector per
+// document, stored in field "v") opens as format 3, reads those vectors
+// as one passage, and takes passages for new documents.
+func TestOpenFormat2Vectors(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "idx")
+	e, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Document 1 written the way format 2 wrote it.
+	old := engine.Document{ID: 1, Rev: 1, GroupIDs: []int64{1}, Content: "alpha"}
+	rec := recordFromDocument(&old)
+	rec.lens, rec.hasLens = e.an.fieldLengths(old.Content), true
+	doc := e.document(&old, &rec)
+	doc.AddField(document.NewTextFieldWithIndexingOptions(fieldVectors, nil,
+		encodeVectors([]float32{1, 0}, []float32{0, 3}), index.StoreField))
+	b := e.idx.NewBatch()
+	if err := b.IndexAdvanced(doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.idx.Batch(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.idx.SetInternal(formatKey, []byte(formatGrams)); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+
+	e, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if got, _ := e.idx.GetInternal(formatKey); string(got) != format {
+		t.Errorf("format after opening a format 2 index: %q, want %q", got, format)
+	}
+	if _, err := e.Upsert(ctx, []engine.Document{{ID: 2, Rev: 1, GroupIDs: []int64{1}, Content: "beta",
+		ContentVectors: [][]float32{{5, 5}, {0, 0.5}}, MetadataVector: []float32{0, 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		target string
+		q      []float32
+		want   string
+	}{
+		{"content", []float32{1, 0}, "[1:1 2:0.44]"},      // 1: its one vector; 2: (0, 0.5) at 1.25
+		{"content", []float32{0, 0.4}, "[2:0.99 1:0.46]"}, // 2's second passage at 0.01; 1 at 1.16
+		{"metadata", []float32{0, 1}, "[2:1 1:0.2]"},
+	} {
+		res, err := e.Search(ctx, engine.Request{Query: queryOf(t, `{"where": {"vector": {"target": "`+tc.target+`", "query": "q"}}}`),
+			Unrestricted: true, QueryVector: tc.q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, h := range res.Hits {
+			got = append(got, fmt.Sprintf("%d:%.2g", h.ID, *h.Score))
+		}
+		if s := "[" + strings.Join(got, " ") + "]"; s != tc.want {
+			t.Errorf("%s %v: %s, want %s", tc.target, tc.q, s, tc.want)
+		}
+	}
+}
+
+// TestEmbedderRecorded: the recorded embedder survives a restart and is
+// dropped by Reset; an index without one reports none.
+func TestEmbedderRecorded(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "idx")
+	e, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := e.Embedder(ctx); ok || err != nil {
+		t.Fatalf("new index: embedder recorded (%v, %v)", ok, err)
+	}
+	id := embed.Identity{Kind: "local", Model: "m", Version: "abc", Dimensions: 384}
+	if err := e.SetEmbedder(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	e, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if got, ok, err := e.Embedder(ctx); !ok || err != nil || got != id {
+		t.Fatalf("after reopening: %v, %v, %v; want %v", got, ok, err, id)
+	}
+	if err := e.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, _ := e.Embedder(ctx); ok {
+		t.Errorf("after Reset: %v recorded", got)
+	}
+	e.Close()
+	if _, _, err := e.Embedder(ctx); !errors.Is(err, engine.ErrClosed) {
+		t.Errorf("Embedder after Close: %v", err)
+	}
+}
+
+// TestPendingVectorsSurviveRestart: a document waiting for its vectors
+// still waits after a restart, and takes them then.
+func TestPendingVectorsSurviveRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "idx")
+	e, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Upsert(ctx, []engine.Document{
+		{ID: 1, Rev: 4, GroupIDs: []int64{1}, Content: "Waiting For Vectors", VectorsPending: true},
+		{ID: 2, Rev: 1, GroupIDs: []int64{1}, Content: "has them", ContentVectors: [][]float32{{1, 0}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	e, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	docs, total, err := e.PendingVectors(ctx, 10)
+	if err != nil || total != 1 || len(docs) != 1 || docs[0].ID != 1 || docs[0].Rev != 4 || docs[0].Content != "Waiting For Vectors" {
+		t.Fatalf("after restart: pending %+v (total %d), %v", docs, total, err)
+	}
+	if res, err := e.SetContentVectors(ctx, []engine.Document{{ID: 1, Rev: 4, ContentVectors: [][]float32{{0, 1}}}}); err != nil || res.Written != 1 {
+		t.Fatalf("SetContentVectors: %+v, %v", res, err)
+	}
+	if _, total, _ := e.PendingVectors(ctx, 10); total != 0 {
+		t.Errorf("%d still pending", total)
+	}
 }

@@ -59,11 +59,19 @@ type record struct {
 	date, entryDate       time.Time
 	hasDate, hasEntryDate bool
 	privileged, locked    bool
+	// pending: the content's vectors are still to come (VectorStage).
+	pending bool
 
-	cvec, mvec []float32 // content and metadata vectors, nil when absent
-	// cnorm and mnorm are the squared L2 norms of cvec and mvec, for the
-	// sparse-query distance (vector.go); table.put sets them.
-	cnorm, mnorm float64
+	// cvec holds the content's passage vectors back to back, cdim values
+	// each; mvec is the metadata vector. Nil when absent.
+	cvec []float32
+	cdim int
+	mvec []float32
+	// cnorms (one per passage) and mnorm are the squared L2 norms of the
+	// vectors, for the sparse-query distance (vector.go); table.put sets
+	// them.
+	cnorms []float64
+	mnorm  float64
 
 	// lens are the content's token counts in the stemmed, exact and grams
 	// fields (for BM25's average field length); hasLens is false for
@@ -82,7 +90,38 @@ const (
 
 func (r *record) has(i int) bool { return r.strSet&(1<<i) != 0 }
 
-// recordFromDocument converts a document to its record.
+// passages returns the number of content passages of r.
+func (r *record) passages() int {
+	if r.cdim == 0 {
+		return 0
+	}
+	return len(r.cvec) / r.cdim
+}
+
+// passage returns the content passage vector i of r.
+func (r *record) passage(i int) []float32 {
+	return r.cvec[i*r.cdim : (i+1)*r.cdim]
+}
+
+// flattenPassages puts passage vectors back to back. They must all have
+// the same length; empty ones are an error too (nil for no passages).
+func flattenPassages(vs [][]float32) ([]float32, int, error) {
+	if len(vs) == 0 {
+		return nil, 0, nil
+	}
+	dim := len(vs[0])
+	out := make([]float32, 0, dim*len(vs))
+	for i, v := range vs {
+		if len(v) != dim || dim == 0 {
+			return nil, 0, fmt.Errorf("content passage %d has %d values, passage 0 has %d", i, len(v), dim)
+		}
+		out = append(out, v...)
+	}
+	return out, dim, nil
+}
+
+// recordFromDocument converts a document to its record. Its passage
+// vectors must have one length (checkDocument).
 func recordFromDocument(d *engine.Document) record {
 	r := record{
 		id:         d.ID,
@@ -91,9 +130,10 @@ func recordFromDocument(d *engine.Document) record {
 		folders:    engine.SortedIDs(d.FolderIDs),
 		privileged: d.Privileged,
 		locked:     d.IsLocked,
-		cvec:       cloneVec(d.ContentVector),
 		mvec:       cloneVec(d.MetadataVector),
 	}
+	r.cvec, r.cdim, _ = flattenPassages(d.ContentVectors)
+	r.pending = d.VectorsPending && r.cvec == nil && d.Content != ""
 	set := func(i int, v *string) {
 		if v != nil {
 			r.setString(i, *v)
@@ -153,6 +193,7 @@ const (
 	flagLocked
 	flagDate
 	flagEntryDate
+	flagPending
 )
 
 func encodeRecord(r *record) []byte {
@@ -173,6 +214,9 @@ func encodeRecord(r *record) []byte {
 	}
 	if r.hasEntryDate {
 		flags |= flagEntryDate
+	}
+	if r.pending {
+		flags |= flagPending
 	}
 	b = binary.AppendUvarint(b, flags)
 	b = binary.AppendVarint(b, r.rev)
@@ -261,6 +305,7 @@ func decodeRecord(id int64, b []byte) (record, error) {
 	r.locked = flags&flagLocked != 0
 	r.hasDate = flags&flagDate != 0
 	r.hasEntryDate = flags&flagEntryDate != 0
+	r.pending = flags&flagPending != 0
 	r.rev = d.varint()
 	for _, dst := range []*[]int64{&r.groups, &r.folders} {
 		n := d.uvarint()
@@ -301,8 +346,73 @@ func decodeRecord(id int64, b []byte) (record, error) {
 	return r, nil
 }
 
-// Vector encoding (stored field "v"): for the content then the metadata
-// vector, uvarint dimension followed by that many little-endian float32.
+// Vector encoding (stored field "w", format 3): a version byte, the
+// content passages as uvarint count, uvarint dimension and count ×
+// dimension little-endian float32, then the metadata vector as uvarint
+// dimension and that many float32.
+const vectorsVersion = 1
+
+func encodePassageVectors(c []float32, cdim int, m []float32) []byte {
+	b := make([]byte, 0, 8+4*(len(c)+len(m)))
+	b = append(b, vectorsVersion)
+	n := 0
+	if cdim > 0 {
+		n = len(c) / cdim
+	}
+	b = binary.AppendUvarint(b, uint64(n))
+	b = binary.AppendUvarint(b, uint64(cdim))
+	b = appendFloats(b, c)
+	b = binary.AppendUvarint(b, uint64(len(m)))
+	return appendFloats(b, m)
+}
+
+func appendFloats(b []byte, v []float32) []byte {
+	for _, f := range v {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(f))
+	}
+	return b
+}
+
+// floats reads n float32 values (nil for none).
+func (d *decoder) floats(n uint64) []float32 {
+	if n > uint64(len(d.b))/4 {
+		d.err = errCorrupt
+		return nil
+	}
+	raw := d.bytes(4 * n)
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	v := make([]float32, n)
+	for j := range v {
+		v[j] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*j:]))
+	}
+	return v
+}
+
+func decodePassageVectors(b []byte) (c []float32, cdim int, m []float32, err error) {
+	if len(b) == 0 || b[0] != vectorsVersion {
+		return nil, 0, nil, fmt.Errorf("%w: unknown vectors version", errCorrupt)
+	}
+	d := decoder{b: b[1:]}
+	n, dim := d.uvarint(), d.uvarint()
+	if d.err == nil && (dim == 0) != (n == 0) || dim > 0 && n > uint64(len(d.b))/4/dim {
+		return nil, 0, nil, errCorrupt
+	}
+	c = d.floats(n * dim)
+	m = d.floats(d.uvarint())
+	if d.err == nil && len(d.b) > 0 {
+		d.err = errCorrupt
+	}
+	if d.err != nil {
+		return nil, 0, nil, d.err
+	}
+	return c, int(dim), m, nil
+}
+
+// Vector encoding of format 2 (stored field "v", still read): for the
+// content then the metadata vector, uvarint dimension followed by that
+// many little-endian float32. Its content vector is one passage.
 func encodeVectors(c, m []float32) []byte {
 	b := make([]byte, 0, 2+4*(len(c)+len(m)))
 	for _, v := range [][]float32{c, m} {

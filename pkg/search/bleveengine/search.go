@@ -323,7 +323,8 @@ func pageOf(matches []match, offset, limit int, cmp func(a, b *match) int) []mat
 }
 
 // nearest returns the k eligible documents nearest to q (content or
-// metadata vectors), scanning the table in parallel chunks.
+// metadata vectors), scanning the table in parallel chunks. A document's
+// content distance is that of its nearest passage.
 func (run *searchRun) nearest(q []float32, k int, metadata bool, eligible func(int32, *record) bool) ([]neighbour, error) {
 	recs := run.tab.recs
 	vq := newVecQuery(q)
@@ -348,12 +349,12 @@ func (run *searchRun) nearest(q []float32, k int, metadata bool, eligible func(i
 					}
 				}
 				r := &recs[i]
-				v, norm := r.cvec, r.cnorm
 				if metadata {
-					v, norm = r.mvec, r.mnorm
-				}
-				if v != nil && eligible(int32(i), r) {
-					kn.offer(int32(i), r.id, v, norm)
+					if r.mvec != nil && eligible(int32(i), r) {
+						kn.offer(int32(i), r.id, r.mvec, r.mnorm)
+					}
+				} else if r.cvec != nil && eligible(int32(i), r) {
+					kn.offerPassages(int32(i), r.id, r.cvec, r.cdim, r.cnorms)
 				}
 			}
 			results[w] = kn.h

@@ -115,6 +115,51 @@ func (s *knn) offer(slot int32, id int64, v []float32, norm float64) {
 	s.push(neighbour{slot: slot, id: id, d2: d2})
 }
 
+// offerPassages considers a candidate by its nearest passage: vs holds
+// its passage vectors back to back, dim values each, with squared norms
+// norms. A passage is abandoned as soon as it is farther than the
+// nearest passage so far or the current k-th nearest document, so a
+// document costs about one full distance per passage that improves on
+// both.
+func (s *knn) offerPassages(slot int32, id int64, vs []float32, dim int, norms []float64) {
+	if len(norms) == 1 {
+		s.offer(slot, id, vs, norms[0])
+		return
+	}
+	if dim != len(s.q) || dim == 0 {
+		return
+	}
+	full := len(s.h) == s.k
+	bound := float32(-1)
+	if full {
+		bound = s.h[0].d2
+	}
+	best := float32(-1)
+	for p, norm := range norms {
+		v := vs[p*dim : (p+1)*dim]
+		var d2 float32
+		if s.sparse != nil {
+			d2 = sparseL2(s.sparse, s.qnorm, v, norm)
+		} else {
+			limit := bound
+			if best >= 0 && (limit < 0 || best < limit) {
+				limit = best
+			}
+			var ok bool
+			if d2, ok = l2(s.q, v, limit); !ok {
+				continue
+			}
+		}
+		if best < 0 || d2 < best {
+			best = d2
+		}
+	}
+	if best < 0 || full && best > bound {
+		return
+	}
+	s.push(neighbour{slot: slot, id: id, d2: best})
+}
+
 // sparseL2 returns the squared L2 distance of the sparse query q (squared
 // norm qnorm) and v (squared norm vnorm), computed in float64 so that the
 // cancellation of |q|² + |v|² - 2·q·v for near vectors stays below

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/docrepo/docrepo/pkg/embed"
 	"github.com/docrepo/docrepo/pkg/search/dsl"
 )
 
@@ -48,11 +49,21 @@ type Document struct {
 
 	// Content is the extracted text of the document's current file.
 	Content string
-	// ContentVector embeds Content; MetadataVector embeds the canonical
-	// metadata text. Either may be nil (then the document is never a
-	// nearest neighbour for that target).
-	ContentVector  []float32
+	// ContentVectors embed Content as overlapping passages
+	// (pkg/embed/passage), in order, all of the same length: the
+	// document's distance to a query vector is that of its nearest
+	// passage, and it is one neighbour however many passages it has.
+	// MetadataVector embeds the canonical metadata text. Either may be
+	// nil (then the document is never a nearest neighbour for that
+	// target).
+	ContentVectors [][]float32
 	MetadataVector []float32
+	// VectorsPending marks a document written before its content vectors
+	// (ContentVectors is then nil): the indexer's embedding stage gives
+	// them later (VectorStage). Until then the document is found by full
+	// text and metadata, and by its metadata vector, but never as a
+	// content neighbour.
+	VectorsPending bool
 }
 
 // Request is one search to execute.
@@ -120,8 +131,38 @@ type Engine interface {
 	Count(ctx context.Context) (int64, error)
 	// Reset removes every document (for a full reindex).
 	Reset(ctx context.Context) error
+	// Embedder returns the identity of the embedder whose vectors the
+	// index holds, as SetEmbedder recorded it; ok is false when none is
+	// recorded (a new or reset index, or one written before identities
+	// were recorded). Vectors of different embedders are not comparable:
+	// the indexer never writes vectors into an index recording another
+	// embedder, and the services refuse to start on one (pkg/indexing
+	// CheckEmbedder).
+	Embedder(ctx context.Context) (id embed.Identity, ok bool, err error)
+	// SetEmbedder records the identity of the embedder whose vectors the
+	// index holds.
+	SetEmbedder(ctx context.Context, id embed.Identity) error
 	// Close releases the engine.
 	Close() error
+}
+
+// VectorStage is implemented by engines that take a document's content
+// vectors after the document itself, so that the indexer makes text
+// searchable first and embeds it in a bounded background stage
+// (pkg/indexing). The embedded engine implements it; OpenSearch does not
+// (its external versions allow no update of a document at the same
+// revision that could not also resurrect a deleted one), and the indexer
+// embeds before writing there.
+type VectorStage interface {
+	// PendingVectors returns up to limit live documents written with
+	// VectorsPending and not given their vectors since (ID, Rev and
+	// Content set), and how many there are in all.
+	PendingVectors(ctx context.Context, limit int) (docs []Document, total int, err error)
+	// SetContentVectors gives documents their ContentVectors: each one
+	// the engine holds at exactly its Rev, with vectors pending, is
+	// written (it is no longer pending); the others (since changed,
+	// deleted, or given vectors already) count as Stale.
+	SetContentVectors(ctx context.Context, docs []Document) (WriteResult, error)
 }
 
 // SortedIDs returns ids sorted, without duplicates (nil for none): how both

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+
+	"github.com/docrepo/docrepo/pkg/embed"
 )
 
 // Switchable is an Engine that delegates to another and can switch to a
@@ -93,6 +95,40 @@ func (s *Switchable) Reset(ctx context.Context) error {
 	g := s.acquire()
 	defer g.mu.RUnlock()
 	return g.e.Reset(ctx)
+}
+
+func (s *Switchable) Embedder(ctx context.Context) (embed.Identity, bool, error) {
+	g := s.acquire()
+	defer g.mu.RUnlock()
+	return g.e.Embedder(ctx)
+}
+
+func (s *Switchable) SetEmbedder(ctx context.Context, id embed.Identity) error {
+	g := s.acquire()
+	defer g.mu.RUnlock()
+	return g.e.SetEmbedder(ctx, id)
+}
+
+// PendingVectors implements VectorStage for an engine in use that does;
+// for another it reports nothing pending.
+func (s *Switchable) PendingVectors(ctx context.Context, limit int) ([]Document, int, error) {
+	g := s.acquire()
+	defer g.mu.RUnlock()
+	if vs, ok := g.e.(VectorStage); ok {
+		return vs.PendingVectors(ctx, limit)
+	}
+	return nil, 0, nil
+}
+
+// SetContentVectors implements VectorStage for an engine in use that
+// does; for another every document is Stale.
+func (s *Switchable) SetContentVectors(ctx context.Context, docs []Document) (WriteResult, error) {
+	g := s.acquire()
+	defer g.mu.RUnlock()
+	if vs, ok := g.e.(VectorStage); ok {
+		return vs.SetContentVectors(ctx, docs)
+	}
+	return WriteResult{Stale: len(docs)}, nil
 }
 
 // Close closes the engine in use.

@@ -34,6 +34,14 @@
 //     with a vector clause), 1/(1+d²) for vector-only; vector_k nearest
 //     among the pre-filtered documents; documents without a vector are never
 //     neighbours; vector-only total = min(k, eligible).
+//   - Passages: a document's content vectors are passages and its
+//     distance is its nearest passage's (a long document found by a
+//     passage deep inside it, once); vector_k counts documents, not
+//     passages; a new revision replaces the passages; passages of
+//     different lengths are refused. The recorded embedder identity
+//     round-trips. For engines implementing engine.VectorStage: a
+//     document written with its vectors pending is found by full text at
+//     once, by vector once it has them, and only at its revision.
 //   - Visibility: invisible documents never appear nor count in total, in
 //     every mode.
 //   - Sort, paging and total: every sortable type in both directions,

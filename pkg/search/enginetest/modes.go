@@ -10,11 +10,11 @@ import (
 // visDocs: documents in different groups; every one contains "shared" and
 // has a content vector.
 var visDocs = []engine.Document{
-	{ID: 401, GroupIDs: []int64{1}, DocType: ptr("A"), Content: "shared alpha", ContentVector: []float32{1, 0, 0, 0}},
-	{ID: 402, GroupIDs: []int64{2}, DocType: ptr("A"), Content: "shared alpha alpha", ContentVector: []float32{0.1, 0, 0, 0}},
-	{ID: 403, GroupIDs: []int64{1, 2}, DocType: ptr("B"), Content: "shared beta", ContentVector: []float32{2, 0, 0, 0}},
-	{ID: 404, GroupIDs: []int64{3}, DocType: ptr("A"), Content: "shared alpha", ContentVector: []float32{0, 0, 0, 0}},
-	{ID: 405, GroupIDs: []int64{}, DocType: ptr("A"), Content: "shared alpha", ContentVector: []float32{0, 0, 0, 0.1}},
+	{ID: 401, GroupIDs: []int64{1}, DocType: ptr("A"), Content: "shared alpha", ContentVectors: [][]float32{{1, 0, 0, 0}}},
+	{ID: 402, GroupIDs: []int64{2}, DocType: ptr("A"), Content: "shared alpha alpha", ContentVectors: [][]float32{{0.1, 0, 0, 0}}},
+	{ID: 403, GroupIDs: []int64{1, 2}, DocType: ptr("B"), Content: "shared beta", ContentVectors: [][]float32{{2, 0, 0, 0}}},
+	{ID: 404, GroupIDs: []int64{3}, DocType: ptr("A"), Content: "shared alpha", ContentVectors: [][]float32{{0, 0, 0, 0}}},
+	{ID: 405, GroupIDs: []int64{}, DocType: ptr("A"), Content: "shared alpha", ContentVectors: [][]float32{{0, 0, 0, 0.1}}},
 }
 
 func testVisibility(t *testing.T, newEngine func(t *testing.T) engine.Engine) {
@@ -138,13 +138,13 @@ func testModes(t *testing.T, newEngine func(t *testing.T) engine.Engine) {
 // vecDocs: 4-dimensional vectors; distances from the origin query are
 // given in comments as d² → 1/(1+d²).
 var vecDocs = []engine.Document{
-	{ID: 201, DocType: ptr("A"), Content: "vector alpha", ContentVector: []float32{1, 0, 0, 0}, MetadataVector: []float32{0, 0, 0, 3}},       // 1 → 0.5; meta 9
-	{ID: 202, DocType: ptr("A"), Content: "vector beta", ContentVector: []float32{2, 0, 0, 0}, MetadataVector: []float32{0, 0, 0, 1}},        // 4 → 0.2; meta 1
-	{ID: 203, DocType: ptr("A"), Content: "vector gamma alpha", ContentVector: []float32{0, 3, 0, 0}, MetadataVector: []float32{0, 2, 0, 0}}, // 9 → 0.1; meta 4
-	{ID: 204, DocType: ptr("A"), Content: "vector alpha delta"},                                                                              // no vectors
-	{ID: 205, DocType: ptr("Secret"), Content: "vector alpha", ContentVector: []float32{0, 0, 0.5, 0}},                                       // 0.25 → 0.8
-	{ID: 206, DocType: ptr("B"), Content: "other words", ContentVector: []float32{0, 0, 0, 4}},                                               // 16 → 1/17
-	{ID: 207, DocType: ptr("B"), Content: "other words alpha", ContentVector: []float32{0, 0, 4, 0}},                                         // 16 → 1/17
+	{ID: 201, DocType: ptr("A"), Content: "vector alpha", ContentVectors: [][]float32{{1, 0, 0, 0}}, MetadataVector: []float32{0, 0, 0, 3}},       // 1 → 0.5; meta 9
+	{ID: 202, DocType: ptr("A"), Content: "vector beta", ContentVectors: [][]float32{{2, 0, 0, 0}}, MetadataVector: []float32{0, 0, 0, 1}},        // 4 → 0.2; meta 1
+	{ID: 203, DocType: ptr("A"), Content: "vector gamma alpha", ContentVectors: [][]float32{{0, 3, 0, 0}}, MetadataVector: []float32{0, 2, 0, 0}}, // 9 → 0.1; meta 4
+	{ID: 204, DocType: ptr("A"), Content: "vector alpha delta"},                                                                                   // no vectors
+	{ID: 205, DocType: ptr("Secret"), Content: "vector alpha", ContentVectors: [][]float32{{0, 0, 0.5, 0}}},                                       // 0.25 → 0.8
+	{ID: 206, DocType: ptr("B"), Content: "other words", ContentVectors: [][]float32{{0, 0, 0, 4}}},                                               // 16 → 1/17
+	{ID: 207, DocType: ptr("B"), Content: "other words alpha", ContentVectors: [][]float32{{0, 0, 4, 0}}},                                         // 16 → 1/17
 }
 
 func vectorWhere(target string) string {

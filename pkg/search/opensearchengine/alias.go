@@ -269,6 +269,8 @@ func (g *Generation) Commit(ctx context.Context) error {
 		return nil
 	}
 	e := g.parent
+	// The alias may point at an index recording another embedder next.
+	defer e.forgetEmbedder()
 	alias := e.cfg.Index
 	path := "/" + g.index + "/_refresh"
 	res, err := e.c.do(ctx, http.MethodPost, path, nil, nil, "")

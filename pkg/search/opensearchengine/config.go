@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/docrepo/docrepo/pkg/embed"
 )
 
 // Environment variables read by ConfigFromEnv.
@@ -59,6 +61,10 @@ type Config struct {
 	// embedder the indexer and the search service use. Required.
 	Dimensions         int
 	MetadataDimensions int
+	// Embedder is the identity of the embedder whose vectors are written
+	// (optional): New records it in the mapping's _meta of an index it
+	// creates, as SetEmbedder does later.
+	Embedder embed.Identity
 	// Shards and Replicas are the index's number_of_shards and
 	// number_of_replicas when New creates it (0: Shards 1, Replicas left to
 	// the cluster default). Every mode is correct with any number of

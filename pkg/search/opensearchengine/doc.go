@@ -87,8 +87,16 @@
 //   - id, filesbelongto (multi-valued), groups (visibility): long. date,
 //     entry_date: date (stored at millisecond resolution; the _source keeps
 //     the nanoseconds). privileged, islocked: boolean.
-//   - content_vector, metadata_vector: knn_vector, method hnsw, engine
-//     lucene, space_type l2, m 16, ef_construction 100.
+//   - content_passages: nested, one object per passage of the content
+//     (engine.Document.ContentVectors), each with a knn_vector "vector";
+//     metadata_vector: knn_vector. Both method hnsw, engine lucene,
+//     space_type l2, m 16, ef_construction 100. (An index created before
+//     passages, with a single content_vector, is refused by New: create
+//     a new index and reindex into it.)
+//   - _meta.docrepo_embedder: the identity of the embedder whose vectors
+//     the index holds (Config.Embedder when New creates the index;
+//     SetEmbedder updates it with the put-mapping API; Embedder reads it,
+//     at most every 5 s).
 //   - index.knn true; one shard by default; dynamic: strict.
 //
 // # Translation (pure functions, golden-tested per construct and mode)
@@ -144,7 +152,12 @@
 //   - vector (+ metadata): one knn query, k = vector_k, with visibility and
 //     the metadata filters as its efficient filter (lucene filters inside
 //     the HNSW search: the k nearest eligible documents, not the eligible
-//     among the k nearest), size k. The coordinator keeps the k best of the
+//     among the k nearest), size k. For the content target it is a nested
+//     knn query on content_passages.vector with score_mode max: a
+//     document scores as its nearest passage and appears once, and k
+//     counts documents (the k-NN plugin's nested field search; the
+//     filter names the documents' own fields, which a nested knn filter
+//     may). The coordinator keeps the k best of the
 //     shards' top k, so the hits are the k nearest for any shard count, and
 //     total = their number = min(k, eligible). The engine sorts them by the
 //     request's sort (missing values last, ties by id) and pages them;

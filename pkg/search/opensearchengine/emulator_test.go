@@ -212,6 +212,19 @@ func (em *emulator) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 		return
 	}
 	switch {
+	case r.Method == http.MethodPut && op == "_mapping":
+		// The put-mapping API: here only _meta (SetEmbedder) changes.
+		var put struct {
+			Meta json.RawMessage `json:"_meta"`
+		}
+		var mappings map[string]json.RawMessage
+		if json.Unmarshal(body, &put) != nil || put.Meta == nil || json.Unmarshal(ix.mappings, &mappings) != nil {
+			writeJSON(w, 400, `{"error":{"type":"emulator","reason":"unsupported put mapping"},"status":400}`)
+			return
+		}
+		mappings["_meta"] = put.Meta
+		ix.mappings, _ = json.Marshal(mappings)
+		writeJSON(w, 200, `{"acknowledged":true}`)
 	case op == "_mapping":
 		mappings := ix.mappings
 		if ix.dynamic {
@@ -587,8 +600,20 @@ func (em *emulator) search(ix *emuIndex, req map[string]any) (map[string]any, er
 	}
 	var hits []hit
 	q, _ := req["query"].(map[string]any)
-	if knn, ok := q["knn"]; ok {
-		res, err := c.knn(knn.(map[string]any))
+	knn, ok := q["knn"]
+	path := ""
+	if nested, isNested := q["nested"].(map[string]any); isNested {
+		// Only the knn query over passages is nested; score_mode max:
+		// a document scores as its nearest passage.
+		inner, _ := nested["query"].(map[string]any)
+		if nested["score_mode"] != "max" || inner["knn"] == nil {
+			return nil, fmt.Errorf("unsupported nested query %v", nested)
+		}
+		path, _ = nested["path"].(string)
+		knn, ok = inner["knn"], true
+	}
+	if ok {
+		res, err := c.knn(path, knn.(map[string]any))
 		if err != nil {
 			return nil, err
 		}
@@ -753,7 +778,10 @@ type emuHit struct {
 	score float64
 }
 
-func (c *emuCtx) knn(spec map[string]any) ([]emuHit, error) {
+// knn returns the k nearest documents by the vector field, which is a
+// field of the nested objects at path when path is not empty: then a
+// document is as near as its nearest object, and counts once.
+func (c *emuCtx) knn(path string, spec map[string]any) ([]emuHit, error) {
 	for field, raw := range spec {
 		body := raw.(map[string]any)
 		var vec []float64
@@ -767,8 +795,24 @@ func (c *emuCtx) knn(spec map[string]any) ([]emuHit, error) {
 		}
 		var res []emuHit
 		for _, d := range c.all {
-			dv, ok := d.src[field].([]any)
-			if !ok {
+			var vectors [][]any
+			if path == "" {
+				if dv, ok := d.src[field].([]any); ok {
+					vectors = append(vectors, dv)
+				}
+			} else {
+				sub, ok := strings.CutPrefix(field, path+".")
+				if !ok {
+					return nil, fmt.Errorf("knn field %s is not under the nested path %s", field, path)
+				}
+				objs, _ := d.src[path].([]any)
+				for _, o := range objs {
+					if dv, ok := o.(map[string]any)[sub].([]any); ok {
+						vectors = append(vectors, dv)
+					}
+				}
+			}
+			if len(vectors) == 0 {
 				continue
 			}
 			if filter != nil {
@@ -780,12 +824,16 @@ func (c *emuCtx) knn(spec map[string]any) ([]emuHit, error) {
 					continue
 				}
 			}
-			var d2 float64
-			for i := range vec {
-				x := float64(float32(num(dv[i])) - float32(vec[i]))
-				d2 += x * x
+			best := math.Inf(1)
+			for _, dv := range vectors {
+				var d2 float64
+				for i := range vec {
+					x := float64(float32(num(dv[i])) - float32(vec[i]))
+					d2 += x * x
+				}
+				best = min(best, d2)
 			}
-			res = append(res, emuHit{d, float64(float32(1 / (1 + d2)))})
+			res = append(res, emuHit{d, float64(float32(1 / (1 + best)))})
 		}
 		slices.SortStableFunc(res, func(a, b emuHit) int { return -cmp.Compare(a.score, b.score) })
 		return res[:min(k, len(res))], nil

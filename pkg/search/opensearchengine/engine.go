@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,9 @@ type Engine struct {
 	// writing to a concrete index with its parent's client.
 	generation bool
 	closed     atomic.Bool
+
+	embMu sync.Mutex
+	emb   embedderCache // see Embedder
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -141,26 +145,42 @@ func (e *Engine) indexPath(suffix string) string { return "/" + e.cfg.Index + su
 // checkMapping verifies the dimensions of the vector fields of every
 // index behind the name (one, or several behind an alias).
 func (e *Engine) checkMapping(body []byte) error {
+	type property struct {
+		Type       string              `json:"type"`
+		Dimension  int                 `json:"dimension"`
+		Properties map[string]property `json:"properties"`
+	}
 	var m map[string]struct {
 		Mappings struct {
-			Properties map[string]struct {
-				Type      string `json:"type"`
-				Dimension int    `json:"dimension"`
-			} `json:"properties"`
+			Properties map[string]property `json:"properties"`
 		} `json:"mappings"`
 	}
 	if err := json.Unmarshal(body, &m); err != nil {
 		return fmt.Errorf("opensearchengine: decoding the mapping of %s: %w", e.cfg.Index, err)
 	}
 	for index, im := range m {
-		for field, want := range map[string]int{fieldContentVector: e.cfg.Dimensions, fieldMetadataVector: e.cfg.MetadataDimensions} {
-			p, ok := im.Mappings.Properties[field]
-			if !ok || p.Type != "knn_vector" {
+		props := im.Mappings.Properties
+		if p, old := props[fieldContentVector]; old && p.Type == "knn_vector" {
+			if _, ok := props[fieldPassages]; !ok {
+				return fmt.Errorf("opensearchengine: index %s was created before content passages (it has %s, not %s): "+
+					"create a new index (set %s to a new name, or delete this one) and reindex into it (docrepoctl reindex)",
+					index, fieldContentVector, fieldPassages, EnvIndex)
+			}
+		}
+		passages := props[fieldPassages]
+		for field, f := range map[string]struct {
+			p    property
+			want int
+		}{
+			fieldPassages + "." + fieldPassageVector: {passages.Properties[fieldPassageVector], e.cfg.Dimensions},
+			fieldMetadataVector:                      {props[fieldMetadataVector], e.cfg.MetadataDimensions},
+		} {
+			if f.p.Type != "knn_vector" || field != fieldMetadataVector && passages.Type != "nested" {
 				return fmt.Errorf("opensearchengine: index %s has no knn_vector field %s: %w", index, field, errForeignIndex)
 			}
-			if p.Dimension != want {
+			if f.p.Dimension != f.want {
 				return fmt.Errorf("opensearchengine: index %s has %d-dimensional %s, the embedder gives %d: reindex into a new index",
-					index, p.Dimension, field, want)
+					index, f.p.Dimension, field, f.want)
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docrepo/docrepo/pkg/embed"
 	"github.com/docrepo/docrepo/pkg/search/dsl"
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
@@ -69,6 +70,9 @@ func TestGoldenIndexBody(t *testing.T) {
 	cfg := testConfig()
 	cfg.Shards, cfg.Replicas, cfg.GCDeletes = 3, &replicas, time.Hour
 	golden(t, "index_body_shards_replicas", IndexBody(cfg))
+	cfg = testConfig()
+	cfg.Embedder = embed.Identity{Kind: "local", Model: "all-MiniLM-L6-v2", Version: "0123456789abcdef", Dimensions: 4}
+	golden(t, "index_body_embedder", IndexBody(cfg))
 }
 
 func TestGoldenBulk(t *testing.T) {
@@ -83,7 +87,7 @@ func TestGoldenBulk(t *testing.T) {
 			EntryPerson: str("ann"), RevNumber: str("B"), Subdoctype: str(""),
 			Date: &day, EntryDate: &entry, Privileged: true, IsLocked: false,
 			Content:        "The board approved the budget.",
-			ContentVector:  []float32{0.5, -0.25, 1e-7, 0},
+			ContentVectors: [][]float32{{0.5, -0.25, 1e-7, 0}, {0, 0, 1, 0}},
 			MetadataVector: []float32{1, 2, 3},
 		},
 		{ID: 43, Rev: 1, Content: ""}, // everything absent
@@ -165,6 +169,7 @@ var searchCases = []searchCase{
 	// Vector modes.
 	{name: "vector_content", body: `{"where": {"vector": {"target": "content", "query": "tax policy"}}, "limit": 5, "offset": 2}`},
 	{name: "vector_metadata_target", body: `{"where": {"vector": {"target": "metadata", "query": "invoice acme"}}, "options": {"vector_k": 7}}`},
+	{name: "vector_metadata_target_filters", body: `{"where": {"and": [{"vector": {"target": "metadata", "query": "invoice acme"}}, {"ne": {"field": "doc_status", "value": "Draft"}}]}, "options": {"vector_k": 3}}`},
 	{name: "vector_unrestricted", body: `{"where": {"vector": {"target": "content", "query": "tax"}}}`, unrestricted: true},
 	{name: "vector_no_groups", body: `{"where": {"vector": {"target": "content", "query": "tax"}}}`, groups: []int64{}},
 	{name: "vector_filters", body: `{"where": {"and": [{"vector": {"target": "content", "query": "tax"}}, {"eq": {"field": "doc_type", "value": "Invoice"}}, {"gte": {"field": "date", "value": "2024-01-01"}}]},

@@ -3,6 +3,7 @@ package opensearchengine
 import (
 	"strconv"
 
+	"github.com/docrepo/docrepo/pkg/embed"
 	"github.com/docrepo/docrepo/pkg/search/dsl"
 )
 
@@ -14,12 +15,19 @@ type obj = map[string]any
 // Names of the index fields that are not dsl metadata fields (those keep
 // their dsl names: doc_type, date, filesbelongto, ...).
 const (
-	fieldID             = "id"              // long, also the _id
-	fieldGroups         = "groups"          // long, multi-valued: visibility
-	fieldContent        = "content"         // text, english analyzer
-	fieldContentExact   = "content.exact"   // text, lowercased standard tokens
-	fieldContentVector  = "content_vector"  // knn_vector
-	fieldMetadataVector = "metadata_vector" // knn_vector
+	fieldID             = "id"               // long, also the _id
+	fieldGroups         = "groups"           // long, multi-valued: visibility
+	fieldContent        = "content"          // text, english analyzer
+	fieldContentExact   = "content.exact"    // text, lowercased standard tokens
+	fieldPassages       = "content_passages" // nested, one object per passage
+	fieldPassageVector  = "vector"           // knn_vector of a passage
+	fieldMetadataVector = "metadata_vector"  // knn_vector
+	// fieldContentVector is the single content vector of indexes created
+	// before passages; New refuses such an index.
+	fieldContentVector = "content_vector"
+	// metaEmbedder is the key of the embedder identity in the mapping's
+	// _meta.
+	metaEmbedder = "docrepo_embedder"
 	// lowerSuffix names the lowercase-normalized sub-field of every string
 	// field (contains and startswith).
 	lowerSuffix = ".lower"
@@ -61,8 +69,13 @@ const (
 //   - id, filesbelongto, groups: long; date, entry_date: date (millisecond
 //     resolution; _source keeps the value as written); privileged,
 //     islocked: boolean.
-//   - content_vector, metadata_vector: knn_vector, HNSW on the lucene
-//     engine, space_type l2 (score 1/(1+d²)).
+//   - content_passages: nested, one object per passage of the content
+//     with its vector (content_passages.vector); metadata_vector: both
+//     knn_vector, HNSW on the lucene engine, space_type l2 (score
+//     1/(1+d²)). A nested knn query scores a document by its nearest
+//     passage and returns k documents, not k passages.
+//   - _meta.docrepo_embedder: the embedder identity (Config.Embedder),
+//     when set.
 func IndexBody(cfg Config) obj {
 	props := obj{
 		fieldID:     obj{"type": "long"},
@@ -79,7 +92,10 @@ func IndexBody(cfg Config) obj {
 				},
 			},
 		},
-		fieldContentVector:  knnVector(cfg.Dimensions),
+		fieldPassages: obj{
+			"type":       "nested",
+			"properties": obj{fieldPassageVector: knnVector(cfg.Dimensions)},
+		},
 		fieldMetadataVector: knnVector(cfg.MetadataDimensions),
 	}
 	for _, f := range dsl.MetadataFields() {
@@ -95,6 +111,13 @@ func IndexBody(cfg Config) obj {
 	}
 	if cfg.Replicas != nil {
 		index["number_of_replicas"] = *cfg.Replicas
+	}
+	mappings := obj{
+		"dynamic":    "strict",
+		"properties": props,
+	}
+	if cfg.Embedder != (embed.Identity{}) {
+		mappings["_meta"] = obj{metaEmbedder: cfg.Embedder}
 	}
 	return obj{
 		"settings": obj{
@@ -115,10 +138,7 @@ func IndexBody(cfg Config) obj {
 				},
 			},
 		},
-		"mappings": obj{
-			"dynamic":    "strict",
-			"properties": props,
-		},
+		"mappings": mappings,
 	}
 }
 

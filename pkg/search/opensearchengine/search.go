@@ -149,12 +149,16 @@ func dedupe(ids []int64) []int64 {
 
 // knnQuery is the k-NN query of a vector clause: the k nearest documents
 // by L2 on the target's vector field, with the pre-filter as efficient
-// filter.
+// filter. The content target is a nested knn query on the passages: a
+// document is as near as its nearest passage (score_mode max; without
+// expand_nested_docs only that passage is scored anyway), and k counts
+// documents, not passages (k-NN "Nested field search"). The filter is on
+// the documents' own fields, which a nested knn filter may name.
 func knnQuery(v *dsl.Vector, vec []float32, dims map[dsl.VectorTarget]int, k int, prefilter []any) (obj, error) {
 	var field string
 	switch v.Target {
 	case dsl.TargetContent:
-		field = fieldContentVector
+		field = fieldPassages + "." + fieldPassageVector
 	case dsl.TargetMetadata:
 		field = fieldMetadataVector
 	default:
@@ -173,7 +177,11 @@ func knnQuery(v *dsl.Vector, vec []float32, dims map[dsl.VectorTarget]int, k int
 	if len(prefilter) > 0 {
 		body["filter"] = obj{"bool": obj{"filter": prefilter}}
 	}
-	return obj{"knn": obj{field: body}}, nil
+	q := obj{"knn": obj{field: body}}
+	if v.Target == dsl.TargetContent {
+		q = obj{"nested": obj{"path": fieldPassages, "score_mode": "max", "query": q}}
+	}
+	return q, nil
 }
 
 // highlightRequest asks for up to 3 fragments of about length characters

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/docrepo/docrepo/pkg/config"
+	"github.com/docrepo/docrepo/pkg/embed"
 )
 
 // Settings are the OpenSearch settings a process reads from its
@@ -40,9 +41,10 @@ func (s *Settings) Register(l *config.Loader) {
 func (s Settings) Enabled() bool { return strings.TrimSpace(s.URL) != "" }
 
 // Open connects to the configured cluster with an index for vectors of
-// dims dimensions; searchTimeout bounds each search (0: the default); log
-// receives what index management does (nil: slog.Default()).
-func (s Settings) Open(ctx context.Context, dims int, searchTimeout time.Duration, log *slog.Logger) (*Engine, error) {
+// the embedder emb (its dimensions; a new index records it);
+// searchTimeout bounds each search (0: the default); log receives what
+// index management does (nil: slog.Default()).
+func (s Settings) Open(ctx context.Context, emb embed.Identity, searchTimeout time.Duration, log *slog.Logger) (*Engine, error) {
 	var addrs []string
 	for _, a := range strings.Split(s.URL, ",") {
 		if a = strings.TrimSpace(a); a != "" {
@@ -56,7 +58,8 @@ func (s Settings) Open(ctx context.Context, dims int, searchTimeout time.Duratio
 		Index:              s.Index,
 		InsecureSkipVerify: s.Insecure,
 		RequestTimeout:     s.Timeout,
-		Dimensions:         dims,
+		Dimensions:         emb.Dimensions,
+		Embedder:           emb,
 		SearchTimeout:      searchTimeout,
 		Logger:             log,
 	})

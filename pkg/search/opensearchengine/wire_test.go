@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docrepo/docrepo/pkg/embed"
 	"github.com/docrepo/docrepo/pkg/search/dsl"
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
@@ -48,7 +49,13 @@ type fakeOS struct {
 	// dynamic: the index exists with dynamic mappings (auto-created by a
 	// write), not the engine's.
 	dynamic bool
-	docs    map[string]*fakeDoc
+	// prePassages: the index has the mapping of before passages (one
+	// content_vector).
+	prePassages bool
+	// meta is the mapping's _meta (JSON), from the create body or a put
+	// mapping.
+	meta string
+	docs map[string]*fakeDoc
 	// failures scripts answers: path prefix → statuses returned (then
 	// removed) before the request is served normally.
 	failures map[string][]int
@@ -102,13 +109,37 @@ func (f *fakeOS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, 200, `{"`+concrete+`":{"mappings":{"properties":{"content":{"type":"text"},"content_vector":{"type":"float"}}}}}`)
 			return
 		}
-		writeJSON(w, 200, `{"`+concrete+`":{"mappings":{"properties":{"content_vector":{"type":"knn_vector","dimension":4},"metadata_vector":{"type":"knn_vector","dimension":3}}}}}`)
+		meta := ""
+		if f.meta != "" {
+			meta = `"_meta":` + f.meta + `,`
+		}
+		if f.prePassages {
+			writeJSON(w, 200, `{"`+concrete+`":{"mappings":{`+meta+`"properties":{"content_vector":{"type":"knn_vector","dimension":4},"metadata_vector":{"type":"knn_vector","dimension":3}}}}}`)
+			return
+		}
+		writeJSON(w, 200, `{"`+concrete+`":{"mappings":{`+meta+`"properties":{"content_passages":{"type":"nested","properties":{"vector":{"type":"knn_vector","dimension":4}}},"metadata_vector":{"type":"knn_vector","dimension":3}}}}}`)
+	case r.Method == http.MethodPut && path == idx+"/_mapping":
+		var m struct {
+			Meta json.RawMessage `json:"_meta"`
+		}
+		if !f.exists || json.Unmarshal(body, &m) != nil || m.Meta == nil {
+			writeJSON(w, 400, `{"error":{"type":"fake","reason":"put mapping"},"status":400}`)
+			return
+		}
+		f.meta = string(m.Meta)
+		writeJSON(w, 200, `{"acknowledged":true}`)
 	case r.Method == http.MethodPut && path == idx+"-v1":
 		if f.exists {
 			writeJSON(w, 400, `{"error":{"type":"resource_already_exists_exception","reason":"index [docs-v1] already exists"},"status":400}`)
 			return
 		}
-		f.exists, f.created, f.dynamic = true, body, false
+		var m struct {
+			Mappings struct {
+				Meta json.RawMessage `json:"_meta"`
+			} `json:"mappings"`
+		}
+		json.Unmarshal(body, &m)
+		f.exists, f.created, f.dynamic, f.prePassages, f.meta = true, body, false, false, string(m.Mappings.Meta)
 		writeJSON(w, 200, `{"acknowledged":true,"shards_acknowledged":true,"index":"docs-v1"}`)
 	case r.Method == http.MethodPost && path == idx+"/_bulk":
 		f.bulk(w, r, body)
@@ -377,8 +408,16 @@ func TestWireNewRefuses(t *testing.T) {
 		f, srv := newFakeOS(t)
 		f.set(func(f *fakeOS) { f.exists = true })
 		_, err := New(context.Background(), Config{Addresses: []string{srv.URL}, Index: "docs", Dimensions: 8, MetadataDimensions: 3})
-		if err == nil || !strings.Contains(err.Error(), "4-dimensional content_vector") {
+		if err == nil || !strings.Contains(err.Error(), "4-dimensional content_passages.vector") {
 			t.Fatalf("err = %v, want a dimension mismatch", err)
+		}
+	})
+	t.Run("index from before passages", func(t *testing.T) {
+		f, srv := newFakeOS(t)
+		f.set(func(f *fakeOS) { f.exists, f.prePassages = true, true })
+		_, err := New(context.Background(), Config{Addresses: []string{srv.URL}, Index: "docs", Dimensions: 4, MetadataDimensions: 3})
+		if err == nil || !strings.Contains(err.Error(), "created before content passages") || !strings.Contains(err.Error(), "OPENSEARCH_INDEX") {
+			t.Fatalf("err = %v, want the index refused as older than passages", err)
 		}
 	})
 	t.Run("bad config", func(t *testing.T) {
@@ -481,10 +520,10 @@ func TestWireUpsertItemErrorsSurface(t *testing.T) {
 	}
 	// Vectors of the wrong length are refused before anything is sent.
 	bad := doc(3, 1)
-	bad.ContentVector = []float32{1, 2}
+	bad.ContentVectors = [][]float32{{1, 2, 3, 4}, {1, 2}}
 	n := len(f.bulks())
 	if _, err := e.Upsert(context.Background(), []engine.Document{bad}); err == nil {
-		t.Fatal("upsert of a 2-dimensional vector succeeded")
+		t.Fatal("upsert of a 2-dimensional passage succeeded")
 	}
 	if len(f.bulks()) != n {
 		t.Error("a bulk request was sent")
@@ -758,7 +797,7 @@ func TestWireSearchModes(t *testing.T) {
 	t.Run("fts+vector", func(t *testing.T) {
 		f.set(func(f *fakeOS) { f.searchBodies = nil })
 		f.setAnswer(func(body map[string]any) (int, string) {
-			if _, ok := body["query"].(map[string]any)["knn"]; ok {
+			if _, ok := body["query"].(map[string]any)["nested"]; ok { // the knn search over passages
 				return 200, `{"timed_out":false,"_shards":{"total":1,"successful":1,"failed":0},"hits":{"hits":[{"_id":"8","_score":0.9},{"_id":"2","_score":0.5}]}}`
 			}
 			return 200, `{"timed_out":false,"_shards":{"total":1,"successful":1,"failed":0},"hits":{"total":{"value":1,"relation":"eq"},"hits":[{"_id":"2","_score":3.5,"_source":{"id":2}}]}}`
@@ -827,5 +866,100 @@ func TestHungNodeTimesOut(t *testing.T) {
 	_, err = c.do(context.Background(), http.MethodGet, "/docrepo/_count", nil, nil, "")
 	if err == nil || time.Since(start) > 5*time.Second {
 		t.Fatalf("a hung node: %v after %v, want a timeout after about 200ms", err, time.Since(start))
+	}
+}
+
+func TestWireEmbedder(t *testing.T) {
+	ctx := context.Background()
+	f, srv := newFakeOS(t)
+	hash := embed.Identity{Kind: "hash", Model: "hash", Version: "v1", Dimensions: 4}
+	e := newTestEngine(t, srv, func(c *Config) { c.Embedder = hash })
+	// The index New creates records Config.Embedder in its _meta.
+	var created struct {
+		Mappings struct {
+			Meta map[string]embed.Identity `json:"_meta"`
+		} `json:"mappings"`
+	}
+	if err := json.Unmarshal(f.created, &created); err != nil || created.Mappings.Meta[metaEmbedder] != hash {
+		t.Fatalf("create body _meta = %v (%v), want %v", created.Mappings.Meta, err, hash)
+	}
+	if got, ok, err := e.Embedder(ctx); !ok || err != nil || got != hash {
+		t.Fatalf("Embedder = %v, %v, %v", got, ok, err)
+	}
+	// Read at most every embedderTTL: a second call sends nothing.
+	n := len(f.log())
+	if _, _, err := e.Embedder(ctx); err != nil || len(f.log()) != n {
+		t.Errorf("second Embedder sent %v (%v)", f.log()[n:], err)
+	}
+	local := embed.Identity{Kind: "local", Model: "m", Version: "abc", Dimensions: 4}
+	if err := e.SetEmbedder(ctx, local); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.log()[len(f.log())-1]; got != "PUT /docs/_mapping" {
+		t.Errorf("SetEmbedder sent %s", got)
+	}
+	// Another engine (process) reads what was recorded.
+	other := newTestEngine(t, srv, nil)
+	if got, ok, err := other.Embedder(ctx); !ok || err != nil || got != local {
+		t.Errorf("other engine: Embedder = %v, %v, %v, want %v", got, ok, err, local)
+	}
+}
+
+// TestEmbedderAfterReset: Reset (a new versioned index behind the alias)
+// records Config.Embedder in the new index and forgets the cached one; an
+// engine without an embedder makes an index that records none.
+func TestEmbedderAfterReset(t *testing.T) {
+	ctx := context.Background()
+	em := newEmulator()
+	srv := httptest.NewServer(em)
+	t.Cleanup(srv.Close)
+	hash := embed.Identity{Kind: "hash", Model: "hash", Version: "v1", Dimensions: 4}
+	cfg := aliasConfig(srv)
+	cfg.Embedder = hash
+	e, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	local := embed.Identity{Kind: "local", Model: "m", Version: "abc", Dimensions: 4}
+	if err := e.SetEmbedder(ctx, local); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := e.Embedder(ctx); !ok || err != nil || got != local {
+		t.Fatalf("after SetEmbedder: Embedder = %v, %v, %v, want %v", got, ok, err, local)
+	}
+	if err := e.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := e.Embedder(ctx); !ok || err != nil || got != hash {
+		t.Errorf("after Reset: Embedder = %v, %v, %v, want %v", got, ok, err, hash)
+	}
+	other := newAliasEngine(t, srv) // no Config.Embedder
+	if err := other.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := other.Embedder(ctx); ok || err != nil {
+		t.Errorf("index without _meta: Embedder = %v, %v, %v", got, ok, err)
+	}
+}
+
+func TestEmbedderOfMapping(t *testing.T) {
+	a := `{"kind":"hash","model":"hash","version":"v1","dimensions":4}`
+	b := `{"kind":"hash","model":"hash","version":"v2","dimensions":4}`
+	for _, tc := range []struct {
+		body    string
+		ok, err bool
+	}{
+		{`{"docs":{"mappings":{"properties":{}}}}`, false, false},
+		{`{"docs":{"mappings":{"_meta":{"docrepo_embedder":` + a + `}}}}`, true, false},
+		{`{"v1":{"mappings":{"_meta":{"docrepo_embedder":` + a + `}}},"v2":{"mappings":{"_meta":{"docrepo_embedder":` + a + `}}}}`, true, false},
+		{`{"v1":{"mappings":{"_meta":{"docrepo_embedder":` + a + `}}},"v2":{"mappings":{"_meta":{"docrepo_embedder":` + b + `}}}}`, false, true},
+		{`{"v1":{"mappings":{"_meta":{"docrepo_embedder":` + a + `}}},"v2":{"mappings":{}}}`, false, true},
+		{`{"docs":{"mappings":{"_meta":{"docrepo_embedder":7}}}}`, false, true},
+	} {
+		_, ok, err := embedderOfMapping([]byte(tc.body))
+		if ok != tc.ok || (err != nil) != tc.err {
+			t.Errorf("%s: ok %v, err %v", tc.body, ok, err)
+		}
 	}
 }

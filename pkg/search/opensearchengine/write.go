@@ -23,26 +23,31 @@ const maxBulkBytes = 8 << 20
 // metadata (nil pointers, no folders, no vectors) is left out, so queries
 // see the field as missing.
 type source struct {
-	ID              int64     `json:"id"`
-	Groups          []int64   `json:"groups,omitempty"`
-	FilesBelongTo   []int64   `json:"filesbelongto,omitempty"`
-	Description     *string   `json:"description,omitempty"`
-	DocNumber       *string   `json:"doc_number,omitempty"`
-	DocType         *string   `json:"doc_type,omitempty"`
-	DocStatus       *string   `json:"doc_status,omitempty"`
-	ReferenceNumber *string   `json:"reference_number,omitempty"`
-	FromEntity      *string   `json:"from_entity,omitempty"`
-	ToEntity        *string   `json:"to_entity,omitempty"`
-	EntryPerson     *string   `json:"entry_person,omitempty"`
-	RevNumber       *string   `json:"rev_number,omitempty"`
-	Subdoctype      *string   `json:"subdoctype,omitempty"`
-	Date            *string   `json:"date,omitempty"`
-	EntryDate       *string   `json:"entry_date,omitempty"`
-	Privileged      bool      `json:"privileged"`
-	IsLocked        bool      `json:"islocked"`
-	Content         string    `json:"content"`
-	ContentVector   []float32 `json:"content_vector,omitempty"`
-	MetadataVector  []float32 `json:"metadata_vector,omitempty"`
+	ID              int64           `json:"id"`
+	Groups          []int64         `json:"groups,omitempty"`
+	FilesBelongTo   []int64         `json:"filesbelongto,omitempty"`
+	Description     *string         `json:"description,omitempty"`
+	DocNumber       *string         `json:"doc_number,omitempty"`
+	DocType         *string         `json:"doc_type,omitempty"`
+	DocStatus       *string         `json:"doc_status,omitempty"`
+	ReferenceNumber *string         `json:"reference_number,omitempty"`
+	FromEntity      *string         `json:"from_entity,omitempty"`
+	ToEntity        *string         `json:"to_entity,omitempty"`
+	EntryPerson     *string         `json:"entry_person,omitempty"`
+	RevNumber       *string         `json:"rev_number,omitempty"`
+	Subdoctype      *string         `json:"subdoctype,omitempty"`
+	Date            *string         `json:"date,omitempty"`
+	EntryDate       *string         `json:"entry_date,omitempty"`
+	Privileged      bool            `json:"privileged"`
+	IsLocked        bool            `json:"islocked"`
+	Content         string          `json:"content"`
+	ContentPassages []passageSource `json:"content_passages,omitempty"`
+	MetadataVector  []float32       `json:"metadata_vector,omitempty"`
+}
+
+// passageSource is one passage of the content (a nested object).
+type passageSource struct {
+	Vector []float32 `json:"vector"`
 }
 
 func sourceOf(d *engine.Document) source {
@@ -63,8 +68,10 @@ func sourceOf(d *engine.Document) source {
 		Privileged:      d.Privileged,
 		IsLocked:        d.IsLocked,
 		Content:         d.Content,
-		ContentVector:   d.ContentVector,
 		MetadataVector:  d.MetadataVector,
+	}
+	for _, v := range d.ContentVectors {
+		s.ContentPassages = append(s.ContentPassages, passageSource{Vector: v})
 	}
 	if d.Date != nil {
 		v := formatTime(*d.Date)
@@ -84,8 +91,10 @@ func (e *Engine) validate(d *engine.Document) error {
 	if d.Rev < 0 {
 		return fmt.Errorf("opensearchengine: document %d: negative revision %d", d.ID, d.Rev)
 	}
-	if d.ContentVector != nil && len(d.ContentVector) != e.cfg.Dimensions {
-		return fmt.Errorf("opensearchengine: document %d: content vector has %d dimensions, the index %d", d.ID, len(d.ContentVector), e.cfg.Dimensions)
+	for i, v := range d.ContentVectors {
+		if len(v) != e.cfg.Dimensions {
+			return fmt.Errorf("opensearchengine: document %d: content passage %d has %d dimensions, the index %d", d.ID, i, len(v), e.cfg.Dimensions)
+		}
 	}
 	if d.MetadataVector != nil && len(d.MetadataVector) != e.cfg.MetadataDimensions {
 		return fmt.Errorf("opensearchengine: document %d: metadata vector has %d dimensions, the index %d", d.ID, len(d.MetadataVector), e.cfg.MetadataDimensions)

@@ -3,12 +3,14 @@ package indexersvc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 
 	"github.com/docrepo/docrepo/pkg/bootstrap"
 	"github.com/docrepo/docrepo/pkg/config"
 	"github.com/docrepo/docrepo/pkg/database"
+	"github.com/docrepo/docrepo/pkg/embed"
 	indexerv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/indexer/v1"
 	"github.com/docrepo/docrepo/pkg/identity"
 	"github.com/docrepo/docrepo/pkg/indexing"
@@ -57,11 +59,17 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	eng, err := cfg.OpenSearch.Open(ctx, emb.Dimensions(), 0, svc.Logger)
+	embID := embed.IdentityOf(emb)
+	eng, err := cfg.OpenSearch.Open(ctx, embID, 0, svc.Logger)
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
+	// The index must hold vectors of this embedder (pkg/indexing).
+	check, err := indexing.CheckEmbedder(ctx, eng, embID, cfg.Indexing.EmbedderChange, svc.Logger)
+	if err != nil {
+		return fmt.Errorf("indexer: %w", err)
+	}
 	pipe, err := cfg.Indexing.NewPipeline(eng, emb, svc.Logger)
 	if err != nil {
 		return err
@@ -74,7 +82,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	svc.Go(func(ctx context.Context) error { return pipe.Consume(ctx, cfg.Common) })
-	svc.Logger.Info("indexer started", "opensearch", cfg.OpenSearch.URL, "embedder", emb.Name())
+	if check == indexing.EmbedderRebuild {
+		svc.Go(func(ctx context.Context) error { pipe.Server.Reembed(ctx); return nil })
+	}
+	svc.Logger.Info("indexer started", "opensearch", cfg.OpenSearch.URL, "embedder", embID.String())
 	return svc.Run(ctx)
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/docrepo/docrepo/pkg/config"
+	"github.com/docrepo/docrepo/pkg/embed"
 	"github.com/docrepo/docrepo/pkg/search/opensearchengine"
 )
 
@@ -58,7 +59,7 @@ func fakeOpenSearch(t *testing.T) *httptest.Server {
 		case "GET /":
 			io.WriteString(w, `{"version":{"distribution":"opensearch","number":"3.1.0"}}`)
 		case "GET /docs/_mapping":
-			io.WriteString(w, `{"docs-v1":{"mappings":{"properties":{"content_vector":{"type":"knn_vector","dimension":4},"metadata_vector":{"type":"knn_vector","dimension":4}}}}}`)
+			io.WriteString(w, `{"docs-v1":{"mappings":{"properties":{"content_passages":{"type":"nested","properties":{"vector":{"type":"knn_vector","dimension":4}}},"metadata_vector":{"type":"knn_vector","dimension":4}}}}}`)
 		case "GET /docs-v*/_alias":
 			io.WriteString(w, `{"docs-v1":{"aliases":{"docs":{}}}}`)
 		case "PUT /docs-v2":
@@ -87,7 +88,7 @@ func TestOpenSearchRebuildTarget(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := fakeOpenSearch(t)
-			eng, err := opensearchengine.Settings{URL: srv.URL, Index: "docs"}.Open(t.Context(), 4, 0, nil)
+			eng, err := opensearchengine.Settings{URL: srv.URL, Index: "docs"}.Open(t.Context(), embed.Identity{Kind: "hash", Model: "hash", Version: "v1", Dimensions: 4}, 0, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -73,9 +73,16 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	opened, generation, err := openEngine(ctx, cfg, emb, log)
+	embID := embed.IdentityOf(emb)
+	opened, generation, err := openEngine(ctx, cfg, embID, log)
 	if err != nil {
 		return err
+	}
+	// The index must hold vectors of this embedder (docs/design.md §6).
+	check, err := indexing.CheckEmbedder(ctx, opened, embID, cfg.Indexing.EmbedderChange, log)
+	if err != nil {
+		opened.Close()
+		return fmt.Errorf("search: %w", err)
 	}
 	// Searches and the indexer use the index through a switch, so that a
 	// full rebuild can swap in a new index without downtime.
@@ -100,21 +107,28 @@ func Run(ctx context.Context, cfg Config) error {
 		defer pipe.Close()
 		pipe.Server.RebuildInto(embeddedRebuild(cfg.IndexDir, eng, &generation, log))
 		indexerv1.RegisterIndexerServiceServer(svc.Server.GRPC(), pipe.Server)
+		if check == indexing.EmbedderRebuild {
+			svc.Go(func(ctx context.Context) error { pipe.Server.Reembed(ctx); return nil })
+		}
+		svc.Go(func(ctx context.Context) error { pipe.RunVectorStage(ctx); return nil })
 		if cfg.NATSURL != "" {
 			svc.Go(func(ctx context.Context) error { return pipe.Consume(ctx, cfg.Common) })
 		} else {
 			log.Warn("NATS_URL is empty: not consuming document events; the index changes only by reindex")
 		}
-		log.Info("embedded search engine", "dir", cfg.IndexDir, "embedder", emb.Name())
+		log.Info("embedded search engine", "dir", cfg.IndexDir, "embedder", embID.String())
 	} else {
-		log.Info("OpenSearch search engine; the indexer process writes it", "embedder", emb.Name())
+		log.Info("OpenSearch search engine; the indexer process writes it", "embedder", embID.String())
+		if check == indexing.EmbedderRebuild {
+			log.Warn("vector search answers 503 until the indexer has re-embedded the index")
+		}
 	}
 	return svc.Run(ctx)
 }
 
 // openEngine opens the configured engine; for the embedded one it also
 // returns the name of the index generation in use.
-func openEngine(ctx context.Context, cfg Config, emb embed.Embedder, log *slog.Logger) (engine.Engine, string, error) {
+func openEngine(ctx context.Context, cfg Config, emb embed.Identity, log *slog.Logger) (engine.Engine, string, error) {
 	if cfg.Embedded() {
 		if cfg.IndexDir == "" {
 			return nil, "", errors.New("search: DOCREPO_INDEX_DIR is empty")
@@ -125,7 +139,7 @@ func openEngine(ctx context.Context, cfg Config, emb embed.Embedder, log *slog.L
 		}
 		return e, gen, nil
 	}
-	e, err := cfg.OpenSearch.Open(ctx, emb.Dimensions(), cfg.SearchTimeout, log)
+	e, err := cfg.OpenSearch.Open(ctx, emb, cfg.SearchTimeout, log)
 	return e, "", err
 }
 

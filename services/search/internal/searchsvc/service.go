@@ -14,6 +14,7 @@ import (
 
 	"github.com/docrepo/docrepo/pkg/apierr"
 	"github.com/docrepo/docrepo/pkg/auth"
+	"github.com/docrepo/docrepo/pkg/embed"
 	folderv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/folder/v1"
 	searchv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/search/v1"
 	"github.com/docrepo/docrepo/pkg/search/dsl"
@@ -59,6 +60,7 @@ type Service struct {
 	searchv1.UnimplementedSearchServiceServer
 	eng     engine.Engine
 	emb     textEmbedder
+	embID   *embed.Identity // nil when emb reports no identity
 	folders FolderLister
 	timeout time.Duration
 	log     *slog.Logger
@@ -75,7 +77,33 @@ func NewService(eng engine.Engine, emb textEmbedder, folders FolderLister, timeo
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{eng: eng, emb: emb, folders: folders, timeout: timeout, log: log}
+	s := &Service{eng: eng, emb: emb, folders: folders, timeout: timeout, log: log}
+	if ider, ok := emb.(embed.Identifier); ok {
+		id := ider.Identity()
+		s.embID = &id
+	}
+	return s
+}
+
+// errReembedding answers a vector search while the index holds vectors of
+// another embedder than the one queries are embedded with: it is being
+// re-embedded (DOCREPO_EMBEDDER_CHANGE=rebuild, pkg/indexing).
+var errReembedding = apierr.Unavailable("Vector search is unavailable while the index is re-embedded with a new embedder; full-text and metadata search work")
+
+// vectorSpace checks that the index's vectors come from the embedder the
+// service embeds queries with.
+func (s *Service) vectorSpace(ctx context.Context) error {
+	if s.embID == nil {
+		return nil
+	}
+	got, ok, err := s.eng.Embedder(ctx)
+	if err != nil {
+		return err
+	}
+	if ok && !got.Compatible(*s.embID) {
+		return errReembedding
+	}
+	return nil
 }
 
 // Search implements SearchService.Search (docs/api.md §4.8).
@@ -119,6 +147,14 @@ func (s *Service) Search(ctx context.Context, req *searchv1.SearchRequest) (*sea
 
 	ereq := engine.Request{Query: q, Plan: plan, GroupIDs: p.GroupIDs, Unrestricted: p.Unrestricted()}
 	if plan.Vector != nil {
+		if err := s.vectorSpace(ctx); err != nil {
+			if errors.Is(err, errReembedding) {
+				outcome = "error"
+				return nil, err
+			}
+			outcome = s.failure(ctx, err)
+			return nil, s.searchError(ctx, err, "engine embedder")
+		}
 		vecs, err := s.embedQueries(ctx, []string{plan.Vector.Query})
 		if err == nil && len(vecs) != 1 {
 			err = errors.New("embedder returned no vector")

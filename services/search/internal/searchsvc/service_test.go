@@ -36,7 +36,7 @@ func newTestService(t *testing.T, timeout time.Duration, wrap func(engine.Engine
 	}
 	for i := range docs {
 		v, _ := emb.Embed(context.Background(), []string{docs[i].Content, engine.MetadataText(&docs[i])})
-		docs[i].ContentVector, docs[i].MetadataVector = v[0], v[1]
+		docs[i].ContentVectors, docs[i].MetadataVector = [][]float32{v[0]}, v[1]
 	}
 	if _, err := eng.Upsert(context.Background(), docs); err != nil {
 		t.Fatal(err)
@@ -256,5 +256,37 @@ func TestQueriesEmbeddedAsQueries(t *testing.T) {
 				t.Errorf("queries %d, documents %d; want %d, %d", p.queries, p.documents, tc.wantQueries, tc.wantDocuments)
 			}
 		})
+	}
+}
+
+// TestVectorSearchRefusedWhileReembedding: while the index records another
+// embedder than the service's (it is being re-embedded), vector searches
+// answer Unavailable and full text still works; once it records the
+// service's embedder again, vector search is back.
+func TestVectorSearchRefusedWhileReembedding(t *testing.T) {
+	var eng engine.Engine
+	s := newTestService(t, 0, func(e engine.Engine) engine.Engine { eng = e; return e }, testDocs...)
+	ctx := context.Background()
+	vector := request(t, `{"where":{"vector":{"target":"content","query":"vaccines invoice"}}}`)
+	fts := request(t, `{"where":{"fts":{"query":"report"}}}`)
+	if _, err := s.Search(userCtx(10), vector); err != nil {
+		t.Fatalf("no embedder recorded: %v", err)
+	}
+	if err := eng.SetEmbedder(ctx, embed.Identity{Kind: "local", Model: "m", Version: "v", Dimensions: 256}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Search(userCtx(10), vector)
+	if ae := (*apierr.Error)(nil); !errors.As(err, &ae) || ae.Kind != apierr.KindUnavailable {
+		t.Fatalf("vector search over another embedder's vectors: %v, want Unavailable", err)
+	}
+	if resp, err := s.Search(userCtx(10), fts); err != nil || resp.GetTotal() != 1 {
+		t.Fatalf("full text meanwhile: %v, %v", resp, err)
+	}
+	h, _ := embed.NewHash(256)
+	if err := eng.SetEmbedder(ctx, h.Identity()); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := s.Search(userCtx(10), vector); err != nil || resp.GetTotal() != 2 {
+		t.Fatalf("after the rebuild: %v, %v", resp, err)
 	}
 }
