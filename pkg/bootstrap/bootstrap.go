@@ -10,6 +10,7 @@ package bootstrap
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -54,6 +55,9 @@ type Service struct {
 	Listener net.Listener
 	// Ready, when set, is consulted by /readyz in addition to the database.
 	Ready func(ctx context.Context) error
+	// ReadyInfo, when set, is added to /readyz's JSON answer (e.g. which
+	// embedder the search service runs, and whether it is the fallback).
+	ReadyInfo map[string]any
 
 	tasks       []func(ctx context.Context) error
 	stopTracing func(context.Context) error
@@ -232,13 +236,16 @@ func (s *Service) Handler() http.Handler {
 			err = s.Ready(ctx)
 		}
 		w.Header().Set("Content-Type", "application/json")
+		body := map[string]any{"status": "ok"}
+		for k, v := range s.ReadyInfo {
+			body[k] = v
+		}
 		if err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = fmt.Fprintf(w, `{"status":"unavailable"}`)
+			body["status"] = "unavailable"
 			s.Logger.Warn("not ready", "error", err)
-			return
 		}
-		_, _ = w.Write([]byte(`{"status":"ok"}`))
+		_ = json.NewEncoder(w).Encode(body)
 	})
 	return mux
 }

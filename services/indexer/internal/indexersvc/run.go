@@ -81,6 +81,7 @@ func Run(ctx context.Context, cfg Config) error {
 		_, err := eng.Count(ctx)
 		return err
 	}
+	svc.ReadyInfo = map[string]any{"embedder": embID.String(), "embedder_fallback": embID.Kind == embed.KindHash}
 	svc.Go(func(ctx context.Context) error { return pipe.Consume(ctx, cfg.Common) })
 	if check == indexing.EmbedderRebuild {
 		svc.Go(func(ctx context.Context) error { pipe.Server.Reembed(ctx); return nil })

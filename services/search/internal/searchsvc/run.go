@@ -99,6 +99,9 @@ func Run(ctx context.Context, cfg Config) error {
 		_, err := eng.Count(ctx)
 		return err
 	}
+	// /readyz names the embedder, and says when it is the lexical
+	// fallback (hash) rather than a semantic model.
+	svc.ReadyInfo = map[string]any{"embedder": embID.String(), "embedder_fallback": embID.Kind == embed.KindHash}
 	if cfg.Embedded() {
 		pipe, err := cfg.Indexing.NewPipeline(eng, emb, log.With("component", "indexer"))
 		if err != nil {
