@@ -57,7 +57,7 @@ func TestSearchEmbedderChange(t *testing.T) {
 	}
 	env = append(env, "OPENSEARCH_URL=", "NATS_URL=", "DOCREPO_INDEX_DIR="+t.TempDir(), "DOCREPO_LOG_LEVEL=info")
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+u.token)
-	admin := u.withKey(auth.ScopeAdmin)
+	admin := newService(t, auth.ScopeAdmin)
 	actx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+admin.token)
 
 	// start runs a search service with extra settings; it returns its
