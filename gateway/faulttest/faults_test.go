@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -398,7 +399,54 @@ func explainMissing(t *testing.T, s *stack, c *client, pool *pgxpool.Pool) {
 type row struct {
 	fault                   string
 	uploads, failed, stray  int
+	docReads, folderReads   int // reads that failed during the fault
 	back, searchable, total time.Duration
+}
+
+// reader reads while the uploads run: a document (the document service
+// alone) and the folder list (the folder service alone), so the table
+// shows which reads a dead process takes down with it: only its own.
+type reader struct {
+	c     *client
+	docID int64
+	mu    sync.Mutex
+	fails map[string][]time.Time // "document", "folders"
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func (r *reader) run() {
+	defer close(r.done)
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		for kind, path := range map[string]string{"document": fmt.Sprintf("/apiv2/pub/documents/%d", r.docID), "folders": "/apiv2/pub/folders"} {
+			st, _, err := r.c.do("GET", path, nil, "", nil)
+			if err != nil || st != 200 {
+				r.mu.Lock()
+				r.fails[kind] = append(r.fails[kind], time.Now())
+				r.mu.Unlock()
+			}
+		}
+	}
+}
+
+// failures returns the failed reads of kind within [from, to] and outside.
+func (r *reader) failures(kind string, from, to time.Time) (in, out int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.fails[kind] {
+		if !f.Before(from) && !f.After(to) {
+			in++
+		} else {
+			out++
+		}
+	}
+	r.fails[kind] = nil
+	return in, out
 }
 
 func TestFaults(t *testing.T) {
@@ -427,6 +475,28 @@ func TestFaults(t *testing.T) {
 		t.Fatalf("folder: %s", body)
 	}
 	c.folderID = f.FolderID
+
+	// A document to read during the faults (not one of the counted ones).
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	_ = w.WriteField("folder_id", strconv.FormatInt(c.folderID, 10))
+	_ = w.WriteField("description", "reader probe")
+	fw, _ := w.CreateFormFile("file", "probe.txt")
+	fmt.Fprint(fw, "read while processes are killed")
+	_ = w.Close()
+	st, body, err = c.do("POST", "/apiv2/pub/documents/upload", &buf, w.FormDataContentType(), nil)
+	var probe struct {
+		DocID int64 `json:"doc_id"`
+	}
+	if err != nil || st != 200 || json.Unmarshal(body, &probe) != nil {
+		t.Fatalf("probe upload: %d %s %v", st, body, err)
+	}
+	rd := &reader{c: c, docID: probe.DocID, fails: map[string][]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go rd.run()
+	defer func() { close(rd.stop); <-rd.done }()
+	// Which reads may fail while a process is down: those it serves.
+	readsDependOn := map[string][]string{"gateway": {"document", "folders"}, "document": {"document"},
+		"folder": {"folders"}, "postgres": {"document", "folders"}}
 
 	const workers = 4
 	faults := []string{"gateway", "document", "folder", "schema", "search", "devnats", "postgres"}
@@ -486,6 +556,20 @@ func TestFaults(t *testing.T) {
 		c.failures = nil
 		c.mu.Unlock()
 		r := row{fault: fault, uploads: int(perFault), failed: in, stray: out, back: backAt.Sub(killed)}
+		for _, kind := range []string{"document", "folders"} {
+			in, out := rd.failures(kind, killed, backAt.Add(3*time.Second))
+			if kind == "document" {
+				r.docReads = in
+			} else {
+				r.folderReads = in
+			}
+			if out > 0 {
+				t.Errorf("%s: %d %s reads failed outside the fault window", fault, out, kind)
+			}
+			if in > 0 && !slices.Contains(readsDependOn[fault], kind) {
+				t.Errorf("%s down: %d %s reads failed, though no %s read goes through it", fault, in, kind, kind)
+			}
+		}
 		if caughtUp.IsZero() {
 			t.Errorf("%s: %d acknowledged documents not all searchable 60 s after the uploads ended", fault, want)
 			r.searchable = -1
@@ -519,13 +603,14 @@ func TestFaults(t *testing.T) {
 	}
 	var table strings.Builder
 	fmt.Fprintf(&table, "fault injection: %d uploads per fault, %d clients, every process of `make run` (devstack)\n", perFault, workers)
-	fmt.Fprintf(&table, "%-9s %8s %8s %10s %12s\n", "fault", "uploads", "failed", "back after", "searchable*")
+	fmt.Fprintf(&table, "%-9s %8s %8s %10s %12s %10s %12s\n", "fault", "uploads", "failed", "back after", "searchable*", "doc reads", "folder reads")
 	for _, r := range rows {
-		fmt.Fprintf(&table, "%-9s %8d %8d %10s %12s\n", r.fault, r.uploads, r.failed, r.back.Round(time.Millisecond), r.searchable.Round(time.Millisecond))
+		fmt.Fprintf(&table, "%-9s %8d %8d %10s %12s %10d %12d\n", r.fault, r.uploads, r.failed, r.back.Round(time.Millisecond), r.searchable.Round(time.Millisecond), r.docReads, r.folderReads)
 	}
 	fmt.Fprintf(&table, "acknowledged %d, stored %d (distinct %d): lost %d, duplicated %d; searchable %d\n",
 		acked, stored, distinct, acked-distinct, stored-distinct, total)
 	fmt.Fprintf(&table, "failed: requests that failed (and were retried with the same Idempotency-Key) between the kill and 3 s after the process was back;\n")
+	fmt.Fprintf(&table, "doc reads, folder reads: GET of a document and of the folder list every 50 ms that failed in the same window\n")
 	fmt.Fprintf(&table, "* searchable: from the later of the process back and the phase's last upload until every acknowledged document was found by search\n")
 	if long || testing.Verbose() {
 		fmt.Print(table.String())
