@@ -71,6 +71,14 @@ type ConsumerOptions struct {
 	// written to the engine, the next is loaded. The engine keeps the
 	// newest revision of a document whatever order batches finish in.
 	Pipeline int
+	// Exclusive says this process is the only one consuming Durable (the
+	// embedded engine, whose index has a single writer). Then the events
+	// still unacknowledged when Consume starts were held by a process
+	// that died, and Consume hands them out again at once (it resets the
+	// consumer to its ack floor; NATS 2.14 or newer) instead of letting
+	// them wait out AckWait. Never set it for consumers several processes
+	// share: their events in progress would be handled twice.
+	Exclusive bool
 }
 
 func (o *ConsumerOptions) defaults() {
@@ -139,6 +147,9 @@ func (ix *Indexer) Consume(ctx context.Context, o ConsumerOptions) error {
 		}
 		return fmt.Errorf("indexing: create consumer %s: %w", o.Durable, err)
 	}
+	if o.Exclusive {
+		ix.reclaim(ctx, o.JetStream, cons, o)
+	}
 	ix.log.Info("indexer consuming", "stream", events.StreamName, "durable", o.Durable, "filter", events.SubjectDocuments)
 	go ix.reportPending(ctx, cons)
 	// Documents read by OCR in the background settle their events before
@@ -154,6 +165,34 @@ func (ix *Indexer) Consume(ctx context.Context, o ConsumerOptions) error {
 		}
 	}
 	return nil
+}
+
+// reclaimTimeout bounds the consumer reset at start-up (a server before
+// 2.14 does not answer it).
+const reclaimTimeout = 5 * time.Second
+
+// reclaim makes the events a dead predecessor of this exclusive consumer
+// held unacknowledged deliverable again at once: the fault-injection suite
+// (gateway/faulttest) measured a search process killed with SIGKILL
+// leaving up to AckWait (10 s) of documents unsearchable after it was
+// back. Events acknowledged above the ack floor come again too; handling
+// is idempotent and the engine keeps the newest revision.
+func (ix *Indexer) reclaim(ctx context.Context, js jetstream.JetStream, cons jetstream.Consumer, o ConsumerOptions) {
+	held := cons.CachedInfo().NumAckPending
+	if held == 0 {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, reclaimTimeout)
+	defer cancel()
+	resp, err := js.ResetConsumer(rctx, events.StreamName, o.Durable)
+	if err != nil {
+		if ctx.Err() == nil {
+			ix.log.Warn("could not reclaim the events a previous process held (NATS 2.14 or newer can); they are delivered again after the ack wait",
+				"durable", o.Durable, "held", held, "ack_wait", o.AckWait, "error", err)
+		}
+		return
+	}
+	ix.log.Info("reclaimed the events a previous process held unacknowledged", "durable", o.Durable, "held", held, "from_stream_seq", resp.ResetSeq)
 }
 
 func (ix *Indexer) waitStream(ctx context.Context, js jetstream.JetStream) error {

@@ -2,6 +2,7 @@ package indexing
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -206,6 +207,68 @@ func TestConsumerPoisonDoesNotBlock(t *testing.T) {
 		return ok && d3.Rev == 2 && d2.Rev == 5
 	})
 	waitFor(t, 30*time.Second, "every event acknowledged", func() bool { return consumerIdle(t, js, "poison") })
+}
+
+// A consumer process killed with SIGKILL leaves the events it held
+// unacknowledged. An exclusive consumer (the embedded engine's) reclaims
+// them when it starts again, so they are indexed at once rather than after
+// the ack wait; a shared one leaves them to the ack wait, since another
+// process may be working on them.
+func TestExclusiveConsumerReclaimsEventsOfADeadProcess(t *testing.T) {
+	for _, exclusive := range []bool{true, false} {
+		t.Run(fmt.Sprintf("exclusive=%v", exclusive), func(t *testing.T) {
+			_, js, pub := newStream(t)
+			store := newDocStore()
+			const docs = 20
+			for id := int64(1); id <= docs; id++ {
+				store.put(id, textDoc(1, "document "+strconv.FormatInt(id, 10)))
+				pub.event(id, 1, events.KindCreated)
+			}
+			opts := ConsumerOptions{JetStream: js, Durable: "reclaim", AckWait: time.Minute, Exclusive: exclusive}
+			ctx := context.Background()
+			// The process that dies: it took every event and acknowledged
+			// the first five.
+			dead, err := js.CreateOrUpdateConsumer(ctx, events.StreamName, ConsumerConfig(opts))
+			if err != nil {
+				t.Fatal(err)
+			}
+			batch, err := dead.Fetch(docs, jetstream.FetchMaxWait(5*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := 0
+			for m := range batch.Messages() {
+				if got++; got <= 5 {
+					if err := m.Ack(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if got != docs {
+				t.Fatalf("the dead process took %d events, want %d", got, docs)
+			}
+
+			eng := newMemEngine(t)
+			runConsumer(t, newTestIndexer(t, eng, store.serve(t), nil), opts)
+			if !exclusive {
+				time.Sleep(2 * time.Second)
+				if n, _ := eng.Count(ctx); n != 0 {
+					t.Fatalf("a shared consumer indexed %d documents another process held; want them left to the ack wait", n)
+				}
+				return
+			}
+			// Well within the minute of ack wait.
+			waitFor(t, 10*time.Second, "the events the dead process held", func() bool {
+				for id := int64(6); id <= docs; id++ {
+					if _, ok := eng.get(id); !ok {
+						return false
+					}
+				}
+				return true
+			})
+			waitFor(t, 10*time.Second, "every event acknowledged", func() bool { return consumerIdle(t, js, opts.Durable) })
+		})
+	}
 }
 
 func TestBackoff(t *testing.T) {

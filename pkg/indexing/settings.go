@@ -241,10 +241,13 @@ func deferVectors(setting, kind string) (bool, error) {
 
 // Pipeline is a running indexer's parts.
 type Pipeline struct {
-	Indexer  *Indexer
-	Server   *Server
-	settings Settings
-	conns    []func()
+	Indexer *Indexer
+	Server  *Server
+	// Exclusive: this process is the only consumer of its durable (see
+	// ConsumerOptions.Exclusive); the search service's embedded engine.
+	Exclusive bool
+	settings  Settings
+	conns     []func()
 }
 
 // NewPipeline dials the document service with the service token and
@@ -329,7 +332,7 @@ func (p *Pipeline) Consume(ctx context.Context, cfg config.Common) error {
 		go p.Indexer.VerifyLoop(ctx, p.settings.VerifyInterval)
 	}
 	return p.Indexer.Consume(ctx, ConsumerOptions{JetStream: js, Durable: p.settings.Durable, BatchSize: p.settings.BatchSize,
-		Pipeline: p.settings.Pipeline, StreamReplicas: cfg.NATSReplicas, AckWait: p.settings.AckWait, MaxDeliver: p.settings.MaxDeliver})
+		Pipeline: p.settings.Pipeline, StreamReplicas: cfg.NATSReplicas, AckWait: p.settings.AckWait, MaxDeliver: p.settings.MaxDeliver, Exclusive: p.Exclusive})
 }
 
 // RunVectorStage runs the indexer's vector stage until ctx ends (at once

@@ -108,6 +108,9 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("search: embedded mode runs the indexer: %w", err)
 		}
 		defer pipe.Close()
+		// The index has one writer, so its durable consumer has one
+		// process: events a killed predecessor held are reclaimed at start.
+		pipe.Exclusive = true
 		pipe.Server.RebuildInto(embeddedRebuild(cfg.IndexDir, eng, &generation, log))
 		indexerv1.RegisterIndexerServiceServer(svc.Server.GRPC(), pipe.Server)
 		if check == indexing.EmbedderRebuild {
