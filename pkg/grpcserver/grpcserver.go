@@ -26,6 +26,7 @@ import (
 
 	"github.com/docrepo/docrepo/pkg/apierr"
 	"github.com/docrepo/docrepo/pkg/auth"
+	"github.com/docrepo/docrepo/pkg/database"
 	"github.com/docrepo/docrepo/pkg/logging"
 )
 
@@ -182,6 +183,12 @@ func (b *boundary) begin(ctx context.Context, method string) (context.Context, *
 
 func (b *boundary) finish(ctx context.Context, l *slog.Logger, method string, start time.Time, err error) error {
 	st := apierr.ToStatus(err)
+	if st.Code() == codes.Internal && database.Unreachable(err) {
+		// Postgres restarting is not a fault of the request: 503, which
+		// clients retry, not 500.
+		err = &apierr.Error{Kind: apierr.KindUnavailable, Detail: "Service unavailable", Cause: err}
+		st = apierr.ToStatus(err)
+	}
 	code := st.Code()
 	elapsed := time.Since(start)
 	rpcTotal.WithLabelValues(b.name, method, code.String()).Inc()

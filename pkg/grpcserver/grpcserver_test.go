@@ -2,9 +2,11 @@ package grpcserver_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -91,6 +93,12 @@ func TestBoundary(t *testing.T) {
 		{name: "domain error keeps its kind", token: searcherTok, behave: func(context.Context) error { return apierr.Locked("Document is locked") },
 			wantCode: codes.FailedPrecondition, wantMsg: "Document is locked"},
 		{name: "panic becomes internal", token: searcherTok, behave: func(context.Context) error { panic("boom") },
+			wantCode: codes.Internal, wantMsg: "Internal server error"},
+		{name: "an unreachable database is unavailable, not internal", token: searcherTok,
+			behave:   func(context.Context) error { return apierr.Internal(fmt.Errorf("load: %w", pgconn.ErrConnClosed)) },
+			wantCode: codes.Unavailable, wantMsg: "Service unavailable"},
+		{name: "other internal errors stay internal", token: searcherTok,
+			behave:   func(context.Context) error { return apierr.Internal(&pgconn.PgError{Code: "23505"}) },
 			wantCode: codes.Internal, wantMsg: "Internal server error"},
 	}
 	for _, tt := range tests {
