@@ -189,11 +189,7 @@ func (s *Store) CreateKey(ctx context.Context, username string, scopes []string,
 	scopes = slices.Compact(slices.Sorted(slices.Values(scopes)))
 	token, hash := auth.NewToken()
 	k := Key{Username: username, Prefix: auth.TokenPrefix(token), Scopes: scopes}
-	var expires *time.Time
-	if expiresIn > 0 {
-		t := s.now().Add(expiresIn).UTC()
-		expires = &t
-	}
+	expires := s.expiry(expiresIn)
 	err := s.pool.QueryRow(ctx, `INSERT INTO identity.api_keys (user_id, token_hash, token_prefix, scopes, expires_at)
 		SELECT id, $2, $3, $4, $5 FROM identity.users WHERE username = $1
 		RETURNING id, created_at, expires_at`, username, hash, k.Prefix, scopes, expires).Scan(&k.ID, &k.CreatedAt, &k.ExpiresAt)
@@ -208,14 +204,30 @@ func (s *Store) CreateKey(ctx context.Context, username string, scopes []string,
 
 // RevokeKey revokes a key by id. Revoking twice is not an error.
 func (s *Store) RevokeKey(ctx context.Context, id int64) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE identity.api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1`, id)
+	return s.revoke(ctx, "identity.api_keys", "key", id)
+}
+
+// revoke sets revoked_at of row id of table (api_keys or
+// service_credentials), keeping an earlier revocation's time.
+func (s *Store) revoke(ctx context.Context, table, what string, id int64) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE `+table+` SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1`, id)
 	if err != nil {
 		return err
 	}
 	if tag.RowsAffected() == 0 {
-		return apierr.NotFound("no key with id %d", id)
+		return apierr.NotFound("no %s with id %d", what, id)
 	}
 	return nil
+}
+
+// expiry is when a credential created now with lifetime expiresIn
+// expires (nil: never, for 0).
+func (s *Store) expiry(expiresIn time.Duration) *time.Time {
+	if expiresIn <= 0 {
+		return nil
+	}
+	t := s.now().Add(expiresIn).UTC()
+	return &t
 }
 
 // ListKeys lists keys, of one user when username is not empty.
@@ -262,11 +274,7 @@ func (s *Store) CreateServiceCredential(ctx context.Context, name string, scopes
 	scopes = slices.Compact(slices.Sorted(slices.Values(scopes)))
 	token, hash := auth.NewServiceToken()
 	c := ServiceCredential{Name: name, Prefix: auth.TokenPrefix(token), Scopes: scopes}
-	var expires *time.Time
-	if expiresIn > 0 {
-		t := s.now().Add(expiresIn).UTC()
-		expires = &t
-	}
+	expires := s.expiry(expiresIn)
 	err := s.pool.QueryRow(ctx, `INSERT INTO identity.service_credentials (name, token_hash, token_prefix, scopes, expires_at)
 		VALUES ($1, $2, $3, $4, $5) RETURNING id, created_at, expires_at`, name, hash, c.Prefix, scopes, expires).
 		Scan(&c.ID, &c.CreatedAt, &c.ExpiresAt)
@@ -279,14 +287,7 @@ func (s *Store) CreateServiceCredential(ctx context.Context, name string, scopes
 // RevokeServiceCredential revokes a service credential by id. Revoking
 // twice is not an error.
 func (s *Store) RevokeServiceCredential(ctx context.Context, id int64) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE identity.service_credentials SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1`, id)
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return apierr.NotFound("no service credential with id %d", id)
-	}
-	return nil
+	return s.revoke(ctx, "identity.service_credentials", "service credential", id)
 }
 
 // ListServiceCredentials lists service credentials, of one name when name

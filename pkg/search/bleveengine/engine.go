@@ -391,6 +391,17 @@ func parseDocID(s string) (int64, error) {
 	return id, nil
 }
 
+// checkPassages refuses documents whose passage vectors cannot be stored
+// (of different lengths), before anything is written; op names the call.
+func checkPassages(op string, docs []engine.Document) error {
+	for i := range docs {
+		if _, _, err := flattenPassages(docs[i].ContentVectors); err != nil {
+			return fmt.Errorf("bleveengine: %s: document %d: %w", op, docs[i].ID, err)
+		}
+	}
+	return nil
+}
+
 // Upsert writes every document whose Rev is newer than the revision the
 // engine holds (of a live document or of a tombstone). Within one call, the
 // newest revision of an id wins and the others count as stale. Documents
@@ -405,10 +416,8 @@ func (e *Engine) Upsert(ctx context.Context, docs []engine.Document) (engine.Wri
 	if err != nil {
 		return res, err
 	}
-	for i := range docs {
-		if _, _, err := flattenPassages(docs[i].ContentVectors); err != nil {
-			return res, fmt.Errorf("bleveengine: upsert: document %d: %w", docs[i].ID, err)
-		}
+	if err := checkPassages("upsert", docs); err != nil {
+		return res, err
 	}
 
 	// Pick, per id, the newest revision that beats the stored one.

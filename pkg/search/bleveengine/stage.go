@@ -67,10 +67,8 @@ func (e *Engine) SetContentVectors(ctx context.Context, docs []engine.Document) 
 	if err != nil {
 		return res, err
 	}
-	for i := range docs {
-		if _, _, err := flattenPassages(docs[i].ContentVectors); err != nil {
-			return res, fmt.Errorf("bleveengine: set vectors: document %d: %w", docs[i].ID, err)
-		}
+	if err := checkPassages("set vectors", docs); err != nil {
+		return res, err
 	}
 	adv, err := idx.Advanced()
 	if err != nil {
