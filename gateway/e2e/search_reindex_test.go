@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
@@ -127,11 +129,22 @@ func (p *prepended) Recv() (*indexerv1.ReindexResponse, error) {
 // the event were lost) is never indexed by the consumer; the anti-entropy
 // pass (reindex -verify, which also runs at start-up and every
 // DOCREPO_INDEX_VERIFY_INTERVAL) finds it missing and indexes it, without
-// a rebuild.
+// a rebuild. A document whose file the document service records as not
+// read (as when every download failed and the indexer wrote it without its
+// text) is read again at the revision the index holds.
 func TestVerifyRepairsALostEvent(t *testing.T) {
 	u := newDocUser(t)
 	kept := u.uploadText("kept.txt", "numbat with its event", field("description", "numbat with its event"))
 	u.waitIndexed(kept)
+	eventually(t, indexWait, func() error {
+		if d := u.getDoc(kept, ""); d.ContentSource == nil || *d.ContentSource != "text" {
+			return fmt.Errorf("content_source %v, want text", d.ContentSource)
+		}
+		return nil
+	})
+	if _, err := stk.pool.Exec(context.Background(), `UPDATE document.linked_files SET content_source = NULL WHERE doc_id = $1`, kept); err != nil {
+		t.Fatal(err)
+	}
 	// A document row with no outbox row: its event is "lost".
 	var lost int64
 	if err := stk.pool.QueryRow(context.Background(), `WITH d AS (
@@ -169,10 +182,16 @@ func TestVerifyRepairsALostEvent(t *testing.T) {
 		}
 		last = p
 	}
-	if last == nil || !last.GetFinished() || last.GetMissing() < 1 || last.GetFailed() != 0 {
+	if last == nil || !last.GetFinished() || last.GetMissing() < 1 || last.GetUnread() < 1 || last.GetFailed() != 0 {
 		t.Fatalf("verify progress = %v, want finished with the lost document repaired", last)
 	}
 	if r := u.searchOK(byDescription); r.Total != 2 {
 		t.Fatalf("after verify: %d numbat documents, want 2 (ids %v, lost %d)", r.Total, r.ids(), lost)
+	}
+	if d := u.getDoc(kept, ""); d.ContentSource == nil || *d.ContentSource != "text" {
+		t.Fatalf("after verify: content_source %v, want text (the file read again)", d.ContentSource)
+	}
+	if r := u.searchOK(map[string]any{"where": fts("numbat")}); !slices.Contains(r.ids(), kept) {
+		t.Fatalf("after verify: the reread document is not found by its text (ids %v)", r.ids())
 	}
 }

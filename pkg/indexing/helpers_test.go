@@ -137,14 +137,18 @@ func (s *docStore) ListDocumentIds(_ context.Context, req *documentv1.ListDocume
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	total := int64(len(ids))
-	var page, revs []int64
+	var page, revs, unread []int64
 	for _, id := range ids {
 		if id > req.GetAfterId() && len(page) < int(req.GetLimit()) {
+			d := s.docs[id]
 			page = append(page, id)
-			revs = append(revs, s.docs[id].rev)
+			revs = append(revs, d.rev)
+			if _, read := s.sources[id*10+d.rev]; d.file != nil && !read {
+				unread = append(unread, id)
+			}
 		}
 	}
-	return &documentv1.ListDocumentIdsResponse{Ids: page, Total: total, Revs: revs}, nil
+	return &documentv1.ListDocumentIdsResponse{Ids: page, Total: total, Revs: revs, UnreadIds: unread}, nil
 }
 
 func (s *docStore) DownloadFile(req *documentv1.DownloadFileRequest, stream grpc.ServerStreamingServer[documentv1.DownloadFileResponse]) error {
@@ -223,7 +227,7 @@ func (m *recEngine) Upsert(ctx context.Context, docs []engine.Document) (engine.
 	defer m.mu.Unlock()
 	m.writes += r.Written
 	for _, d := range docs {
-		if old, ok := m.docs[d.ID]; !ok || d.Rev > old.Rev {
+		if old, ok := m.docs[d.ID]; !ok || d.Rev > old.Rev || d.Rev == old.Rev && d.Reread {
 			m.docs[d.ID] = d
 		}
 	}

@@ -122,6 +122,8 @@ type Indexer struct {
 	// deferred counts documents the consumer is reading with OCR in the
 	// background.
 	deferred sync.WaitGroup
+	// outages counts batches held through an outage (holdThroughOutage).
+	outages atomic.Int64
 }
 
 // New returns an Indexer.
@@ -187,6 +189,11 @@ type Item struct {
 	// DeferOCR, off its fast path (the event consumer does, so that a long
 	// scan never holds back the documents of its batch).
 	DeferOCR bool
+	// Reread: index the document also when the engine holds its revision
+	// already, because that revision was written without its file's text
+	// (the anti-entropy pass sets it for documents whose file the
+	// document service records as not read).
+	Reread bool
 	// Cause is the trace context of the write that caused the event (from
 	// its traceparent header): indexing continues that trace, so the calls
 	// to the document service carry it too. Zero when unknown.
@@ -336,7 +343,7 @@ func (ix *Indexer) prepare(ctx context.Context, it Item) prepared {
 	if err != nil {
 		return prepared{err: fmt.Errorf("engine revision of %d: %w", it.ID, err)}
 	}
-	if it.Rev > 0 && have && stored >= it.Rev {
+	if it.Rev > 0 && have && (stored > it.Rev || stored == it.Rev && !it.Reread) {
 		return prepared{outcome: Current}
 	}
 	cctx, cancel := context.WithTimeout(ctx, ix.o.CallTimeout)
@@ -357,10 +364,11 @@ func (ix *Indexer) prepare(ctx context.Context, it Item) prepared {
 		return prepared{outcome: Deleted}
 	}
 	src := resp.GetDocument()
-	if have && stored >= src.GetRev() {
+	if have && (stored > src.GetRev() || stored == src.GetRev() && !it.Reread) {
 		return prepared{outcome: Current}
 	}
 	doc := toEngineDocument(src)
+	doc.Reread = it.Reread
 	var contentErr error
 	source := extract.SourceNone
 	var ocrErr error
@@ -378,8 +386,16 @@ func (ix *Indexer) prepare(ctx context.Context, it Item) prepared {
 		}
 		if contentErr != nil {
 			var dl *downloadError
-			if errors.As(contentErr, &dl) && !it.DegradeContent {
+			unreadable := errors.As(contentErr, &dl)
+			if unreadable && !it.DegradeContent {
 				return prepared{err: contentErr}
+			}
+			if !unreadable {
+				// The file was read and has no usable text (too large,
+				// not extractable): that is its content source. A file
+				// that could not be downloaded stays unrecorded, so the
+				// anti-entropy pass reads it again later.
+				source = extract.SourceNone
 			}
 			if ctx.Err() != nil {
 				return prepared{err: ctx.Err()}

@@ -35,8 +35,12 @@ var (
 	}, []string{"reason"})
 	metricRepaired = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "docrepo_indexer_repaired_total",
-		Help: "Documents the anti-entropy pass repaired, by kind: missing (the index lacked it), stale (older revision indexed), deleted (indexed but no longer a document).",
+		Help: "Documents the anti-entropy pass repaired, by kind: missing (the index lacked it), stale (older revision indexed), deleted (indexed but no longer a document), unread (indexed without its file's text, which could not be downloaded; read again).",
 	}, []string{"kind"})
+	metricOutage = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "docrepo_indexer_paused",
+		Help: "1 while indexing is paused because the document service, its database or the engine does not answer (events are held and tried again as soon as they do), else 0.",
+	})
 	metricDiverged = promauto.NewGauge(prometheus.GaugeOpts{
 		Name: "docrepo_indexer_diverged",
 		Help: "Documents the last anti-entropy pass found indexed at a newer revision than the documents of record (a restored backup): docrepoctl reindex -recreate rebuilds the index.",
@@ -76,7 +80,7 @@ func init() {
 	for _, r := range []string{"limit", "page_timeout", "doc_timeout", "language", "malformed", "ocr"} {
 		metricOCRFailed.WithLabelValues(r)
 	}
-	for _, r := range []string{"missing", "stale", "deleted"} {
+	for _, r := range []string{"missing", "stale", "deleted", "unread"} {
 		metricRepaired.WithLabelValues(r)
 	}
 	for _, r := range []string{"refused", "max_deliveries"} {

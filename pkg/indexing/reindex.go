@@ -158,7 +158,7 @@ func (s *Server) Reindex(req *indexerv1.ReindexRequest, stream grpc.ServerStream
 		}
 		_, err = s.ix.Verify(stream.Context(), func(r VerifyResult, total int64, finished bool) error {
 			return stream.Send(&indexerv1.ReindexResponse{Done: r.Checked, Total: max(total, r.Checked), Failed: r.Failed, Finished: finished,
-				Missing: r.Missing, Stale: r.Stale, Diverged: r.Diverged, Deleted: r.Deleted})
+				Missing: r.Missing, Stale: r.Stale, Diverged: r.Diverged, Deleted: r.Deleted, Unread: r.Unread})
 		})
 	} else {
 		send := func(p Progress) error {

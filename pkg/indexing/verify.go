@@ -22,7 +22,11 @@ import (
 //     revisions, so this is counted and logged, not repaired: a full
 //     rebuild (docrepoctl reindex -recreate) makes the index follow the
 //     restored documents;
-//   - deleted: the index holds a document that no longer exists → removed.
+//   - deleted: the index holds a document that no longer exists → removed;
+//   - unread: the index holds the current revision, but written without
+//     its file's text (the download failed on every attempt), which the
+//     document service tells by the file's missing content source → the
+//     file is read and the revision written again.
 //
 // The engine is read first: a document created after that read is found
 // in the documents of record and indexed (idempotent by revision), never
@@ -33,12 +37,16 @@ type VerifyResult struct {
 	// Checked counts documents of record compared.
 	Checked                           int64
 	Missing, Stale, Diverged, Deleted int64
+	// Unread counts documents indexed without their file's text, read again.
+	Unread int64
 	// Failed counts repairs that failed (the next pass tries again).
 	Failed int64
 }
 
 // Repaired is the number of documents repaired.
-func (r VerifyResult) Repaired() int64 { return r.Missing + r.Stale + r.Deleted - r.Failed }
+func (r VerifyResult) Repaired() int64 {
+	return r.Missing + r.Stale + r.Deleted + r.Unread - r.Failed
+}
 
 // Verify compares the index with the documents of record and repairs the
 // differences. report, when not nil, receives the progress as Reindex's
@@ -70,6 +78,10 @@ func (ix *Indexer) Verify(ctx context.Context, report func(VerifyResult, int64, 
 		if len(revs) != len(ids) {
 			return res, fmt.Errorf("indexing: verify: the document service sent %d revisions for %d ids (an older version?)", len(revs), len(ids))
 		}
+		unread := make(map[int64]bool, len(page.GetUnreadIds()))
+		for _, id := range page.GetUnreadIds() {
+			unread[id] = true
+		}
 		var repair []Item
 		for i, id := range ids {
 			rev := revs[i]
@@ -82,6 +94,9 @@ func (ix *Indexer) Verify(ctx context.Context, report func(VerifyResult, int64, 
 			case stored < rev:
 				res.Stale++
 				repair = append(repair, Item{ID: id, Rev: rev})
+			case stored == rev && unread[id]:
+				res.Unread++
+				repair = append(repair, Item{ID: id, Rev: rev, Reread: true})
 			case stored > rev:
 				res.Diverged++
 				ix.log.Warn("verify: the index holds a newer revision than the documents of record (a restored backup?); "+
@@ -112,13 +127,13 @@ func (ix *Indexer) Verify(ctx context.Context, report func(VerifyResult, int64, 
 			ix.log.Warn("verify: removing a deleted document failed", "doc_id", id, "error", err)
 		}
 	}
-	for kind, n := range map[string]int64{"missing": res.Missing, "stale": res.Stale, "deleted": res.Deleted} {
+	for kind, n := range map[string]int64{"missing": res.Missing, "stale": res.Stale, "deleted": res.Deleted, "unread": res.Unread} {
 		metricRepaired.WithLabelValues(kind).Add(float64(n))
 	}
 	metricDiverged.Set(float64(res.Diverged))
 	metricVerified.SetToCurrentTime()
 	ix.log.Info("verify: index compared with the documents of record", "checked", res.Checked, "missing", res.Missing,
-		"stale", res.Stale, "diverged", res.Diverged, "deleted", res.Deleted, "failed", res.Failed,
+		"stale", res.Stale, "diverged", res.Diverged, "deleted", res.Deleted, "unread", res.Unread, "failed", res.Failed,
 		"took", time.Since(started).Round(time.Millisecond))
 	if report != nil {
 		return res, report(res, res.Checked, true)

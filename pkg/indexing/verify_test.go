@@ -2,6 +2,7 @@ package indexing
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/docrepo/docrepo/pkg/search/engine"
@@ -30,6 +31,8 @@ func TestVerifyRepairsTheDifference(t *testing.T) {
 	if _, err := eng.Upsert(ctx, docs); err != nil {
 		t.Fatal(err)
 	}
+	// The indexer that wrote 1 and 2 had read their files.
+	store.sources[1*10+2], store.sources[2*10+2] = "text", "text"
 	res, err := ix.Verify(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -61,3 +64,57 @@ func TestVerifyRepairsTheDifference(t *testing.T) {
 }
 
 func strPtr(s string) *string { return &s }
+
+// A document indexed at its revision but without its text — its file could
+// not be downloaded on any attempt, so the last one indexed it content-less
+// — is read again by the next pass once the file can be read, and becomes
+// findable by its text; a file that was read and holds no text is not.
+func TestVerifyRereadsADocumentIndexedWithoutItsText(t *testing.T) {
+	ctx := context.Background()
+	store := newDocStore()
+	eng := newMemEngine(t)
+	ix := newTestIndexer(t, eng, store.serve(t), nil)
+	store.put(1, textDoc(1, "alpha beta"))
+	store.put(2, textDoc(1, "gamma delta"))
+	empty := textDoc(1, "")
+	empty.mime, empty.name = "application/octet-stream", "blob.bin"
+	store.put(3, empty)
+
+	store.failDownloads.Store(true)
+	r := ix.Index(ctx, []Item{{ID: 1, Rev: 1, DegradeContent: true}})
+	store.failDownloads.Store(false)
+	if r[0].Outcome != Written || r[0].ContentErr == nil {
+		t.Fatalf("last attempt: outcome %v content error %v, want written without content", r[0].Outcome, r[0].ContentErr)
+	}
+	for _, id := range []int64{2, 3} {
+		if r := ix.Index(ctx, []Item{{ID: id, Rev: 1}}); r[0].Outcome != Written {
+			t.Fatalf("doc %d: %v %v", id, r[0].Outcome, r[0].Err)
+		}
+	}
+	if d, _ := eng.get(1); d.Content != "" {
+		t.Fatalf("doc 1 content %q, want none", d.Content)
+	}
+	if got := store.source(1); got != "" {
+		t.Fatalf("content source of the unread file = %q, want none recorded", got)
+	}
+	if got := store.source(3); got == "" {
+		t.Fatalf("the file without text has no content source recorded: the pass would read it forever")
+	}
+
+	res, err := ix.Verify(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (VerifyResult{Checked: 3, Unread: 1}); res != want {
+		t.Fatalf("Verify = %+v, want %+v", res, want)
+	}
+	if d, _ := eng.get(1); !strings.Contains(d.Content, "alpha beta") {
+		t.Fatalf("doc 1 content after verify = %q, want its text", d.Content)
+	}
+	if got := store.source(1); got != "text" {
+		t.Fatalf("content source after verify = %q, want text", got)
+	}
+	if again, err := ix.Verify(ctx, nil); err != nil || again.Repaired() != 0 {
+		t.Fatalf("second pass = %+v, %v, want nothing to repair", again, err)
+	}
+}

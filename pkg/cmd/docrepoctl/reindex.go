@@ -173,8 +173,8 @@ func runReindex(ctx context.Context, target, token string, req *indexerv1.Reinde
 		if p.GetFinished() {
 			out.done(p, time.Since(start))
 			if req.GetVerify() {
-				fmt.Fprintf(out.w, "verified %d documents: %d missing, %d stale, %d deleted repaired; %d indexed at a newer revision than the documents of record (reindex -recreate follows them)\n",
-					p.GetDone(), p.GetMissing(), p.GetStale(), p.GetDeleted(), p.GetDiverged())
+				fmt.Fprintf(out.w, "verified %d documents: %d missing, %d stale, %d deleted, %d without their text repaired; %d indexed at a newer revision than the documents of record (reindex -recreate follows them)\n",
+					p.GetDone(), p.GetMissing(), p.GetStale(), p.GetDeleted(), p.GetUnread(), p.GetDiverged())
 			}
 			if p.GetFailed() > 0 {
 				return fmt.Errorf("reindex: %d documents failed (see the indexer's log)", p.GetFailed())

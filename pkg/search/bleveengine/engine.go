@@ -426,7 +426,7 @@ func (e *Engine) Upsert(ctx context.Context, docs []engine.Document) (engine.Wri
 	e.mu.RLock()
 	for i := range docs {
 		d := &docs[i]
-		if r, ok := e.tab.get(d.ID); ok && r.rev >= d.Rev {
+		if r, ok := e.tab.get(d.ID); ok && (r.rev > d.Rev || r.rev == d.Rev && !d.Reread) {
 			res.Stale++
 			continue
 		}

@@ -64,6 +64,10 @@ type Document struct {
 	// text and metadata, and by its metadata vector, but never as a
 	// content neighbour.
 	VectorsPending bool
+	// Reread replaces the stored document also when it holds this very
+	// revision: the revision's file was indexed without its text (the
+	// download failed) and has now been read. Never an older revision.
+	Reread bool
 }
 
 // Request is one search to execute.
@@ -113,7 +117,8 @@ type WriteResult struct {
 // Engine is a search engine backend. Implementations are safe for
 // concurrent use.
 type Engine interface {
-	// Upsert writes each document whose Rev is newer than the stored one.
+	// Upsert writes each document whose Rev is newer than the stored one
+	// (or, with Reread, the same).
 	Upsert(ctx context.Context, docs []Document) (WriteResult, error)
 	// Delete removes a document unless the engine holds a newer revision
 	// than rev. Deleting an absent document is not an error.

@@ -78,6 +78,16 @@ func testWrites(t *testing.T, newEngine func(t *testing.T) engine.Engine) {
 		state(t, e, 1, 2, "two")
 		upsert(t, e, engine.WriteResult{Written: 1}, doc(1, 3, "three"))
 		state(t, e, 1, 3, "three")
+		// A reread of the same revision (its text could not be read
+		// before) replaces it; of an older one never.
+		again := doc(1, 3, "reread")
+		again.Reread = true
+		upsert(t, e, engine.WriteResult{Written: 1}, again)
+		state(t, e, 1, 3, "reread")
+		older := doc(1, 2, "older")
+		older.Reread = true
+		upsert(t, e, engine.WriteResult{Stale: 1}, older)
+		state(t, e, 1, 3, "reread")
 		if res := search(t, e, body(ftsWhere("two")), admin); len(res.Hits) != 0 {
 			t.Errorf("old content still found: %v", ids(res))
 		}

@@ -501,7 +501,8 @@ func (em *emulator) bulk(w http.ResponseWriter, ix *emuIndex, body []byte) {
 		dec := json.NewDecoder(strings.NewReader(lines[i+1]))
 		dec.UseNumber()
 		dec.Decode(&src)
-		if cur := ix.docs[id]; cur != nil && ver <= cur.version {
+		gte := meta["version_type"] == "external_gte"
+		if cur := ix.docs[id]; cur != nil && (ver < cur.version || ver == cur.version && !gte) {
 			items = append(items, fmt.Sprintf(`{"index":{"_id":%q,"status":409,"error":{"type":"version_conflict_engine_exception","reason":"conflict"}}}`, id))
 			continue
 		}

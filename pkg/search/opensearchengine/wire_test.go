@@ -214,8 +214,9 @@ func (f *fakeOS) bulk(w http.ResponseWriter, r *http.Request, body []byte) {
 			f.t.Errorf("bulk source line: %v", err)
 		}
 		id, _ := meta["_id"].(string)
-		if meta["version_type"] != "external" {
-			f.t.Errorf("bulk item %s: version_type %v", id, meta["version_type"])
+		vt := meta["version_type"]
+		if vt != "external" && vt != "external_gte" {
+			f.t.Errorf("bulk item %s: version_type %v", id, vt)
 		}
 		ver := int64(meta["version"].(float64))
 		if st := f.itemFailures[id]; len(st) > 0 {
@@ -224,7 +225,7 @@ func (f *fakeOS) bulk(w http.ResponseWriter, r *http.Request, body []byte) {
 			continue
 		}
 		cur := f.docs[id]
-		if cur != nil && ver <= cur.version {
+		if cur != nil && (ver < cur.version || ver == cur.version && vt == "external") {
 			items = append(items, fmt.Sprintf(`{"index":{"_index":"docs","_id":%q,"status":409,"error":{"type":"version_conflict_engine_exception","reason":"[%s]: version conflict, current version [%d] is higher or equal to the one provided [%d]"}}}`, id, id, cur.version, ver))
 			continue
 		}

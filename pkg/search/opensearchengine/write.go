@@ -106,12 +106,17 @@ func (e *Engine) validate(d *engine.Document) error {
 // with its revision as external version, so OpenSearch itself stores it
 // only when the revision is greater than the stored one and answers 409
 // otherwise (also for a recently deleted document whose delete had the
-// same or a newer revision: see Delete).
+// same or a newer revision: see Delete). A Reread document replaces the
+// same revision too (external_gte).
 func bulkAction(d *engine.Document) obj {
+	vt := "external"
+	if d.Reread {
+		vt = "external_gte"
+	}
 	return obj{"index": obj{
 		"_id":          strconv.FormatInt(d.ID, 10),
 		"version":      d.Rev,
-		"version_type": "external",
+		"version_type": vt,
 	}}
 }
 

@@ -83,19 +83,27 @@ func (s *Service) ListDocumentIds(ctx context.Context, req *documentv1.ListDocum
 	}
 	resp := &documentv1.ListDocumentIdsResponse{}
 	err = s.readTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT d.id, d.rev FROM documents d WHERE d.id > $3 AND `+visibleSQL+` ORDER BY d.id LIMIT $4`,
+		// unread: the current (newest) file has no content source yet.
+		rows, err := tx.Query(ctx, `SELECT d.id, d.rev,
+				coalesce((SELECT lf.content_source IS NULL FROM linked_files lf
+					WHERE lf.doc_id = d.id ORDER BY lf.ownid DESC LIMIT 1), false)
+			FROM documents d WHERE d.id > $3 AND `+visibleSQL+` ORDER BY d.id LIMIT $4`,
 			p.Unrestricted(), p.GroupIDs, req.GetAfterId(), limit)
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
 			var id, rev int64
-			if err := rows.Scan(&id, &rev); err != nil {
+			var unread bool
+			if err := rows.Scan(&id, &rev, &unread); err != nil {
 				rows.Close()
 				return err
 			}
 			resp.Ids = append(resp.Ids, id)
 			resp.Revs = append(resp.Revs, rev)
+			if unread {
+				resp.UnreadIds = append(resp.UnreadIds, id)
+			}
 		}
 		if err := rows.Err(); err != nil {
 			return err

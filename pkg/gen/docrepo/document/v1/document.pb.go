@@ -3073,7 +3073,12 @@ type ListDocumentIdsResponse struct {
 	Total int64                  `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`
 	// The current revision of each document, in the order of ids (the
 	// anti-entropy pass compares them with the search index).
-	Revs          []int64 `protobuf:"varint,3,rep,packed,name=revs,proto3" json:"revs,omitempty"`
+	Revs []int64 `protobuf:"varint,3,rep,packed,name=revs,proto3" json:"revs,omitempty"`
+	// The ids of this page whose current file the indexer has not read yet
+	// (no content source recorded): a document indexed without its text,
+	// because its file could not be downloaded, is read again by the
+	// anti-entropy pass although the index holds its revision.
+	UnreadIds     []int64 `protobuf:"varint,4,rep,packed,name=unread_ids,json=unreadIds,proto3" json:"unread_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3125,6 +3130,13 @@ func (x *ListDocumentIdsResponse) GetTotal() int64 {
 func (x *ListDocumentIdsResponse) GetRevs() []int64 {
 	if x != nil {
 		return x.Revs
+	}
+	return nil
+}
+
+func (x *ListDocumentIdsResponse) GetUnreadIds() []int64 {
+	if x != nil {
+		return x.UnreadIds
 	}
 	return nil
 }
@@ -3667,11 +3679,13 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"\adeleted\x18\x02 \x01(\bR\adeleted\"I\n" +
 	"\x16ListDocumentIdsRequest\x12\x19\n" +
 	"\bafter_id\x18\x01 \x01(\x03R\aafterId\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\x05R\x05limit\"U\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"t\n" +
 	"\x17ListDocumentIdsResponse\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\x03R\x03ids\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\x03R\x05total\x12\x12\n" +
-	"\x04revs\x18\x03 \x03(\x03R\x04revs\"<\n" +
+	"\x04revs\x18\x03 \x03(\x03R\x04revs\x12\x1d\n" +
+	"\n" +
+	"unread_ids\x18\x04 \x03(\x03R\tunreadIds\"<\n" +
 	"\x1bCountFolderDocumentsRequest\x12\x1d\n" +
 	"\n" +
 	"folder_ids\x18\x01 \x03(\x03R\tfolderIds\"4\n" +

@@ -91,10 +91,13 @@ type ReindexResponse struct {
 	// With verify: documents repaired because the index lacked them, held an
 	// older revision, held a newer revision than the documents of record
 	// (a restored backup), or held a document that no longer exists.
-	Missing       int64 `protobuf:"varint,5,opt,name=missing,proto3" json:"missing,omitempty"`
-	Stale         int64 `protobuf:"varint,6,opt,name=stale,proto3" json:"stale,omitempty"`
-	Diverged      int64 `protobuf:"varint,7,opt,name=diverged,proto3" json:"diverged,omitempty"`
-	Deleted       int64 `protobuf:"varint,8,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	Missing  int64 `protobuf:"varint,5,opt,name=missing,proto3" json:"missing,omitempty"`
+	Stale    int64 `protobuf:"varint,6,opt,name=stale,proto3" json:"stale,omitempty"`
+	Diverged int64 `protobuf:"varint,7,opt,name=diverged,proto3" json:"diverged,omitempty"`
+	Deleted  int64 `protobuf:"varint,8,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	// With verify: documents indexed at their revision but without their
+	// file's text (the file could not be downloaded), read again.
+	Unread        int64 `protobuf:"varint,9,opt,name=unread,proto3" json:"unread,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -181,6 +184,13 @@ func (x *ReindexResponse) GetDiverged() int64 {
 func (x *ReindexResponse) GetDeleted() int64 {
 	if x != nil {
 		return x.Deleted
+	}
+	return 0
+}
+
+func (x *ReindexResponse) GetUnread() int64 {
+	if x != nil {
+		return x.Unread
 	}
 	return 0
 }
@@ -430,7 +440,7 @@ const file_docrepo_indexer_v1_indexer_proto_rawDesc = "" +
 	" docrepo/indexer/v1/indexer.proto\x12\x12docrepo.indexer.v1\x1a\x1cdocrepo/api/v1/options.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"D\n" +
 	"\x0eReindexRequest\x12\x1a\n" +
 	"\brecreate\x18\x01 \x01(\bR\brecreate\x12\x16\n" +
-	"\x06verify\x18\x02 \x01(\bR\x06verify\"\xd5\x01\n" +
+	"\x06verify\x18\x02 \x01(\bR\x06verify\"\xed\x01\n" +
 	"\x0fReindexResponse\x12\x12\n" +
 	"\x04done\x18\x01 \x01(\x03R\x04done\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\x03R\x05total\x12\x16\n" +
@@ -439,7 +449,8 @@ const file_docrepo_indexer_v1_indexer_proto_rawDesc = "" +
 	"\amissing\x18\x05 \x01(\x03R\amissing\x12\x14\n" +
 	"\x05stale\x18\x06 \x01(\x03R\x05stale\x12\x1a\n" +
 	"\bdiverged\x18\a \x01(\x03R\bdiverged\x12\x18\n" +
-	"\adeleted\x18\b \x01(\x03R\adeleted\"\x15\n" +
+	"\adeleted\x18\b \x01(\x03R\adeleted\x12\x16\n" +
+	"\x06unread\x18\t \x01(\x03R\x06unread\"\x15\n" +
 	"\x13GetOcrStatusRequest\"\xb8\x03\n" +
 	"\x14GetOcrStatusResponse\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x14\n" +
