@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/docrepo/docrepo/pkg/events"
+	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
 	"github.com/docrepo/docrepo/pkg/tracing"
 )
 
@@ -348,13 +350,39 @@ func (ix *Indexer) processBatch(ctx context.Context, batch []jetstream.Msg, o Co
 		if len(its) == 0 {
 			return
 		}
-		results := ix.Index(ctx, its)
-		for i, it := range its {
-			if results[i].Outcome == Deferred {
-				ix.readLater(ctx, it, byDoc[it.ID], o)
+		for len(its) > 0 {
+			results := ix.Index(ctx, its)
+			var again []int
+			for i, it := range its {
+				switch {
+				case results[i].Outcome == Deferred:
+					ix.readLater(ctx, it, byDoc[it.ID], o)
+				case results[i].Outcome == Failed && transient(results[i].Err) && ctx.Err() == nil:
+					again = append(again, i)
+				default:
+					ix.settle(ctx, it, results[i], byDoc[it.ID], o)
+				}
+			}
+			if len(again) == 0 {
+				return
+			}
+			// An outage of what every document needs holds the events
+			// (in progress) until it is over and tries them again at
+			// once, instead of redelivering them with a growing delay: the
+			// index catches up as soon as the outage ends, and a long one
+			// does not count deliveries up to the dead-letter stream.
+			if ix.holdThroughOutage(ctx) {
+				retry := make([]Item, len(again))
+				for j, i := range again {
+					retry[j] = its[i]
+				}
+				its = retry
 				continue
 			}
-			ix.settle(ctx, it, results[i], byDoc[it.ID], o)
+			for _, i := range again {
+				ix.settle(ctx, its[i], results[i], byDoc[its[i].ID], o)
+			}
+			return
 		}
 	}
 	handle(batched)
@@ -472,4 +500,65 @@ func backoff(delivered uint64, lo, hi time.Duration) time.Duration {
 		d *= 2
 	}
 	return min(d, hi)
+}
+
+// outageProbeID is a document id that never exists: reading it exercises
+// the document service and its database (and the engine) without touching
+// any document.
+const outageProbeID = math.MaxInt64
+
+// outagePoll is how often an outage is probed for its end.
+const outagePoll = 250 * time.Millisecond
+
+// reachable reports whether the document service (with its database) and
+// the engine answer: the calls every document's indexing makes.
+func (ix *Indexer) reachable(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, ix.o.CallTimeout)
+	_, err := ix.o.Source.GetIndexDocument(cctx, &documentv1.GetIndexDocumentRequest{DocId: outageProbeID})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("document service: %w", err)
+	}
+	ectx, cancel := context.WithTimeout(ctx, ix.o.EngineTimeout)
+	_, _, err = ix.o.Engine.Revision(ectx, outageProbeID)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	return nil
+}
+
+// holdThroughOutage is called after documents failed with a transient
+// error. When the document service, its database or the engine does not
+// answer, it waits until they do (probing every outagePoll) and reports
+// true: the caller tries the documents again at once. When they answer,
+// the failure is the documents' own and it reports false at once.
+func (ix *Indexer) holdThroughOutage(ctx context.Context) bool {
+	err := ix.reachable(ctx)
+	if err == nil || ctx.Err() != nil {
+		return false
+	}
+	began := time.Now()
+	if ix.outages.Add(1) == 1 {
+		metricOutage.Set(1)
+		ix.log.Warn("indexing paused: a dependency does not answer; events are held until it does", "error", err)
+	}
+	defer func() {
+		if ix.outages.Add(-1) == 0 {
+			metricOutage.Set(0)
+			ix.log.Info("indexing resumed: the dependency answers again", "paused", time.Since(began).Round(time.Millisecond))
+		}
+	}()
+	t := time.NewTicker(outagePoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+		if ix.reachable(ctx) == nil {
+			return true
+		}
+	}
 }

@@ -209,6 +209,51 @@ func TestConsumerPoisonDoesNotBlock(t *testing.T) {
 	waitFor(t, 30*time.Second, "every event acknowledged", func() bool { return consumerIdle(t, js, "poison") })
 }
 
+// TestConsumerHoldsEventsThroughAnOutage: while the document service (or
+// its database) does not answer, the consumer holds the events it has
+// instead of redelivering them with a growing delay, and indexes them as
+// soon as the service answers again — well before the first back-off
+// would have ended — without counting deliveries towards the dead-letter
+// stream.
+func TestConsumerHoldsEventsThroughAnOutage(t *testing.T) {
+	_, js, pub := newStream(t)
+	store := newDocStore()
+	eng := newMemEngine(t)
+	ix := newTestIndexer(t, eng, store.serve(t), nil)
+	const backoffMin = 10 * time.Second
+	runConsumer(t, ix, ConsumerOptions{JetStream: js, Durable: "outage", BackoffMin: backoffMin, BackoffMax: time.Minute, MaxDeliver: 3})
+	store.put(1, textDoc(1, "before the outage"))
+	pub.event(1, 1, events.KindCreated)
+	waitFor(t, 30*time.Second, "document 1", func() bool { _, ok := eng.get(1); return ok })
+
+	store.failGets.Store(true)
+	for id := int64(2); id <= 4; id++ {
+		store.put(id, textDoc(1, "written during the outage"))
+		pub.event(id, 1, events.KindCreated)
+	}
+	time.Sleep(2 * time.Second) // an outage longer than a few deliveries
+	for id := int64(2); id <= 4; id++ {
+		if _, ok := eng.get(id); ok {
+			t.Fatalf("document %d indexed while the document service was down", id)
+		}
+	}
+	back := time.Now()
+	store.failGets.Store(false)
+	waitFor(t, backoffMin/2, "documents 2-4 after the outage", func() bool {
+		for id := int64(2); id <= 4; id++ {
+			if _, ok := eng.get(id); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("indexed %v after the outage ended", time.Since(back).Round(time.Millisecond))
+	waitFor(t, 10*time.Second, "every event acknowledged", func() bool { return consumerIdle(t, js, "outage") })
+	if dl, err := ListDeadLetters(context.Background(), js); err != nil || len(dl) != 0 {
+		t.Fatalf("dead letters after an outage: %v, %v; want none", dl, err)
+	}
+}
+
 // A consumer process killed with SIGKILL leaves the events it held
 // unacknowledged. An exclusive consumer (the embedded engine's) reclaims
 // them when it starts again, so they are indexed at once rather than after

@@ -53,10 +53,16 @@
 // service emits when it removes their assignments). It
 // takes up to BatchSize messages at a time, collapses several events of one
 // document into one load, indexes them, and acknowledges each message only
-// after the engine write that covers it. Transient failures (the document
-// service or the engine unavailable) are negatively acknowledged with an
-// exponential backoff and retried; a file that still cannot be downloaded
-// after ContentAttempts deliveries is indexed without content.
+// after the engine write that covers it. After a transient failure the
+// consumer probes the document service (with its database) and the engine;
+// when they do not answer it is an outage: the batch's events are held in
+// progress and tried again the moment the probe answers (no growing
+// delay, no deliveries counted towards the dead-letter stream). Otherwise
+// the failure is the document's own, and its events are negatively
+// acknowledged with an exponential backoff and retried; a file that still
+// cannot be downloaded after ContentAttempts deliveries is indexed without
+// content, and its file is left recorded as not read, so the anti-entropy
+// pass (verify.go) reads it again later.
 //
 // The ack wait is short (10 s): a message delivered to a consumer that then
 // died comes back within seconds, while work in progress keeps its messages
