@@ -168,6 +168,96 @@ func TestInternalCallers(t *testing.T) {
 	wantGRPC(t, err, codes.PermissionDenied, "Missing required scope: internal")
 }
 
+// TestIndexBatchCalls: GetIndexDocuments answers, in order and from one
+// snapshot, what GetIndexDocument answers for each id (missing ones as
+// deleted), with files no larger than inline_max_bytes inline; and
+// SetContentSources records the sources of current files only. Both need
+// the internal scope and refuse oversized requests.
+func TestIndexBatchCalls(t *testing.T) {
+	t.Parallel()
+	owner := newDocUser(t)
+	small := uniqText(t, 300)
+	large := uniqText(t, 5000)
+	a := owner.uploadFile("small.txt", small)
+	b := owner.uploadFile("large.txt", large)
+	// Indexed (content sources recorded), so that the indexer changes
+	// nothing while the calls are compared.
+	owner.waitIndexed(a.DocID, b.DocID)
+	indexer := newService(t, auth.ScopeInternal)
+	docs, ctx := documentClient(t, indexer)
+	ids := []int64{b.DocID, 999_999_999, a.DocID}
+	got, err := docs.GetIndexDocuments(ctx, &documentv1.GetIndexDocumentsRequest{DocIds: ids, InlineMaxBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.GetDocuments()) != len(ids) {
+		t.Fatalf("%d answers for %d ids", len(got.GetDocuments()), len(ids))
+	}
+	for i, id := range ids {
+		one, err := docs.GetIndexDocument(ctx, &documentv1.GetIndexDocumentRequest{DocId: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch := got.GetDocuments()[i]
+		if batch.GetDeleted() != one.GetDeleted() {
+			t.Fatalf("doc %d: deleted %v in the batch, %v alone", id, batch.GetDeleted(), one.GetDeleted())
+		}
+		if one.GetDeleted() {
+			continue
+		}
+		bd, od := batch.GetDocument(), one.GetDocument()
+		if bd.GetRev() != od.GetRev() || bd.GetDocument().GetId() != id || bd.GetDocument().GetDescription() != od.GetDocument().GetDescription() ||
+			!slices.Equal(bd.GetGroupIds(), od.GetGroupIds()) || !slices.Equal(bd.GetFolderIds(), od.GetFolderIds()) ||
+			bd.GetFile().GetOwnid() != od.GetFile().GetOwnid() || bd.GetFile().GetFilehash() != od.GetFile().GetFilehash() ||
+			bd.GetFile().GetImageSize() != od.GetFile().GetImageSize() || bd.GetFile().GetContentSource() != od.GetFile().GetContentSource() {
+			t.Fatalf("doc %d: batch %v, alone %v", id, bd, od)
+		}
+	}
+	if f := got.GetDocuments()[2].GetDocument().GetFile(); !f.GetInline() || string(f.GetContent()) != string(small) {
+		t.Fatalf("small file: inline %v, %d bytes; want inline, its %d bytes", f.GetInline(), len(f.GetContent()), len(small))
+	}
+	if f := got.GetDocuments()[0].GetDocument().GetFile(); f.GetInline() || len(f.GetContent()) != 0 {
+		t.Fatalf("file over inline_max_bytes came inline (%d bytes)", len(f.GetContent()))
+	}
+
+	// A new version makes the first file stale: only the current one is recorded.
+	r := owner.do("POST", fmt.Sprintf("/apiv3/pub/documents/%d/versions", a.DocID), multipartParts(t, filePart("small-v2.txt", uniqText(t, 200))))
+	expect(t, r, 200)
+	var l versionListing
+	r.JSON(t, &l)
+	current := l.Current.OwnID
+	eventually(t, indexWait, func() error {
+		if d := owner.getDoc(a.DocID, ""); d.ContentSource == nil || *d.ContentSource != "text" {
+			return fmt.Errorf("new version's content_source %v, want text", d.ContentSource)
+		}
+		return nil
+	})
+	set, err := docs.SetContentSources(ctx, &documentv1.SetContentSourcesRequest{Sources: []*documentv1.SetContentSourceRequest{
+		{DocId: a.DocID, FileId: a.LinkedFileID, Source: "text"},
+		{DocId: a.DocID, FileId: current, Source: "ocr"},
+	}})
+	if err != nil || !slices.Equal(set.GetApplied(), []bool{false, true}) {
+		t.Fatalf("SetContentSources = %v, %v; want [false true]", set.GetApplied(), err)
+	}
+	after, err := docs.GetIndexDocument(ctx, &documentv1.GetIndexDocumentRequest{DocId: a.DocID})
+	if err != nil || after.GetDocument().GetFile().GetContentSource() != "ocr" {
+		t.Fatalf("content source after SetContentSources = %v, %v", after, err)
+	}
+
+	_, err = docs.GetIndexDocuments(ctx, &documentv1.GetIndexDocumentsRequest{DocIds: make([]int64, 1001)})
+	wantGRPC(t, err, codes.InvalidArgument, "Too many doc_ids: at most 1000")
+	_, err = docs.GetIndexDocuments(ctx, &documentv1.GetIndexDocumentsRequest{DocIds: ids, InlineMaxBytes: 2 << 20})
+	wantGRPC(t, err, codes.InvalidArgument, "Invalid value for inline_max_bytes: must be between 0 and 1048576")
+	_, err = docs.SetContentSources(ctx, &documentv1.SetContentSourcesRequest{Sources: []*documentv1.SetContentSourceRequest{
+		{DocId: a.DocID, FileId: current, Source: "guess"}}})
+	wantGRPC(t, err, codes.InvalidArgument, "Invalid value for source: must be text, ocr or none")
+	public, pctx := documentClient(t, owner.client)
+	_, err = public.GetIndexDocuments(pctx, &documentv1.GetIndexDocumentsRequest{DocIds: ids})
+	wantGRPC(t, err, codes.PermissionDenied, "Missing required scope: internal")
+	_, err = public.SetContentSources(pctx, &documentv1.SetContentSourcesRequest{})
+	wantGRPC(t, err, codes.PermissionDenied, "Missing required scope: internal")
+}
+
 // TestDocNumbersUnderConcurrency uploads 200 documents with one prefix at
 // once: they get 200 distinct, consecutive numbers.
 func TestDocNumbersUnderConcurrency(t *testing.T) {

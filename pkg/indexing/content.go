@@ -1,6 +1,7 @@
 package indexing
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -41,6 +42,11 @@ func (ix *Indexer) content(ctx context.Context, docID int64, docType string, f *
 	if f.GetImageSize() > ix.o.MaxFileBytes {
 		return extracted{}, fmt.Errorf("%w: %d bytes", errTooLarge, f.GetImageSize())
 	}
+	// A small file that came inline is read from memory, unless OCR may
+	// need it as a file.
+	if f.GetInline() && !(withOCR && ix.o.OCR != nil) {
+		return ix.extract(ctx, bytes.NewReader(f.GetContent()), int64(len(f.GetContent())), f.GetImageType(), f.GetOrigname(), nil)
+	}
 	tmp, err := os.CreateTemp(ix.o.TempDir, "docrepo-index-*")
 	if err != nil {
 		return extracted{}, &downloadError{fmt.Errorf("temporary file: %w", err)}
@@ -49,21 +55,39 @@ func (ix *Indexer) content(ctx context.Context, docID int64, docType string, f *
 		tmp.Close()
 		os.Remove(tmp.Name())
 	}()
-	size, hdr, err := ix.download(ctx, docID, f.GetOwnid(), tmp)
-	if err != nil {
-		if errors.Is(err, errTooLarge) {
-			return extracted{}, err
+	var size int64
+	mime, name := f.GetImageType(), f.GetOrigname()
+	if f.GetInline() {
+		if _, err := tmp.Write(f.GetContent()); err != nil {
+			return extracted{}, &downloadError{fmt.Errorf("write temporary file: %w", err)}
 		}
-		return extracted{}, &downloadError{err}
+		size = int64(len(f.GetContent()))
+	} else {
+		var hdr *documentv1.DownloadHeader
+		size, hdr, err = ix.download(ctx, docID, f.GetOwnid(), tmp)
+		if err != nil {
+			if errors.Is(err, errTooLarge) {
+				return extracted{}, err
+			}
+			return extracted{}, &downloadError{err}
+		}
+		if mime == "" {
+			mime = hdr.GetContentType()
+		}
+		if name == "" {
+			name = hdr.GetFilename()
+		}
 	}
-	mime := f.GetImageType()
-	if mime == "" {
-		mime = hdr.GetContentType()
+	var ocrOf func() extract.OCR
+	if withOCR && ix.o.OCR != nil {
+		ocrOf = func() extract.OCR { return ix.o.OCR.File(tmp.Name(), ix.o.OCRDocTypeLangs[docType], docID) }
 	}
-	name := f.GetOrigname()
-	if name == "" {
-		name = hdr.GetFilename()
-	}
+	return ix.extract(ctx, tmp, size, mime, name, ocrOf)
+}
+
+// extract reads the text of a file of size bytes from r; ocr, when not
+// nil, gives the OCR of its pages.
+func (ix *Indexer) extract(ctx context.Context, r io.ReaderAt, size int64, mime, name string, ocrOf func() extract.OCR) (extracted, error) {
 	opts := extract.Options{
 		MaxTextBytes: ix.o.MaxTextBytes,
 		Timeout:      ix.o.ExtractTimeout,
@@ -71,10 +95,10 @@ func (ix *Indexer) content(ctx context.Context, docID int64, docType string, f *
 		OCRMaxPixels: ix.o.OCRMaxPixels,
 		OCRDPI:       ix.o.OCRDPI,
 	}
-	if withOCR && ix.o.OCR != nil {
-		opts.OCR = ix.o.OCR.File(tmp.Name(), ix.o.OCRDocTypeLangs[docType], docID)
+	if ocrOf != nil {
+		opts.OCR = ocrOf()
 	}
-	res, err := extract.Extract(ctx, tmp, size, mime, name, opts)
+	res, err := extract.Extract(ctx, r, size, mime, name, opts)
 	if err != nil {
 		if ctx.Err() != nil {
 			return extracted{}, &downloadError{ctx.Err()}

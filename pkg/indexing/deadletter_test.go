@@ -36,6 +36,10 @@ func (r *refusing) GetIndexDocument(ctx context.Context, in *documentv1.GetIndex
 	return r.DocumentServiceClient.GetIndexDocument(ctx, in, opts...)
 }
 
+func (r *refusing) GetIndexDocuments(ctx context.Context, in *documentv1.GetIndexDocumentsRequest, _ ...grpc.CallOption) (*documentv1.GetIndexDocumentsResponse, error) {
+	return oneByOne(ctx, in, r.GetIndexDocument)
+}
+
 // An event the document service refuses, and one that fails on every
 // delivery, are parked as dead letters with their reason; the events
 // around them are indexed; a parked event retried once the cause is gone
@@ -164,7 +168,9 @@ func (h hungDownloads) DownloadFile(ctx context.Context, _ *documentv1.DownloadF
 // stalled download fails the item in time instead of holding it for ever.
 func TestOutboundCallsHaveDeadlines(t *testing.T) {
 	store := newDocStore()
-	store.put(1, textDoc(1, "content that never arrives"))
+	stalled := textDoc(1, "content that never arrives")
+	stalled.declared = InlineMaxBytes + 1 // downloaded, not inline
+	store.put(1, stalled)
 	src := store.serve(t)
 	tests := []struct {
 		name string

@@ -13,13 +13,18 @@
 //
 //  1. When the caller knows a revision (an event's rev) and the engine
 //     already holds that revision or a newer one, nothing is done.
-//  2. DocumentService.GetIndexDocument (as the service identity, scope
-//     internal) loads the current state: metadata, rev, groups, folders and
-//     the current file. deleted=true removes the document from the engine.
-//     If the engine holds the loaded rev or a newer one, nothing more is
-//     done.
-//  3. The current file is streamed through DocumentService.DownloadFile into
-//     a temporary file (never into memory) and its text extracted
+//  2. DocumentService.GetIndexDocuments (as the service identity, scope
+//     internal) loads the current state of the batch's documents in one
+//     call: metadata, rev, groups, folders and the current file, with the
+//     bytes of files up to InlineMaxBytes inline. deleted=true removes the
+//     document from the engine. If the engine holds the loaded rev or a
+//     newer one, nothing more is done. A batch call refused for another
+//     reason than an unreachable service is followed by GetIndexDocument
+//     per document, so a refusal stays its document's; a document service
+//     without the batch calls gets GetIndexDocument per document.
+//  3. A file that did not come inline is streamed through
+//     DocumentService.DownloadFile into a temporary file (never into
+//     memory); its text is extracted
 //     (pkg/extract) under a timeout. Files over Options.MaxFileBytes are
 //     indexed without content. A file that cannot be extracted (malformed,
 //     hostile, too slow) is a poison input: the document is indexed with
@@ -29,8 +34,9 @@
 //     an OCR failure keeps the text that could be read and counts in
 //     docrepo_indexer_ocr_failed_total. Where the text came from (text,
 //     ocr, none) is reported to the document service
-//     (DocumentService.SetContentSource, for GET's content_source) before
-//     the engine write, so a failed report is retried with the event.
+//     (DocumentService.SetContentSources, one call per batch, for GET's
+//     content_source) before the engine write, so a failed report is
+//     retried with the event.
 //  4. The content is embedded as overlapping passages (pkg/embed:
 //     embed.Passages, at most Options.MaxPassages; an embedder without
 //     windows gets the first Options.MaxEmbedBytes as one passage) and

@@ -39,6 +39,10 @@ type docStore struct {
 	failGets atomic.Bool
 	// sources records SetContentSource calls by file id.
 	sources map[int64]string
+	// noBatch makes it a document service without the batch calls.
+	noBatch atomic.Bool
+	// batchGets counts GetIndexDocuments calls.
+	batchGets atomic.Int64
 }
 
 type storedDoc struct {
@@ -126,6 +130,46 @@ func (s *docStore) GetIndexDocument(_ context.Context, req *documentv1.GetIndexD
 			ContentSource: s.sources[req.GetDocId()*10+d.rev]}
 	}
 	return &documentv1.GetIndexDocumentResponse{Document: out}, nil
+}
+
+// GetIndexDocuments answers as the document service does: in order, with
+// files of at most inline_max_bytes inline. With noBatch it is an older
+// document service that does not know the call.
+func (s *docStore) GetIndexDocuments(ctx context.Context, req *documentv1.GetIndexDocumentsRequest) (*documentv1.GetIndexDocumentsResponse, error) {
+	if s.noBatch.Load() {
+		return nil, status.Error(codes.Unimplemented, "unknown method")
+	}
+	s.batchGets.Add(1)
+	out := &documentv1.GetIndexDocumentsResponse{}
+	for _, id := range req.GetDocIds() {
+		r, err := s.GetIndexDocument(ctx, &documentv1.GetIndexDocumentRequest{DocId: id})
+		if err != nil {
+			return nil, err
+		}
+		if f := r.GetDocument().GetFile(); f != nil && f.GetImageSize() <= req.GetInlineMaxBytes() && !s.failDownloads.Load() {
+			s.mu.Lock()
+			f.Content, f.Inline = s.docs[id].file, true
+			s.mu.Unlock()
+		}
+		out.Documents = append(out.Documents, r)
+	}
+	return out, nil
+}
+
+// SetContentSources records several sources, as the document service does.
+func (s *docStore) SetContentSources(ctx context.Context, req *documentv1.SetContentSourcesRequest) (*documentv1.SetContentSourcesResponse, error) {
+	if s.noBatch.Load() {
+		return nil, status.Error(codes.Unimplemented, "unknown method")
+	}
+	out := &documentv1.SetContentSourcesResponse{}
+	for _, r := range req.GetSources() {
+		a, err := s.SetContentSource(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		out.Applied = append(out.Applied, a.GetApplied())
+	}
+	return out, nil
 }
 
 func (s *docStore) ListDocumentIds(_ context.Context, req *documentv1.ListDocumentIdsRequest) (*documentv1.ListDocumentIdsResponse, error) {
@@ -304,4 +348,22 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 func textDoc(rev int64, text string) *storedDoc {
 	return &storedDoc{rev: rev, desc: fmt.Sprintf("doc rev %d", rev), docType: "memo", groups: []int64{1}, folders: []int64{7}, file: []byte(text), mime: "text/plain", name: "a.txt"}
+}
+
+// oneByOne answers GetIndexDocuments through get, one document at a time
+// and without inline files, for test sources that intercept
+// GetIndexDocument; an error of any document fails the batch, as a failed
+// batch call does.
+func oneByOne(ctx context.Context, req *documentv1.GetIndexDocumentsRequest,
+	get func(context.Context, *documentv1.GetIndexDocumentRequest, ...grpc.CallOption) (*documentv1.GetIndexDocumentResponse, error),
+) (*documentv1.GetIndexDocumentsResponse, error) {
+	out := &documentv1.GetIndexDocumentsResponse{}
+	for _, id := range req.GetDocIds() {
+		r, err := get(ctx, &documentv1.GetIndexDocumentRequest{DocId: id})
+		if err != nil {
+			return nil, err
+		}
+		out.Documents = append(out.Documents, r)
+	}
+	return out, nil
 }

@@ -28,6 +28,8 @@ import (
 // it.
 type Source interface {
 	GetIndexDocument(ctx context.Context, in *documentv1.GetIndexDocumentRequest, opts ...grpc.CallOption) (*documentv1.GetIndexDocumentResponse, error)
+	GetIndexDocuments(ctx context.Context, in *documentv1.GetIndexDocumentsRequest, opts ...grpc.CallOption) (*documentv1.GetIndexDocumentsResponse, error)
+	SetContentSources(ctx context.Context, in *documentv1.SetContentSourcesRequest, opts ...grpc.CallOption) (*documentv1.SetContentSourcesResponse, error)
 	ListDocumentIds(ctx context.Context, in *documentv1.ListDocumentIdsRequest, opts ...grpc.CallOption) (*documentv1.ListDocumentIdsResponse, error)
 	DownloadFile(ctx context.Context, in *documentv1.DownloadFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[documentv1.DownloadFileResponse], error)
 	SetContentSource(ctx context.Context, in *documentv1.SetContentSourceRequest, opts ...grpc.CallOption) (*documentv1.SetContentSourceResponse, error)
@@ -124,6 +126,9 @@ type Indexer struct {
 	deferred sync.WaitGroup
 	// outages counts batches held through an outage (holdThroughOutage).
 	outages atomic.Int64
+	// noBatch is set once the document service turned out not to know the
+	// batch calls (GetIndexDocuments, SetContentSources).
+	noBatch atomic.Bool
 }
 
 // New returns an Indexer.
@@ -256,24 +261,15 @@ type prepared struct {
 	ocrErr     error
 	source     extract.ContentSource
 	doc        *engine.Document
+	// report is the content source to record before the write, if any.
+	report *documentv1.SetContentSourceRequest
 }
 
 // Index brings the items' documents up to date in the engine and reports
 // one Result per item, in order. Items of the same document should be
 // merged by the caller (keep the highest Rev); Index handles them anyway.
 func (ix *Indexer) Index(ctx context.Context, items []Item) []Result {
-	preps := make([]prepared, len(items))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, ix.o.Workers)
-	for i := range items {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			preps[i] = ix.prepare(ctx, items[i])
-		}()
-	}
-	wg.Wait()
+	preps := ix.prepareAll(ctx, items)
 
 	// Embed everything to write in two batched calls.
 	var docs []*engine.Document
@@ -329,29 +325,161 @@ func (ix *Indexer) Index(ctx context.Context, items []Item) []Result {
 	return results
 }
 
-// prepare loads one item; a nil doc with a nil err means nothing to write.
-func (ix *Indexer) prepare(ctx context.Context, it Item) prepared {
+// prepareAll loads the items: the engine's revisions first (an item the
+// engine holds already costs nothing more), then the documents in batched
+// GetIndexDocuments calls with small files inline, then each document's
+// content (Workers at once), and last the content sources in one
+// SetContentSources call. A nil doc with a nil err means nothing to write.
+func (ix *Indexer) prepareAll(ctx context.Context, items []Item) []prepared {
+	preps := make([]prepared, len(items))
+	states := make([]loadState, len(items))
+	var load []int
+	for i, it := range items {
+		states[i] = ix.checkRevision(ctx, it)
+		if states[i].done != nil {
+			preps[i] = *states[i].done
+		} else {
+			load = append(load, i)
+		}
+	}
+	if len(load) == 0 {
+		return preps
+	}
+	toLoad := make([]Item, len(load))
+	for j, i := range load {
+		toLoad[j] = items[i]
+	}
+	resps, errs := ix.loadDocuments(ctx, toLoad)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, ix.o.Workers)
+	for j, i := range load {
+		if errs[j] != nil {
+			preps[i] = prepared{err: fmt.Errorf("get document %d: %w", items[i].ID, errs[j])}
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			preps[i] = ix.prepare(ctx, items[i], states[i], resps[j])
+		}()
+	}
+	wg.Wait()
+	ix.reportSources(ctx, preps)
+	return preps
+}
+
+// loadState is what checkRevision found of an item in the engine.
+type loadState struct {
+	stored int64
+	have   bool
+	// done, when set, is the item's outcome: nothing to load.
+	done *prepared
+}
+
+// checkRevision reads the revision the engine holds of an item.
+func (ix *Indexer) checkRevision(ctx context.Context, it Item) loadState {
+	ectx, cancel := context.WithTimeout(ctx, ix.o.EngineTimeout)
+	stored, have, err := ix.o.Engine.Revision(ectx, it.ID)
+	cancel()
+	if err != nil {
+		return loadState{done: &prepared{err: fmt.Errorf("engine revision of %d: %w", it.ID, err)}}
+	}
+	if it.Rev > 0 && have && (stored > it.Rev || stored == it.Rev && !it.Reread) {
+		return loadState{done: &prepared{outcome: Current}}
+	}
+	return loadState{stored: stored, have: have}
+}
+
+// InlineMaxBytes: files up to this size come with the documents
+// (GetIndexDocuments) instead of a download each.
+const InlineMaxBytes = 256 << 10
+
+// indexBatchMax is the most documents asked for in one GetIndexDocuments.
+const indexBatchMax = 500
+
+// loadDocuments gets the documents of items from the document service, in
+// batches; errs[i] is set for those that could not be read. A batch call
+// refused for any other reason than an unreachable or overloaded service
+// is followed by calls for one document at a time, so that a refusal is
+// only ever its own document's (a refused document must not take the
+// others with it); when the service is unreachable the whole batch fails
+// (and the consumer holds it through the outage). A document service without the batch call (an older
+// version during an upgrade) is asked one document at a time from then on.
+//
+// A batch call continues the trace of the first item's writer and links
+// the others' (one call cannot have several parents).
+func (ix *Indexer) loadDocuments(ctx context.Context, items []Item) ([]*documentv1.GetIndexDocumentResponse, []error) {
+	resps := make([]*documentv1.GetIndexDocumentResponse, len(items))
+	errs := make([]error, len(items))
+	for from := 0; from < len(items); from += indexBatchMax {
+		to := min(from+indexBatchMax, len(items))
+		if !ix.noBatch.Load() {
+			err := ix.loadBatch(ctx, items[from:to], resps[from:to])
+			if err == nil || ctx.Err() != nil || unreachable(err) {
+				for i := from; i < to && err != nil; i++ {
+					errs[i] = err
+				}
+				continue
+			}
+			if status.Code(err) == codes.Unimplemented {
+				ix.log.Info("the document service has no GetIndexDocuments (an older version); loading documents one by one")
+				ix.noBatch.Store(true)
+			}
+		}
+		for i := from; i < to; i++ {
+			ictx := ctx
+			if items[i].Cause.IsValid() {
+				ictx = trace.ContextWithRemoteSpanContext(ctx, items[i].Cause)
+			}
+			cctx, cancel := context.WithTimeout(ictx, ix.o.CallTimeout)
+			resps[i], errs[i] = ix.o.Source.GetIndexDocument(cctx, &documentv1.GetIndexDocumentRequest{DocId: items[i].ID})
+			cancel()
+		}
+	}
+	return resps, errs
+}
+
+// loadBatch reads items with one GetIndexDocuments call into resps.
+func (ix *Indexer) loadBatch(ctx context.Context, items []Item, resps []*documentv1.GetIndexDocumentResponse) error {
+	ids := make([]int64, len(items))
+	var links []trace.Link
+	for i, it := range items {
+		ids[i] = it.ID
+		if it.Cause.IsValid() {
+			if len(links) == 0 {
+				ctx = trace.ContextWithRemoteSpanContext(ctx, it.Cause)
+			}
+			links = append(links, trace.Link{SpanContext: it.Cause})
+		}
+	}
+	ctx, span := tracing.Tracer("indexing").Start(ctx, "load documents",
+		trace.WithLinks(links...), trace.WithAttributes(attribute.Int("docrepo.documents", len(ids))))
+	defer span.End()
+	cctx, cancel := context.WithTimeout(ctx, ix.o.CallTimeout)
+	defer cancel()
+	resp, err := ix.o.Source.GetIndexDocuments(cctx, &documentv1.GetIndexDocumentsRequest{
+		DocIds: ids, InlineMaxBytes: min(InlineMaxBytes, ix.o.MaxFileBytes)})
+	if err != nil {
+		return err
+	}
+	if len(resp.GetDocuments()) != len(ids) {
+		return fmt.Errorf("the document service answered %d documents for %d ids", len(resp.GetDocuments()), len(ids))
+	}
+	copy(resps, resp.GetDocuments())
+	return nil
+}
+
+// prepare turns one loaded document into what to write: its deletion, or
+// the document with its content.
+func (ix *Indexer) prepare(ctx context.Context, it Item, st loadState, resp *documentv1.GetIndexDocumentResponse) prepared {
 	if it.Cause.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, it.Cause)
 	}
 	ctx, span := tracing.Tracer("indexing").Start(ctx, "index document",
 		trace.WithAttributes(attribute.Int64("docrepo.doc_id", it.ID), attribute.Int64("docrepo.rev", it.Rev)))
 	defer span.End()
-	ectx, cancel := context.WithTimeout(ctx, ix.o.EngineTimeout)
-	stored, have, err := ix.o.Engine.Revision(ectx, it.ID)
-	cancel()
-	if err != nil {
-		return prepared{err: fmt.Errorf("engine revision of %d: %w", it.ID, err)}
-	}
-	if it.Rev > 0 && have && (stored > it.Rev || stored == it.Rev && !it.Reread) {
-		return prepared{outcome: Current}
-	}
-	cctx, cancel := context.WithTimeout(ctx, ix.o.CallTimeout)
-	resp, err := ix.o.Source.GetIndexDocument(cctx, &documentv1.GetIndexDocumentRequest{DocId: it.ID})
-	cancel()
-	if err != nil {
-		return prepared{err: fmt.Errorf("get document %d: %w", it.ID, err)}
-	}
+	stored, have := st.stored, st.have
 	if resp.GetDeleted() || resp.GetDocument() == nil {
 		// Ids are never reused: whatever the engine holds is gone.
 		rev := max(stored, it.Rev)
@@ -372,6 +500,7 @@ func (ix *Indexer) prepare(ctx context.Context, it Item) prepared {
 	var contentErr error
 	source := extract.SourceNone
 	var ocrErr error
+	var report *documentv1.SetContentSourceRequest
 	if f := src.GetFile(); f != nil && f.GetOwnid() != 0 {
 		var ex extracted
 		ex, contentErr = ix.content(ctx, it.ID, src.GetDocument().GetDocType(), f, !it.DeferOCR)
@@ -403,33 +532,72 @@ func (ix *Indexer) prepare(ctx context.Context, it Item) prepared {
 			ix.log.Warn("indexing document without content", "doc_id", it.ID, "rev", doc.Rev, "error", contentErr)
 			metricFailed.WithLabelValues(failureReason(contentErr)).Inc()
 		}
-		if err := ix.reportSource(ctx, it.ID, f, source); err != nil {
-			return prepared{err: err}
+		if string(source) != f.GetContentSource() && source != "" {
+			report = &documentv1.SetContentSourceRequest{DocId: it.ID, FileId: f.GetOwnid(), Source: string(source)}
 		}
 	}
-	return prepared{doc: doc, contentErr: contentErr, ocrErr: ocrErr, source: source}
+	return prepared{doc: doc, contentErr: contentErr, ocrErr: ocrErr, source: source, report: report}
 }
 
-// reportSource tells the document service where a file's text came from
-// (GET's content_source), when that differs from what it has. It is done
-// before the engine write, so a failed report fails the item and the retry
-// makes it again. A document service that does not know the call, or a
-// document gone meanwhile, is no reason to hold indexing back.
-func (ix *Indexer) reportSource(ctx context.Context, docID int64, f *documentv1.IndexFile, source extract.ContentSource) error {
-	if string(source) == f.GetContentSource() {
-		return nil
+// reportSources tells the document service where files' text came from
+// (GET's content_source), where that differs from what it has, in one call.
+// It is done before the engine write, so a failed report fails the items
+// and the retry makes it again. A document service that does not know the
+// call, or a document gone meanwhile, is no reason to hold indexing back.
+func (ix *Indexer) reportSources(ctx context.Context, preps []prepared) {
+	var reqs []*documentv1.SetContentSourceRequest
+	var idx []int
+	for i := range preps {
+		if preps[i].report != nil && preps[i].err == nil {
+			reqs = append(reqs, preps[i].report)
+			idx = append(idx, i)
+		}
 	}
+	for from := 0; from < len(reqs); from += indexBatchMax {
+		to := min(from+indexBatchMax, len(reqs))
+		var err error
+		if !ix.noBatch.Load() {
+			cctx, cancel := context.WithTimeout(ctx, ix.o.CallTimeout)
+			_, err = ix.o.Source.SetContentSources(cctx, &documentv1.SetContentSourcesRequest{Sources: reqs[from:to]})
+			cancel()
+			if status.Code(err) == codes.Unimplemented {
+				ix.noBatch.Store(true)
+			}
+		}
+		if ix.noBatch.Load() {
+			for j := from; j < to; j++ {
+				if err := ix.reportSource(ctx, reqs[j]); err != nil {
+					preps[idx[j]] = prepared{err: err}
+				}
+			}
+			continue
+		}
+		switch status.Code(err) {
+		case codes.OK:
+		case codes.NotFound, codes.InvalidArgument:
+			ix.log.Warn("content sources not recorded", "files", to-from, "error", err)
+		default:
+			for j := from; j < to; j++ {
+				preps[idx[j]] = prepared{err: fmt.Errorf("record content source of %d: %w", reqs[j].GetDocId(), err)}
+			}
+		}
+	}
+}
+
+// reportSource records one content source (SetContentSource), for a
+// document service without SetContentSources.
+func (ix *Indexer) reportSource(ctx context.Context, req *documentv1.SetContentSourceRequest) error {
 	cctx, cancel := context.WithTimeout(ctx, ix.o.CallTimeout)
 	defer cancel()
-	_, err := ix.o.Source.SetContentSource(cctx, &documentv1.SetContentSourceRequest{DocId: docID, FileId: f.GetOwnid(), Source: string(source)})
+	_, err := ix.o.Source.SetContentSource(cctx, req)
 	switch status.Code(err) {
 	case codes.OK:
 		return nil
 	case codes.Unimplemented, codes.NotFound, codes.InvalidArgument:
-		ix.log.Warn("content source not recorded", "doc_id", docID, "file_id", f.GetOwnid(), "source", source, "error", err)
+		ix.log.Warn("content source not recorded", "doc_id", req.GetDocId(), "file_id", req.GetFileId(), "source", req.GetSource(), "error", err)
 		return nil
 	}
-	return fmt.Errorf("record content source of %d: %w", docID, err)
+	return fmt.Errorf("record content source of %d: %w", req.GetDocId(), err)
 }
 
 // embed fills the content passage vectors and the metadata vectors of
@@ -570,6 +738,16 @@ func nonEmpty(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// unreachable reports whether a call failed because the service could not
+// be reached or is overloaded, rather than because of what was asked.
+func unreachable(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.ResourceExhausted:
+		return true
+	}
+	return false
 }
 
 // transient reports whether a gRPC failure is worth retrying. Everything is,

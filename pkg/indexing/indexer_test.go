@@ -2,6 +2,7 @@ package indexing
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -203,5 +204,60 @@ func TestReindex(t *testing.T) {
 	}
 	if eng.writes != writes {
 		t.Fatalf("a reindex of an up-to-date engine wrote %d documents", eng.writes-writes)
+	}
+}
+
+// TestIndexLoadsABatchInOneCall: the documents of a batch are loaded with
+// one GetIndexDocuments call, small files inline (no download), and their
+// content sources recorded in one call; a document service without the
+// batch calls (an older version) gets a call per document and a download
+// per file, with the same result.
+func TestIndexLoadsABatchInOneCall(t *testing.T) {
+	tests := []struct {
+		name          string
+		noBatch       bool
+		wantBatchGets int64
+		wantDownloads int64
+	}{
+		{name: "batch calls", wantBatchGets: 1, wantDownloads: 1},
+		{name: "older document service", noBatch: true, wantBatchGets: 0, wantDownloads: 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newDocStore()
+			store.noBatch.Store(tt.noBatch)
+			for id := int64(1); id <= 4; id++ {
+				store.put(id, textDoc(1, fmt.Sprintf("small document %d", id)))
+			}
+			big := textDoc(1, "a file over the inline limit")
+			big.declared = InlineMaxBytes + 1
+			big.file = []byte(strings.Repeat("x", InlineMaxBytes) + " a file over the inline limit")
+			store.put(5, big)
+			eng := newMemEngine(t)
+			ix := newTestIndexer(t, eng, store.serve(t), nil)
+			items := []Item{{ID: 1, Rev: 1}, {ID: 2, Rev: 1}, {ID: 3, Rev: 1}, {ID: 4, Rev: 1}, {ID: 5, Rev: 1}}
+			for i, r := range ix.Index(context.Background(), items) {
+				if r.Outcome != Written || r.ContentErr != nil {
+					t.Fatalf("item %d: %+v", i, r)
+				}
+			}
+			for id := int64(1); id <= 4; id++ {
+				if d, _ := eng.get(id); !strings.Contains(d.Content, fmt.Sprintf("small document %d", id)) {
+					t.Fatalf("doc %d content %q", id, d.Content)
+				}
+				if store.source(id) != "text" {
+					t.Fatalf("doc %d content source %q, want text", id, store.source(id))
+				}
+			}
+			if d, _ := eng.get(5); !strings.Contains(d.Content, "inline limit") {
+				t.Fatalf("large doc content not indexed")
+			}
+			if got := store.batchGets.Load(); got != tt.wantBatchGets {
+				t.Errorf("GetIndexDocuments calls = %d, want %d", got, tt.wantBatchGets)
+			}
+			if got := store.downs.Load(); got != tt.wantDownloads {
+				t.Errorf("downloads = %d, want %d", got, tt.wantDownloads)
+			}
+		})
 	}
 }

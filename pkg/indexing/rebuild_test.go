@@ -27,6 +27,10 @@ func (s slowSource) GetIndexDocument(ctx context.Context, in *documentv1.GetInde
 	return s.DocumentServiceClient.GetIndexDocument(ctx, in, opts...)
 }
 
+func (s slowSource) GetIndexDocuments(ctx context.Context, in *documentv1.GetIndexDocumentsRequest, _ ...grpc.CallOption) (*documentv1.GetIndexDocumentsResponse, error) {
+	return oneByOne(ctx, in, s.GetIndexDocument)
+}
+
 // testTarget is a new bleve generation behind a switch, as the search
 // service's embedded rebuild does it.
 type testTarget struct {
@@ -167,6 +171,10 @@ func (s *hookSource) GetIndexDocument(ctx context.Context, in *documentv1.GetInd
 		s.once.Do(s.onGet)
 	}
 	return s.DocumentServiceClient.GetIndexDocument(ctx, in, opts...)
+}
+
+func (s *hookSource) GetIndexDocuments(ctx context.Context, in *documentv1.GetIndexDocumentsRequest, _ ...grpc.CallOption) (*documentv1.GetIndexDocumentsResponse, error) {
+	return oneByOne(ctx, in, s.GetIndexDocument)
 }
 
 // inspectTarget is a bleve generation that, at Commit, first records what

@@ -19,7 +19,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/grpcclient"
 )
 
-// tracedStore records the traceparent of each GetIndexDocument call.
+// tracedStore records the traceparent of each GetIndexDocument(s) call.
 type tracedStore struct {
 	*docStore
 	mu      sync.Mutex
@@ -32,6 +32,14 @@ func (s *tracedStore) GetIndexDocument(ctx context.Context, req *documentv1.GetI
 	s.parents = append(s.parents, md.Get("traceparent")...)
 	s.mu.Unlock()
 	return s.docStore.GetIndexDocument(ctx, req)
+}
+
+func (s *tracedStore) GetIndexDocuments(ctx context.Context, req *documentv1.GetIndexDocumentsRequest) (*documentv1.GetIndexDocumentsResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	s.mu.Lock()
+	s.parents = append(s.parents, md.Get("traceparent")...)
+	s.mu.Unlock()
+	return s.docStore.GetIndexDocuments(ctx, req)
 }
 
 // TestIndexingContinuesTheWritersTrace: an event carrying the writer's

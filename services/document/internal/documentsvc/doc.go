@@ -157,7 +157,13 @@
 //   - GetIndexDocument (internal) returns metadata with the current file,
 //     rev, group and folder ids, or deleted=true for a missing id; custom
 //     fields are not part of it (the search engine does not index them).
-//     ListDocumentIds pages ids ascending (limit 1..10000, default 1000).
+//     GetIndexDocuments answers the same for up to 1,000 ids in one
+//     snapshot (four set-based queries), with current files of at most
+//     inline_max_bytes (≤ 1 MiB) inline, and SetContentSources records up
+//     to 1,000 content sources in one statement: the indexer loads a batch
+//     with one call instead of two or three per document.
+//     ListDocumentIds pages ids ascending (limit 1..10000, default 1000),
+//     with the ids whose current file has no content source yet (unread).
 //
 // # Configuration
 //

@@ -2761,6 +2761,11 @@ type IndexFile struct {
 	Filehash  string                 `protobuf:"bytes,5,opt,name=filehash,proto3" json:"filehash,omitempty"`
 	// The content source recorded for this file ("" when none yet).
 	ContentSource string `protobuf:"bytes,6,opt,name=content_source,json=contentSource,proto3" json:"content_source,omitempty"`
+	// With GetIndexDocuments: the file's bytes, when it is no larger than
+	// the request's inline_max_bytes (then inline is true, also for an
+	// empty file); otherwise the indexer downloads it with DownloadFile.
+	Content       []byte `protobuf:"bytes,7,opt,name=content,proto3" json:"content,omitempty"`
+	Inline        bool   `protobuf:"varint,8,opt,name=inline,proto3" json:"inline,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2835,6 +2840,20 @@ func (x *IndexFile) GetContentSource() string {
 		return x.ContentSource
 	}
 	return ""
+}
+
+func (x *IndexFile) GetContent() []byte {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+func (x *IndexFile) GetInline() bool {
+	if x != nil {
+		return x.Inline
+	}
+	return false
 }
 
 // IndexDocument is the state of a document that search needs.
@@ -3013,6 +3032,106 @@ func (x *GetIndexDocumentResponse) GetDeleted() bool {
 	return false
 }
 
+// GetIndexDocumentsRequest names documents (at most 1,000).
+type GetIndexDocumentsRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	DocIds []int64                `protobuf:"varint,1,rep,packed,name=doc_ids,json=docIds,proto3" json:"doc_ids,omitempty"`
+	// Files of at most this many bytes come inline (IndexFile.content); at
+	// most 1 MiB, 0 for none.
+	InlineMaxBytes int64 `protobuf:"varint,2,opt,name=inline_max_bytes,json=inlineMaxBytes,proto3" json:"inline_max_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GetIndexDocumentsRequest) Reset() {
+	*x = GetIndexDocumentsRequest{}
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetIndexDocumentsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetIndexDocumentsRequest) ProtoMessage() {}
+
+func (x *GetIndexDocumentsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetIndexDocumentsRequest.ProtoReflect.Descriptor instead.
+func (*GetIndexDocumentsRequest) Descriptor() ([]byte, []int) {
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *GetIndexDocumentsRequest) GetDocIds() []int64 {
+	if x != nil {
+		return x.DocIds
+	}
+	return nil
+}
+
+func (x *GetIndexDocumentsRequest) GetInlineMaxBytes() int64 {
+	if x != nil {
+		return x.InlineMaxBytes
+	}
+	return 0
+}
+
+// GetIndexDocumentsResponse holds one answer per requested id, in order.
+type GetIndexDocumentsResponse struct {
+	state         protoimpl.MessageState      `protogen:"open.v1"`
+	Documents     []*GetIndexDocumentResponse `protobuf:"bytes,1,rep,name=documents,proto3" json:"documents,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetIndexDocumentsResponse) Reset() {
+	*x = GetIndexDocumentsResponse{}
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetIndexDocumentsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetIndexDocumentsResponse) ProtoMessage() {}
+
+func (x *GetIndexDocumentsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetIndexDocumentsResponse.ProtoReflect.Descriptor instead.
+func (*GetIndexDocumentsResponse) Descriptor() ([]byte, []int) {
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *GetIndexDocumentsResponse) GetDocuments() []*GetIndexDocumentResponse {
+	if x != nil {
+		return x.Documents
+	}
+	return nil
+}
+
 // ListDocumentIdsRequest pages by id.
 type ListDocumentIdsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3024,7 +3143,7 @@ type ListDocumentIdsRequest struct {
 
 func (x *ListDocumentIdsRequest) Reset() {
 	*x = ListDocumentIdsRequest{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[40]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3036,7 +3155,7 @@ func (x *ListDocumentIdsRequest) String() string {
 func (*ListDocumentIdsRequest) ProtoMessage() {}
 
 func (x *ListDocumentIdsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[40]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3049,7 +3168,7 @@ func (x *ListDocumentIdsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDocumentIdsRequest.ProtoReflect.Descriptor instead.
 func (*ListDocumentIdsRequest) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{40}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListDocumentIdsRequest) GetAfterId() int64 {
@@ -3085,7 +3204,7 @@ type ListDocumentIdsResponse struct {
 
 func (x *ListDocumentIdsResponse) Reset() {
 	*x = ListDocumentIdsResponse{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[41]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3097,7 +3216,7 @@ func (x *ListDocumentIdsResponse) String() string {
 func (*ListDocumentIdsResponse) ProtoMessage() {}
 
 func (x *ListDocumentIdsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[41]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3110,7 +3229,7 @@ func (x *ListDocumentIdsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDocumentIdsResponse.ProtoReflect.Descriptor instead.
 func (*ListDocumentIdsResponse) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{41}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListDocumentIdsResponse) GetIds() []int64 {
@@ -3151,7 +3270,7 @@ type CountFolderDocumentsRequest struct {
 
 func (x *CountFolderDocumentsRequest) Reset() {
 	*x = CountFolderDocumentsRequest{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[42]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3163,7 +3282,7 @@ func (x *CountFolderDocumentsRequest) String() string {
 func (*CountFolderDocumentsRequest) ProtoMessage() {}
 
 func (x *CountFolderDocumentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[42]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3176,7 +3295,7 @@ func (x *CountFolderDocumentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountFolderDocumentsRequest.ProtoReflect.Descriptor instead.
 func (*CountFolderDocumentsRequest) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{42}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CountFolderDocumentsRequest) GetFolderIds() []int64 {
@@ -3196,7 +3315,7 @@ type CountFolderDocumentsResponse struct {
 
 func (x *CountFolderDocumentsResponse) Reset() {
 	*x = CountFolderDocumentsResponse{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[43]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3208,7 +3327,7 @@ func (x *CountFolderDocumentsResponse) String() string {
 func (*CountFolderDocumentsResponse) ProtoMessage() {}
 
 func (x *CountFolderDocumentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[43]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3221,7 +3340,7 @@ func (x *CountFolderDocumentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountFolderDocumentsResponse.ProtoReflect.Descriptor instead.
 func (*CountFolderDocumentsResponse) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{43}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CountFolderDocumentsResponse) GetCount() int32 {
@@ -3245,7 +3364,7 @@ type SetContentSourceRequest struct {
 
 func (x *SetContentSourceRequest) Reset() {
 	*x = SetContentSourceRequest{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[44]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3257,7 +3376,7 @@ func (x *SetContentSourceRequest) String() string {
 func (*SetContentSourceRequest) ProtoMessage() {}
 
 func (x *SetContentSourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[44]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3270,7 +3389,7 @@ func (x *SetContentSourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetContentSourceRequest.ProtoReflect.Descriptor instead.
 func (*SetContentSourceRequest) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{44}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SetContentSourceRequest) GetDocId() int64 {
@@ -3294,6 +3413,98 @@ func (x *SetContentSourceRequest) GetSource() string {
 	return ""
 }
 
+// SetContentSourcesRequest records the content sources of several files
+// (at most 1,000).
+type SetContentSourcesRequest struct {
+	state         protoimpl.MessageState     `protogen:"open.v1"`
+	Sources       []*SetContentSourceRequest `protobuf:"bytes,1,rep,name=sources,proto3" json:"sources,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetContentSourcesRequest) Reset() {
+	*x = SetContentSourcesRequest{}
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetContentSourcesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetContentSourcesRequest) ProtoMessage() {}
+
+func (x *SetContentSourcesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetContentSourcesRequest.ProtoReflect.Descriptor instead.
+func (*SetContentSourcesRequest) Descriptor() ([]byte, []int) {
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *SetContentSourcesRequest) GetSources() []*SetContentSourceRequest {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
+// SetContentSourcesResponse tells, in order, whether each was recorded
+// (as SetContentSourceResponse.applied).
+type SetContentSourcesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Applied       []bool                 `protobuf:"varint,1,rep,packed,name=applied,proto3" json:"applied,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetContentSourcesResponse) Reset() {
+	*x = SetContentSourcesResponse{}
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetContentSourcesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetContentSourcesResponse) ProtoMessage() {}
+
+func (x *SetContentSourcesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetContentSourcesResponse.ProtoReflect.Descriptor instead.
+func (*SetContentSourcesResponse) Descriptor() ([]byte, []int) {
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *SetContentSourcesResponse) GetApplied() []bool {
+	if x != nil {
+		return x.Applied
+	}
+	return nil
+}
+
 // SetContentSourceResponse tells whether it was recorded: false when the
 // file is no longer the document's (a newer version replaced it) or the
 // document is gone.
@@ -3306,7 +3517,7 @@ type SetContentSourceResponse struct {
 
 func (x *SetContentSourceResponse) Reset() {
 	*x = SetContentSourceResponse{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[45]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3318,7 +3529,7 @@ func (x *SetContentSourceResponse) String() string {
 func (*SetContentSourceResponse) ProtoMessage() {}
 
 func (x *SetContentSourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[45]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3331,7 +3542,7 @@ func (x *SetContentSourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetContentSourceResponse.ProtoReflect.Descriptor instead.
 func (*SetContentSourceResponse) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{45}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *SetContentSourceResponse) GetApplied() bool {
@@ -3655,7 +3866,7 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"\x06search\x18\x04 \x01(\tR\x06search\x12\x14\n" +
 	"\x05limit\x18\x05 \x01(\x05R\x05limit\"4\n" +
 	"\x1aListDistinctValuesResponse\x12\x16\n" +
-	"\x06values\x18\x01 \x03(\tR\x06values\"\xbe\x01\n" +
+	"\x06values\x18\x01 \x03(\tR\x06values\"\xf0\x01\n" +
 	"\tIndexFile\x12\x14\n" +
 	"\x05ownid\x18\x01 \x01(\x03R\x05ownid\x12\x1a\n" +
 	"\borigname\x18\x02 \x01(\tR\borigname\x12\x1d\n" +
@@ -3664,7 +3875,9 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"\n" +
 	"image_size\x18\x04 \x01(\x03R\timageSize\x12\x1a\n" +
 	"\bfilehash\x18\x05 \x01(\tR\bfilehash\x12%\n" +
-	"\x0econtent_source\x18\x06 \x01(\tR\rcontentSource\"\xcc\x01\n" +
+	"\x0econtent_source\x18\x06 \x01(\tR\rcontentSource\x12\x18\n" +
+	"\acontent\x18\a \x01(\fR\acontent\x12\x16\n" +
+	"\x06inline\x18\b \x01(\bR\x06inline\"\xcc\x01\n" +
 	"\rIndexDocument\x129\n" +
 	"\bdocument\x18\x01 \x01(\v2\x1d.docrepo.document.v1.DocumentR\bdocument\x12\x10\n" +
 	"\x03rev\x18\x02 \x01(\x03R\x03rev\x12\x1b\n" +
@@ -3676,7 +3889,12 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"\x06doc_id\x18\x01 \x01(\x03R\x05docId\"t\n" +
 	"\x18GetIndexDocumentResponse\x12>\n" +
 	"\bdocument\x18\x01 \x01(\v2\".docrepo.document.v1.IndexDocumentR\bdocument\x12\x18\n" +
-	"\adeleted\x18\x02 \x01(\bR\adeleted\"I\n" +
+	"\adeleted\x18\x02 \x01(\bR\adeleted\"]\n" +
+	"\x18GetIndexDocumentsRequest\x12\x17\n" +
+	"\adoc_ids\x18\x01 \x03(\x03R\x06docIds\x12(\n" +
+	"\x10inline_max_bytes\x18\x02 \x01(\x03R\x0einlineMaxBytes\"h\n" +
+	"\x19GetIndexDocumentsResponse\x12K\n" +
+	"\tdocuments\x18\x01 \x03(\v2-.docrepo.document.v1.GetIndexDocumentResponseR\tdocuments\"I\n" +
 	"\x16ListDocumentIdsRequest\x12\x19\n" +
 	"\bafter_id\x18\x01 \x01(\x03R\aafterId\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\"t\n" +
@@ -3694,9 +3912,13 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"\x17SetContentSourceRequest\x12\x15\n" +
 	"\x06doc_id\x18\x01 \x01(\x03R\x05docId\x12\x17\n" +
 	"\afile_id\x18\x02 \x01(\x03R\x06fileId\x12\x16\n" +
-	"\x06source\x18\x03 \x01(\tR\x06source\"4\n" +
+	"\x06source\x18\x03 \x01(\tR\x06source\"b\n" +
+	"\x18SetContentSourcesRequest\x12F\n" +
+	"\asources\x18\x01 \x03(\v2,.docrepo.document.v1.SetContentSourceRequestR\asources\"5\n" +
+	"\x19SetContentSourcesResponse\x12\x18\n" +
+	"\aapplied\x18\x01 \x03(\bR\aapplied\"4\n" +
 	"\x18SetContentSourceResponse\x12\x18\n" +
-	"\aapplied\x18\x01 \x01(\bR\aapplied2\xca\x0e\n" +
+	"\aapplied\x18\x01 \x01(\bR\aapplied2\xd4\x10\n" +
 	"\x0fDocumentService\x12\x82\x01\n" +
 	"\x0eUploadDocument\x12*.docrepo.document.v1.UploadDocumentRequest\x1a+.docrepo.document.v1.UploadDocumentResponse\"\x15\xca\xf3\x18\x11\n" +
 	"\x0fdocuments_write(\x01\x12v\n" +
@@ -3721,11 +3943,17 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"\x0edocuments_read\x12\x7f\n" +
 	"\x10GetIndexDocument\x12,.docrepo.document.v1.GetIndexDocumentRequest\x1a-.docrepo.document.v1.GetIndexDocumentResponse\"\x0e\xca\xf3\x18\n" +
 	"\n" +
+	"\binternal\x12\x82\x01\n" +
+	"\x11GetIndexDocuments\x12-.docrepo.document.v1.GetIndexDocumentsRequest\x1a..docrepo.document.v1.GetIndexDocumentsResponse\"\x0e\xca\xf3\x18\n" +
+	"\n" +
 	"\binternal\x12|\n" +
 	"\x0fListDocumentIds\x12+.docrepo.document.v1.ListDocumentIdsRequest\x1a,.docrepo.document.v1.ListDocumentIdsResponse\"\x0e\xca\xf3\x18\n" +
 	"\n" +
 	"\binternal\x12\x7f\n" +
 	"\x10SetContentSource\x12,.docrepo.document.v1.SetContentSourceRequest\x1a-.docrepo.document.v1.SetContentSourceResponse\"\x0e\xca\xf3\x18\n" +
+	"\n" +
+	"\binternal\x12\x82\x01\n" +
+	"\x11SetContentSources\x12-.docrepo.document.v1.SetContentSourcesRequest\x1a..docrepo.document.v1.SetContentSourcesResponse\"\x0e\xca\xf3\x18\n" +
 	"\n" +
 	"\binternal\x12\xa2\x01\n" +
 	"\x14CountFolderDocuments\x120.docrepo.document.v1.CountFolderDocumentsRequest\x1a1.docrepo.document.v1.CountFolderDocumentsResponse\"%\xca\xf3\x18!\n" +
@@ -3745,7 +3973,7 @@ func file_docrepo_document_v1_document_proto_rawDescGZIP() []byte {
 	return file_docrepo_document_v1_document_proto_rawDescData
 }
 
-var file_docrepo_document_v1_document_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_docrepo_document_v1_document_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_docrepo_document_v1_document_proto_goTypes = []any{
 	(*Document)(nil),                     // 0: docrepo.document.v1.Document
 	(*LinkedFile)(nil),                   // 1: docrepo.document.v1.LinkedFile
@@ -3787,35 +4015,39 @@ var file_docrepo_document_v1_document_proto_goTypes = []any{
 	(*IndexDocument)(nil),                // 37: docrepo.document.v1.IndexDocument
 	(*GetIndexDocumentRequest)(nil),      // 38: docrepo.document.v1.GetIndexDocumentRequest
 	(*GetIndexDocumentResponse)(nil),     // 39: docrepo.document.v1.GetIndexDocumentResponse
-	(*ListDocumentIdsRequest)(nil),       // 40: docrepo.document.v1.ListDocumentIdsRequest
-	(*ListDocumentIdsResponse)(nil),      // 41: docrepo.document.v1.ListDocumentIdsResponse
-	(*CountFolderDocumentsRequest)(nil),  // 42: docrepo.document.v1.CountFolderDocumentsRequest
-	(*CountFolderDocumentsResponse)(nil), // 43: docrepo.document.v1.CountFolderDocumentsResponse
-	(*SetContentSourceRequest)(nil),      // 44: docrepo.document.v1.SetContentSourceRequest
-	(*SetContentSourceResponse)(nil),     // 45: docrepo.document.v1.SetContentSourceResponse
-	(*timestamppb.Timestamp)(nil),        // 46: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),              // 47: google.protobuf.Struct
+	(*GetIndexDocumentsRequest)(nil),     // 40: docrepo.document.v1.GetIndexDocumentsRequest
+	(*GetIndexDocumentsResponse)(nil),    // 41: docrepo.document.v1.GetIndexDocumentsResponse
+	(*ListDocumentIdsRequest)(nil),       // 42: docrepo.document.v1.ListDocumentIdsRequest
+	(*ListDocumentIdsResponse)(nil),      // 43: docrepo.document.v1.ListDocumentIdsResponse
+	(*CountFolderDocumentsRequest)(nil),  // 44: docrepo.document.v1.CountFolderDocumentsRequest
+	(*CountFolderDocumentsResponse)(nil), // 45: docrepo.document.v1.CountFolderDocumentsResponse
+	(*SetContentSourceRequest)(nil),      // 46: docrepo.document.v1.SetContentSourceRequest
+	(*SetContentSourcesRequest)(nil),     // 47: docrepo.document.v1.SetContentSourcesRequest
+	(*SetContentSourcesResponse)(nil),    // 48: docrepo.document.v1.SetContentSourcesResponse
+	(*SetContentSourceResponse)(nil),     // 49: docrepo.document.v1.SetContentSourceResponse
+	(*timestamppb.Timestamp)(nil),        // 50: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),              // 51: google.protobuf.Struct
 }
 var file_docrepo_document_v1_document_proto_depIdxs = []int32{
-	46, // 0: docrepo.document.v1.Document.date:type_name -> google.protobuf.Timestamp
-	46, // 1: docrepo.document.v1.Document.entry_date:type_name -> google.protobuf.Timestamp
+	50, // 0: docrepo.document.v1.Document.date:type_name -> google.protobuf.Timestamp
+	50, // 1: docrepo.document.v1.Document.entry_date:type_name -> google.protobuf.Timestamp
 	1,  // 2: docrepo.document.v1.Document.linked_files:type_name -> docrepo.document.v1.LinkedFile
 	3,  // 3: docrepo.document.v1.Document.version_history:type_name -> docrepo.document.v1.ArchiveEntryList
 	5,  // 4: docrepo.document.v1.Document.folders:type_name -> docrepo.document.v1.FolderAssignmentList
 	7,  // 5: docrepo.document.v1.Document.customfields:type_name -> docrepo.document.v1.CustomFieldSetList
-	46, // 6: docrepo.document.v1.LinkedFile.lastmodified:type_name -> google.protobuf.Timestamp
-	46, // 7: docrepo.document.v1.ArchiveEntry.entry_date:type_name -> google.protobuf.Timestamp
+	50, // 6: docrepo.document.v1.LinkedFile.lastmodified:type_name -> google.protobuf.Timestamp
+	50, // 7: docrepo.document.v1.ArchiveEntry.entry_date:type_name -> google.protobuf.Timestamp
 	2,  // 8: docrepo.document.v1.ArchiveEntryList.entries:type_name -> docrepo.document.v1.ArchiveEntry
 	4,  // 9: docrepo.document.v1.FolderAssignmentList.entries:type_name -> docrepo.document.v1.FolderAssignment
-	47, // 10: docrepo.document.v1.CustomFieldSet.rows:type_name -> google.protobuf.Struct
+	51, // 10: docrepo.document.v1.CustomFieldSet.rows:type_name -> google.protobuf.Struct
 	6,  // 11: docrepo.document.v1.CustomFieldSetList.entries:type_name -> docrepo.document.v1.CustomFieldSet
-	46, // 12: docrepo.document.v1.DocumentMetadata.date:type_name -> google.protobuf.Timestamp
+	50, // 12: docrepo.document.v1.DocumentMetadata.date:type_name -> google.protobuf.Timestamp
 	9,  // 13: docrepo.document.v1.UploadDocumentRequest.metadata:type_name -> docrepo.document.v1.UploadMetadata
 	10, // 14: docrepo.document.v1.UploadDocumentRequest.file:type_name -> docrepo.document.v1.FileHeader
 	0,  // 15: docrepo.document.v1.GetDocumentResponse.document:type_name -> docrepo.document.v1.Document
 	8,  // 16: docrepo.document.v1.UpdateDocumentResponse.document:type_name -> docrepo.document.v1.DocumentMetadata
-	46, // 17: docrepo.document.v1.CurrentFile.last_modified:type_name -> google.protobuf.Timestamp
-	46, // 18: docrepo.document.v1.HistoryEntry.entry_date:type_name -> google.protobuf.Timestamp
+	50, // 17: docrepo.document.v1.CurrentFile.last_modified:type_name -> google.protobuf.Timestamp
+	50, // 18: docrepo.document.v1.HistoryEntry.entry_date:type_name -> google.protobuf.Timestamp
 	17, // 19: docrepo.document.v1.VersionListing.current:type_name -> docrepo.document.v1.CurrentFile
 	18, // 20: docrepo.document.v1.VersionListing.history:type_name -> docrepo.document.v1.HistoryEntry
 	19, // 21: docrepo.document.v1.GetVersionsResponse.listing:type_name -> docrepo.document.v1.VersionListing
@@ -3824,46 +4056,52 @@ var file_docrepo_document_v1_document_proto_depIdxs = []int32{
 	19, // 24: docrepo.document.v1.UploadVersionResponse.listing:type_name -> docrepo.document.v1.VersionListing
 	8,  // 25: docrepo.document.v1.LockDocumentResponse.document:type_name -> docrepo.document.v1.DocumentMetadata
 	8,  // 26: docrepo.document.v1.UnlockDocumentResponse.document:type_name -> docrepo.document.v1.DocumentMetadata
-	46, // 27: docrepo.document.v1.DownloadHeader.last_modified:type_name -> google.protobuf.Timestamp
+	50, // 27: docrepo.document.v1.DownloadHeader.last_modified:type_name -> google.protobuf.Timestamp
 	30, // 28: docrepo.document.v1.DownloadFileResponse.header:type_name -> docrepo.document.v1.DownloadHeader
-	47, // 29: docrepo.document.v1.SetCustomFieldsRequest.rows:type_name -> google.protobuf.Struct
+	51, // 29: docrepo.document.v1.SetCustomFieldsRequest.rows:type_name -> google.protobuf.Struct
 	6,  // 30: docrepo.document.v1.SetCustomFieldsResponse.set:type_name -> docrepo.document.v1.CustomFieldSet
 	0,  // 31: docrepo.document.v1.IndexDocument.document:type_name -> docrepo.document.v1.Document
 	36, // 32: docrepo.document.v1.IndexDocument.file:type_name -> docrepo.document.v1.IndexFile
 	37, // 33: docrepo.document.v1.GetIndexDocumentResponse.document:type_name -> docrepo.document.v1.IndexDocument
-	11, // 34: docrepo.document.v1.DocumentService.UploadDocument:input_type -> docrepo.document.v1.UploadDocumentRequest
-	13, // 35: docrepo.document.v1.DocumentService.GetDocument:input_type -> docrepo.document.v1.GetDocumentRequest
-	15, // 36: docrepo.document.v1.DocumentService.UpdateDocument:input_type -> docrepo.document.v1.UpdateDocumentRequest
-	20, // 37: docrepo.document.v1.DocumentService.GetVersions:input_type -> docrepo.document.v1.GetVersionsRequest
-	22, // 38: docrepo.document.v1.DocumentService.UploadVersion:input_type -> docrepo.document.v1.UploadVersionRequest
-	25, // 39: docrepo.document.v1.DocumentService.LockDocument:input_type -> docrepo.document.v1.LockDocumentRequest
-	27, // 40: docrepo.document.v1.DocumentService.UnlockDocument:input_type -> docrepo.document.v1.UnlockDocumentRequest
-	29, // 41: docrepo.document.v1.DocumentService.DownloadFile:input_type -> docrepo.document.v1.DownloadFileRequest
-	32, // 42: docrepo.document.v1.DocumentService.SetCustomFields:input_type -> docrepo.document.v1.SetCustomFieldsRequest
-	34, // 43: docrepo.document.v1.DocumentService.ListDistinctValues:input_type -> docrepo.document.v1.ListDistinctValuesRequest
-	38, // 44: docrepo.document.v1.DocumentService.GetIndexDocument:input_type -> docrepo.document.v1.GetIndexDocumentRequest
-	40, // 45: docrepo.document.v1.DocumentService.ListDocumentIds:input_type -> docrepo.document.v1.ListDocumentIdsRequest
-	44, // 46: docrepo.document.v1.DocumentService.SetContentSource:input_type -> docrepo.document.v1.SetContentSourceRequest
-	42, // 47: docrepo.document.v1.DocumentService.CountFolderDocuments:input_type -> docrepo.document.v1.CountFolderDocumentsRequest
-	12, // 48: docrepo.document.v1.DocumentService.UploadDocument:output_type -> docrepo.document.v1.UploadDocumentResponse
-	14, // 49: docrepo.document.v1.DocumentService.GetDocument:output_type -> docrepo.document.v1.GetDocumentResponse
-	16, // 50: docrepo.document.v1.DocumentService.UpdateDocument:output_type -> docrepo.document.v1.UpdateDocumentResponse
-	21, // 51: docrepo.document.v1.DocumentService.GetVersions:output_type -> docrepo.document.v1.GetVersionsResponse
-	24, // 52: docrepo.document.v1.DocumentService.UploadVersion:output_type -> docrepo.document.v1.UploadVersionResponse
-	26, // 53: docrepo.document.v1.DocumentService.LockDocument:output_type -> docrepo.document.v1.LockDocumentResponse
-	28, // 54: docrepo.document.v1.DocumentService.UnlockDocument:output_type -> docrepo.document.v1.UnlockDocumentResponse
-	31, // 55: docrepo.document.v1.DocumentService.DownloadFile:output_type -> docrepo.document.v1.DownloadFileResponse
-	33, // 56: docrepo.document.v1.DocumentService.SetCustomFields:output_type -> docrepo.document.v1.SetCustomFieldsResponse
-	35, // 57: docrepo.document.v1.DocumentService.ListDistinctValues:output_type -> docrepo.document.v1.ListDistinctValuesResponse
-	39, // 58: docrepo.document.v1.DocumentService.GetIndexDocument:output_type -> docrepo.document.v1.GetIndexDocumentResponse
-	41, // 59: docrepo.document.v1.DocumentService.ListDocumentIds:output_type -> docrepo.document.v1.ListDocumentIdsResponse
-	45, // 60: docrepo.document.v1.DocumentService.SetContentSource:output_type -> docrepo.document.v1.SetContentSourceResponse
-	43, // 61: docrepo.document.v1.DocumentService.CountFolderDocuments:output_type -> docrepo.document.v1.CountFolderDocumentsResponse
-	48, // [48:62] is the sub-list for method output_type
-	34, // [34:48] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	39, // 34: docrepo.document.v1.GetIndexDocumentsResponse.documents:type_name -> docrepo.document.v1.GetIndexDocumentResponse
+	46, // 35: docrepo.document.v1.SetContentSourcesRequest.sources:type_name -> docrepo.document.v1.SetContentSourceRequest
+	11, // 36: docrepo.document.v1.DocumentService.UploadDocument:input_type -> docrepo.document.v1.UploadDocumentRequest
+	13, // 37: docrepo.document.v1.DocumentService.GetDocument:input_type -> docrepo.document.v1.GetDocumentRequest
+	15, // 38: docrepo.document.v1.DocumentService.UpdateDocument:input_type -> docrepo.document.v1.UpdateDocumentRequest
+	20, // 39: docrepo.document.v1.DocumentService.GetVersions:input_type -> docrepo.document.v1.GetVersionsRequest
+	22, // 40: docrepo.document.v1.DocumentService.UploadVersion:input_type -> docrepo.document.v1.UploadVersionRequest
+	25, // 41: docrepo.document.v1.DocumentService.LockDocument:input_type -> docrepo.document.v1.LockDocumentRequest
+	27, // 42: docrepo.document.v1.DocumentService.UnlockDocument:input_type -> docrepo.document.v1.UnlockDocumentRequest
+	29, // 43: docrepo.document.v1.DocumentService.DownloadFile:input_type -> docrepo.document.v1.DownloadFileRequest
+	32, // 44: docrepo.document.v1.DocumentService.SetCustomFields:input_type -> docrepo.document.v1.SetCustomFieldsRequest
+	34, // 45: docrepo.document.v1.DocumentService.ListDistinctValues:input_type -> docrepo.document.v1.ListDistinctValuesRequest
+	38, // 46: docrepo.document.v1.DocumentService.GetIndexDocument:input_type -> docrepo.document.v1.GetIndexDocumentRequest
+	40, // 47: docrepo.document.v1.DocumentService.GetIndexDocuments:input_type -> docrepo.document.v1.GetIndexDocumentsRequest
+	42, // 48: docrepo.document.v1.DocumentService.ListDocumentIds:input_type -> docrepo.document.v1.ListDocumentIdsRequest
+	46, // 49: docrepo.document.v1.DocumentService.SetContentSource:input_type -> docrepo.document.v1.SetContentSourceRequest
+	47, // 50: docrepo.document.v1.DocumentService.SetContentSources:input_type -> docrepo.document.v1.SetContentSourcesRequest
+	44, // 51: docrepo.document.v1.DocumentService.CountFolderDocuments:input_type -> docrepo.document.v1.CountFolderDocumentsRequest
+	12, // 52: docrepo.document.v1.DocumentService.UploadDocument:output_type -> docrepo.document.v1.UploadDocumentResponse
+	14, // 53: docrepo.document.v1.DocumentService.GetDocument:output_type -> docrepo.document.v1.GetDocumentResponse
+	16, // 54: docrepo.document.v1.DocumentService.UpdateDocument:output_type -> docrepo.document.v1.UpdateDocumentResponse
+	21, // 55: docrepo.document.v1.DocumentService.GetVersions:output_type -> docrepo.document.v1.GetVersionsResponse
+	24, // 56: docrepo.document.v1.DocumentService.UploadVersion:output_type -> docrepo.document.v1.UploadVersionResponse
+	26, // 57: docrepo.document.v1.DocumentService.LockDocument:output_type -> docrepo.document.v1.LockDocumentResponse
+	28, // 58: docrepo.document.v1.DocumentService.UnlockDocument:output_type -> docrepo.document.v1.UnlockDocumentResponse
+	31, // 59: docrepo.document.v1.DocumentService.DownloadFile:output_type -> docrepo.document.v1.DownloadFileResponse
+	33, // 60: docrepo.document.v1.DocumentService.SetCustomFields:output_type -> docrepo.document.v1.SetCustomFieldsResponse
+	35, // 61: docrepo.document.v1.DocumentService.ListDistinctValues:output_type -> docrepo.document.v1.ListDistinctValuesResponse
+	39, // 62: docrepo.document.v1.DocumentService.GetIndexDocument:output_type -> docrepo.document.v1.GetIndexDocumentResponse
+	41, // 63: docrepo.document.v1.DocumentService.GetIndexDocuments:output_type -> docrepo.document.v1.GetIndexDocumentsResponse
+	43, // 64: docrepo.document.v1.DocumentService.ListDocumentIds:output_type -> docrepo.document.v1.ListDocumentIdsResponse
+	49, // 65: docrepo.document.v1.DocumentService.SetContentSource:output_type -> docrepo.document.v1.SetContentSourceResponse
+	48, // 66: docrepo.document.v1.DocumentService.SetContentSources:output_type -> docrepo.document.v1.SetContentSourcesResponse
+	45, // 67: docrepo.document.v1.DocumentService.CountFolderDocuments:output_type -> docrepo.document.v1.CountFolderDocumentsResponse
+	52, // [52:68] is the sub-list for method output_type
+	36, // [36:52] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_docrepo_document_v1_document_proto_init() }
@@ -3897,7 +4135,7 @@ func file_docrepo_document_v1_document_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_docrepo_document_v1_document_proto_rawDesc), len(file_docrepo_document_v1_document_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   46,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

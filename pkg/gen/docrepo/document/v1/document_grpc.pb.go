@@ -34,8 +34,10 @@ const (
 	DocumentService_SetCustomFields_FullMethodName      = "/docrepo.document.v1.DocumentService/SetCustomFields"
 	DocumentService_ListDistinctValues_FullMethodName   = "/docrepo.document.v1.DocumentService/ListDistinctValues"
 	DocumentService_GetIndexDocument_FullMethodName     = "/docrepo.document.v1.DocumentService/GetIndexDocument"
+	DocumentService_GetIndexDocuments_FullMethodName    = "/docrepo.document.v1.DocumentService/GetIndexDocuments"
 	DocumentService_ListDocumentIds_FullMethodName      = "/docrepo.document.v1.DocumentService/ListDocumentIds"
 	DocumentService_SetContentSource_FullMethodName     = "/docrepo.document.v1.DocumentService/SetContentSource"
+	DocumentService_SetContentSources_FullMethodName    = "/docrepo.document.v1.DocumentService/SetContentSources"
 	DocumentService_CountFolderDocuments_FullMethodName = "/docrepo.document.v1.DocumentService/CountFolderDocuments"
 )
 
@@ -72,12 +74,19 @@ type DocumentServiceClient interface {
 	ListDistinctValues(ctx context.Context, in *ListDistinctValuesRequest, opts ...grpc.CallOption) (*ListDistinctValuesResponse, error)
 	// GetIndexDocument returns everything the indexer needs about one document.
 	GetIndexDocument(ctx context.Context, in *GetIndexDocumentRequest, opts ...grpc.CallOption) (*GetIndexDocumentResponse, error)
+	// GetIndexDocuments is GetIndexDocument for many documents at once, read
+	// in one snapshot, with the bytes of small files inline: the indexer
+	// loads a batch of documents in one call instead of two per document.
+	GetIndexDocuments(ctx context.Context, in *GetIndexDocumentsRequest, opts ...grpc.CallOption) (*GetIndexDocumentsResponse, error)
 	// ListDocumentIds pages through all document ids (for reindexing).
 	ListDocumentIds(ctx context.Context, in *ListDocumentIdsRequest, opts ...grpc.CallOption) (*ListDocumentIdsResponse, error)
 	// SetContentSource records where the indexer got a file's text from
 	// (text layer, OCR, none), for GET's content_source. It is not a change
 	// search must see: no rev bump, no event.
 	SetContentSource(ctx context.Context, in *SetContentSourceRequest, opts ...grpc.CallOption) (*SetContentSourceResponse, error)
+	// SetContentSources is SetContentSource for many files in one
+	// transaction.
+	SetContentSources(ctx context.Context, in *SetContentSourcesRequest, opts ...grpc.CallOption) (*SetContentSourcesResponse, error)
 	// CountFolderDocuments counts the documents the caller can see that are
 	// assigned to any of the folders. The folder service calls it, with the
 	// caller's identity, to report what a subtree deletion unassigns; the
@@ -218,6 +227,16 @@ func (c *documentServiceClient) GetIndexDocument(ctx context.Context, in *GetInd
 	return out, nil
 }
 
+func (c *documentServiceClient) GetIndexDocuments(ctx context.Context, in *GetIndexDocumentsRequest, opts ...grpc.CallOption) (*GetIndexDocumentsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetIndexDocumentsResponse)
+	err := c.cc.Invoke(ctx, DocumentService_GetIndexDocuments_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *documentServiceClient) ListDocumentIds(ctx context.Context, in *ListDocumentIdsRequest, opts ...grpc.CallOption) (*ListDocumentIdsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListDocumentIdsResponse)
@@ -232,6 +251,16 @@ func (c *documentServiceClient) SetContentSource(ctx context.Context, in *SetCon
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SetContentSourceResponse)
 	err := c.cc.Invoke(ctx, DocumentService_SetContentSource_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *documentServiceClient) SetContentSources(ctx context.Context, in *SetContentSourcesRequest, opts ...grpc.CallOption) (*SetContentSourcesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetContentSourcesResponse)
+	err := c.cc.Invoke(ctx, DocumentService_SetContentSources_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -281,12 +310,19 @@ type DocumentServiceServer interface {
 	ListDistinctValues(context.Context, *ListDistinctValuesRequest) (*ListDistinctValuesResponse, error)
 	// GetIndexDocument returns everything the indexer needs about one document.
 	GetIndexDocument(context.Context, *GetIndexDocumentRequest) (*GetIndexDocumentResponse, error)
+	// GetIndexDocuments is GetIndexDocument for many documents at once, read
+	// in one snapshot, with the bytes of small files inline: the indexer
+	// loads a batch of documents in one call instead of two per document.
+	GetIndexDocuments(context.Context, *GetIndexDocumentsRequest) (*GetIndexDocumentsResponse, error)
 	// ListDocumentIds pages through all document ids (for reindexing).
 	ListDocumentIds(context.Context, *ListDocumentIdsRequest) (*ListDocumentIdsResponse, error)
 	// SetContentSource records where the indexer got a file's text from
 	// (text layer, OCR, none), for GET's content_source. It is not a change
 	// search must see: no rev bump, no event.
 	SetContentSource(context.Context, *SetContentSourceRequest) (*SetContentSourceResponse, error)
+	// SetContentSources is SetContentSource for many files in one
+	// transaction.
+	SetContentSources(context.Context, *SetContentSourcesRequest) (*SetContentSourcesResponse, error)
 	// CountFolderDocuments counts the documents the caller can see that are
 	// assigned to any of the folders. The folder service calls it, with the
 	// caller's identity, to report what a subtree deletion unassigns; the
@@ -335,11 +371,17 @@ func (UnimplementedDocumentServiceServer) ListDistinctValues(context.Context, *L
 func (UnimplementedDocumentServiceServer) GetIndexDocument(context.Context, *GetIndexDocumentRequest) (*GetIndexDocumentResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetIndexDocument not implemented")
 }
+func (UnimplementedDocumentServiceServer) GetIndexDocuments(context.Context, *GetIndexDocumentsRequest) (*GetIndexDocumentsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetIndexDocuments not implemented")
+}
 func (UnimplementedDocumentServiceServer) ListDocumentIds(context.Context, *ListDocumentIdsRequest) (*ListDocumentIdsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListDocumentIds not implemented")
 }
 func (UnimplementedDocumentServiceServer) SetContentSource(context.Context, *SetContentSourceRequest) (*SetContentSourceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetContentSource not implemented")
+}
+func (UnimplementedDocumentServiceServer) SetContentSources(context.Context, *SetContentSourcesRequest) (*SetContentSourcesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetContentSources not implemented")
 }
 func (UnimplementedDocumentServiceServer) CountFolderDocuments(context.Context, *CountFolderDocumentsRequest) (*CountFolderDocumentsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CountFolderDocuments not implemented")
@@ -534,6 +576,24 @@ func _DocumentService_GetIndexDocument_Handler(srv interface{}, ctx context.Cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _DocumentService_GetIndexDocuments_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetIndexDocumentsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DocumentServiceServer).GetIndexDocuments(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DocumentService_GetIndexDocuments_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DocumentServiceServer).GetIndexDocuments(ctx, req.(*GetIndexDocumentsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _DocumentService_ListDocumentIds_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListDocumentIdsRequest)
 	if err := dec(in); err != nil {
@@ -566,6 +626,24 @@ func _DocumentService_SetContentSource_Handler(srv interface{}, ctx context.Cont
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(DocumentServiceServer).SetContentSource(ctx, req.(*SetContentSourceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _DocumentService_SetContentSources_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetContentSourcesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DocumentServiceServer).SetContentSources(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DocumentService_SetContentSources_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DocumentServiceServer).SetContentSources(ctx, req.(*SetContentSourcesRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -628,12 +706,20 @@ var DocumentService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _DocumentService_GetIndexDocument_Handler,
 		},
 		{
+			MethodName: "GetIndexDocuments",
+			Handler:    _DocumentService_GetIndexDocuments_Handler,
+		},
+		{
 			MethodName: "ListDocumentIds",
 			Handler:    _DocumentService_ListDocumentIds_Handler,
 		},
 		{
 			MethodName: "SetContentSource",
 			Handler:    _DocumentService_SetContentSource_Handler,
+		},
+		{
+			MethodName: "SetContentSources",
+			Handler:    _DocumentService_SetContentSources_Handler,
 		},
 		{
 			MethodName: "CountFolderDocuments",
