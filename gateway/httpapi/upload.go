@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
@@ -238,16 +239,21 @@ func forwardFile(part *multipart.Part, started *bool, sendHeader func(*documentv
 
 // pump copies a file part to send in chunkSize pieces. It returns io.EOF
 // from send unchanged (the server ended the stream: its status explains).
-// Each chunk gets a fresh buffer: a sent message must not be modified, as
-// stats handlers may look at it after Send returns.
+// Each chunk gets a fresh buffer of its own length: a sent message must not
+// be modified, as stats handlers may look at it after Send returns. The
+// part is read through a pooled chunkSize buffer, so a 1 KB file costs a
+// 1 KB allocation rather than a zeroed 256 KiB one (the ingest profile
+// showed a fifth of the gateway's CPU in the garbage collector).
 //
 // Only io.EOF ends the part: a multipart part reports a body that ends
 // before the part's closing delimiter as io.ErrUnexpectedEOF, and that is a
 // broken request (a client that went away, a proxy that cut the body), not
 // the end of a shorter file. (io.ReadFull cannot tell the two apart.)
 func pump(p io.Reader, send func([]byte) error) error {
+	scratch := chunkPool.Get().(*[]byte)
+	defer chunkPool.Put(scratch)
+	buf := *scratch
 	for {
-		buf := make([]byte, chunkSize)
 		n := 0
 		var err error
 		for n < len(buf) && err == nil {
@@ -256,7 +262,7 @@ func pump(p io.Reader, send func([]byte) error) error {
 			n += k
 		}
 		if n > 0 {
-			if serr := send(buf[:n]); serr != nil {
+			if serr := send(append([]byte(nil), buf[:n]...)); serr != nil {
 				return serr
 			}
 		}
@@ -268,6 +274,9 @@ func pump(p io.Reader, send func([]byte) error) error {
 		}
 	}
 }
+
+// chunkPool holds chunkSize read buffers for pump.
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
 
 // errClientBody marks a failure reading the client's body.
 type errClientBody struct{ err error }

@@ -240,3 +240,29 @@ func tempFiles(t *testing.T, dir string) []string {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// TestPutAfterTheDirectoryWasRemoved: Put remembers the directories it
+// made; one removed behind the store's back (an operator cleaning up) is
+// made again, and the object is stored and readable.
+func TestPutAfterTheDirectoryWasRemoved(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := newStore(t, dir)
+	if _, err := s.Put(ctx, "files/ab/one.txt", strings.NewReader("one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "files")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, "files/ab/two.txt", strings.NewReader("two")); err != nil {
+		t.Fatalf("Put after the directory was removed: %v", err)
+	}
+	o, err := s.Open(ctx, "files/ab/two.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if b, _ := io.ReadAll(o); string(b) != "two" {
+		t.Fatalf("read %q", b)
+	}
+}
