@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -77,11 +75,12 @@ type Service struct {
 	pageCountTimeout time.Duration
 	// pageCounts holds a token per page count in progress.
 	pageCounts chan struct{}
-	// knownTypes maps a doc type name the schema service confirmed to
-	// when that answer expires (see checkDocType).
-	knownTypes    sync.Map
-	knownTypesLen atomic.Int64
-	now           func() time.Time
+	// knownTypes holds doc type names the schema service confirmed (see
+	// checkDocType); visibleFolders the folders the folder service showed
+	// to a set of groups (see checkFolder).
+	knownTypes     answers
+	visibleFolders answers
+	now            func() time.Time
 }
 
 // NewService returns the document service.
@@ -91,7 +90,9 @@ func NewService(d Deps) *Service {
 		log = slog.Default()
 	}
 	s := &Service{pool: d.Pool, store: d.Store, folders: d.Folders, schema: d.Schema, maxSize: d.MaxUploadBytes, log: log,
-		pageCountMax: d.PageCountMaxBytes, pageCountTimeout: d.PageCountTimeout, now: time.Now}
+		pageCountMax: d.PageCountMaxBytes, pageCountTimeout: d.PageCountTimeout, now: time.Now,
+		knownTypes:     answers{ttl: knownTypeTTL, max: maxAnswers},
+		visibleFolders: answers{ttl: visibleFolderTTL, max: maxAnswers}}
 	if s.pageCountMax <= 0 {
 		s.pageCountMax = DefaultPageCountMaxBytes
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -119,7 +121,7 @@ func (c *uploadChecker) check(ctx context.Context, m *documentv1.UploadMetadata,
 		return nil, apierr.PermissionDenied("You belong to no group, so nobody could see the document")
 	}
 	if m.FolderId != nil && f.folderID != 0 && (c.folderSeen == nil || *c.folderSeen != f.folderID) {
-		if err := c.s.checkFolder(ctx, f.folderID); err != nil {
+		if err := c.s.checkFolder(ctx, c.p, f.folderID); err != nil {
 			return nil, err
 		}
 		c.folderSeen = &f.folderID
@@ -134,8 +136,19 @@ func (c *uploadChecker) check(ctx context.Context, m *documentv1.UploadMetadata,
 }
 
 // checkFolder asks the folder service, as the caller, whether the folder
-// exists and is visible.
-func (s *Service) checkFolder(ctx context.Context, id int64) error {
+// exists and is visible. A yes is remembered for visibleFolderTTL for the
+// caller's exact set of groups: a folder's groups are fixed when it is
+// created (docs/api.md has no call that changes them), and a caller whose
+// groups change asks again under the new set. A folder deleted meanwhile
+// is still refused: the assignment checks folder_refs in its transaction
+// (assignFolder). The ingest profile showed a folder round trip per upload
+// into the same folder.
+func (s *Service) checkFolder(ctx context.Context, p *auth.Principal, id int64) error {
+	now := s.now()
+	key := folderAnswerKey(p, id)
+	if s.visibleFolders.has(key, now) {
+		return nil
+	}
 	resp, err := s.folders.GetFolders(ctx, &folderv1.GetFoldersRequest{FolderIds: []int64{id}})
 	if err != nil {
 		return downstream(err, "folder service", errFolderNotFound())
@@ -143,8 +156,29 @@ func (s *Service) checkFolder(ctx context.Context, id int64) error {
 	if len(resp.GetFolders()) == 0 {
 		return errFolderNotFound()
 	}
+	s.visibleFolders.add(key, now)
 	return nil
 }
+
+// folderAnswerKey names a folder as seen by a caller's groups.
+func folderAnswerKey(p *auth.Principal, id int64) string {
+	if p.Unrestricted() {
+		return strconv.FormatInt(id, 10) + "/*"
+	}
+	groups := slices.Clone(p.GroupIDs)
+	slices.Sort(groups)
+	var b strings.Builder
+	b.WriteString(strconv.FormatInt(id, 10))
+	for _, g := range groups {
+		b.WriteByte('/')
+		b.WriteString(strconv.FormatInt(g, 10))
+	}
+	return b.String()
+}
+
+// visibleFolderTTL is how long a folder the folder service showed to a set
+// of groups is taken as visible to it (see checkFolder).
+const visibleFolderTTL = time.Minute
 
 // knownTypeTTL is how long the document service trusts the schema
 // service's word that a doc type exists. Doc types cannot be renamed or
@@ -153,26 +187,22 @@ func (s *Service) checkFolder(ctx context.Context, id int64) error {
 // are never remembered: a type created a moment ago is accepted at once.
 const knownTypeTTL = time.Minute
 
-// maxKnownTypes bounds the memory of known doc types.
-const maxKnownTypes = 10_000
+// maxAnswers bounds the memory of known doc types and of visible folders.
+const maxAnswers = 10_000
 
 // checkDocType asks the schema service whether the doc type exists, once
 // per name and knownTypeTTL (the profile of the ingest benchmark showed a
 // schema round trip per upload for the same few types).
 func (s *Service) checkDocType(ctx context.Context, name string) error {
 	now := s.now()
-	if until, ok := s.knownTypes.Load(name); ok && now.Before(until.(time.Time)) {
+	if s.knownTypes.has(name, now) {
 		return nil
 	}
 	_, err := s.schema.GetDocType(ctx, &schemav1.GetDocTypeRequest{Name: name})
 	if err != nil {
 		return downstream(err, "schema service", apierr.Unprocessable("Unknown doc_type: %s", name))
 	}
-	if s.knownTypesLen.Add(1) > maxKnownTypes {
-		s.knownTypes.Clear()
-		s.knownTypesLen.Store(1)
-	}
-	s.knownTypes.Store(name, now.Add(knownTypeTTL))
+	s.knownTypes.add(name, now)
 	return nil
 }
 
