@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/document"
@@ -33,6 +34,16 @@ type Options struct {
 	// expand to (default DefaultMaxPrefixTerms). A prefix matching more
 	// fails the search with a *dsl.Error asking for a longer prefix.
 	MaxPrefixTerms int
+	// PersistNap: the persister waits this long before writing what was
+	// indexed in memory to disk, so the small segments of several batches
+	// are merged in memory and written as one (fewer files, less merging
+	// on disk). Upsert returns once its batch is on disk, so each write
+	// waits up to PersistNap longer and, under load, the indexer's batches
+	// grow instead: less CPU per document, more index lag (ingest
+	// benchmark, 20,000 documents: 100 ms took a fifth off the search
+	// process's CPU per document and raised the lag's p99 from 0.7 s to
+	// 2.2 s). 0, the default, is bleve's (no nap).
+	PersistNap time.Duration
 }
 
 // DefaultMaxPrefixTerms is the default of Options.MaxPrefixTerms.
@@ -244,7 +255,7 @@ func (e *Engine) openIndex() (bleve.Index, bool, error) {
 		return nil, false, errors.New("bleveengine: no directory")
 	}
 	if _, err := os.Stat(filepath.Join(e.dir, "index_meta.json")); err == nil {
-		idx, err := bleve.Open(e.dir)
+		idx, err := bleve.OpenUsing(e.dir, e.scorchConfig())
 		if err != nil {
 			return nil, false, fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
 		}
@@ -282,6 +293,15 @@ func (e *Engine) openIndex() (bleve.Index, bool, error) {
 	return idx, true, err
 }
 
+// scorchConfig is the runtime configuration of the scorch index. The nap
+// is always given: bleve stores an index's creation config and takes it
+// again at open unless the runtime config overrides it.
+func (e *Engine) scorchConfig() map[string]any {
+	return map[string]any{
+		"scorchPersisterOptions": map[string]any{"PersisterNapTimeMSec": int(e.opts.PersistNap / time.Millisecond)},
+	}
+}
+
 func (e *Engine) newIndex(dir string) (bleve.Index, error) {
 	m := bleve.NewIndexMapping()
 	// Documents are built field by field (Batch.IndexAdvanced), so the
@@ -296,7 +316,7 @@ func (e *Engine) newIndex(dir string) (bleve.Index, error) {
 		// NewMemOnly would use the slower upsidedown index instead).
 		idx, err = bleve.NewUsing("", m, scorch.Name, scorch.Name, nil)
 	} else {
-		idx, err = bleve.New(dir, m)
+		idx, err = bleve.NewUsing(dir, m, scorch.Name, scorch.Name, e.scorchConfig())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bleveengine: create index: %w", err)

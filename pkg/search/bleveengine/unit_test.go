@@ -273,3 +273,45 @@ func TestPhraseParts(t *testing.T) {
 		t.Errorf("grams = %s", got)
 	}
 }
+
+// TestPersistNapReachesScorch: Options.PersistNap is the persister's nap
+// of the index, when it is created and each time it is opened again (bleve
+// keeps an index's creation config, so an index created with a nap and
+// opened without one must not nap).
+func TestPersistNapReachesScorch(t *testing.T) {
+	dir := t.TempDir()
+	var id int64
+	// naps upserts documents until the persister has napped or the time
+	// is up, and returns how often it napped.
+	naps := func(e *Engine, within time.Duration) uint64 {
+		t.Helper()
+		for deadline := time.Now().Add(within); ; {
+			id++
+			if _, err := e.Upsert(t.Context(), []engine.Document{{ID: id, Rev: 1, GroupIDs: []int64{1}, Content: "nap"}}); err != nil {
+				t.Fatal(err)
+			}
+			stats, _ := e.idx.StatsMap()["index"].(map[string]any)
+			if n, _ := stats["TotPersisterNapPauseCompleted"].(uint64); n > 0 || time.Now().After(deadline) {
+				return n
+			}
+		}
+	}
+	for _, tt := range []struct {
+		name     string
+		nap      time.Duration
+		wantNaps bool
+	}{
+		{name: "created with a nap", nap: 5 * time.Millisecond, wantNaps: true},
+		{name: "opened without", nap: 0, wantNaps: false},
+		{name: "opened with a nap again", nap: 5 * time.Millisecond, wantNaps: true},
+	} {
+		e, err := Open(dir, Options{PersistNap: tt.nap})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := naps(e, 500*time.Millisecond); (n > 0) != tt.wantNaps {
+			t.Errorf("%s: the persister napped %d times", tt.name, n)
+		}
+		e.Close()
+	}
+}

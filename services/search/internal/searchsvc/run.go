@@ -31,6 +31,8 @@ type Config struct {
 	Indexing indexing.Settings
 	// IndexDir is where the embedded engine keeps its index.
 	IndexDir string
+	// PersistNap is the embedded engine's bleveengine.Options.PersistNap.
+	PersistNap time.Duration
 	// SearchTimeout bounds each search (504 Gateway Timeout past it).
 	SearchTimeout time.Duration
 	// FolderAddr is the folder service's gRPC address: filesbelongto
@@ -51,10 +53,15 @@ func (c *Config) Register(l *config.Loader) {
 	l.RegisterCommon(&c.Common, "127.0.0.1:9103", "127.0.0.1:9113")
 	c.Indexing.Register(l)
 	l.String(&c.IndexDir, "index-dir", "DOCREPO_INDEX_DIR", "./.data/index", "directory of the embedded search index")
+	l.Duration(&c.PersistNap, "index-persist-nap", "DOCREPO_INDEX_PERSIST_NAP", DefaultPersistNap,
+		"embedded engine: how long indexed batches are gathered in memory before they are written to disk as one segment")
 	l.Duration(&c.SearchTimeout, "search-timeout", "DOCREPO_SEARCH_TIMEOUT", DefaultTimeout, "server-side search timeout (504 Gateway Timeout past it)")
 	l.String(&c.FolderAddr, "folder-addr", "DOCREPO_FOLDER_ADDR", "127.0.0.1:9102", "folder service gRPC address")
 	c.OpenSearch.Register(l)
 }
+
+// DefaultPersistNap is the default of Config.PersistNap.
+const DefaultPersistNap = 0
 
 // Embedded reports whether the service runs the embedded engine (and so
 // the indexing pipeline).
@@ -111,7 +118,7 @@ func Run(ctx context.Context, cfg Config) error {
 		// The index has one writer, so its durable consumer has one
 		// process: events a killed predecessor held are reclaimed at start.
 		pipe.Exclusive = true
-		pipe.Server.RebuildInto(embeddedRebuild(cfg.IndexDir, eng, &generation, log))
+		pipe.Server.RebuildInto(embeddedRebuild(cfg.IndexDir, bleveengine.Options{PersistNap: cfg.PersistNap}, eng, &generation, log))
 		indexerv1.RegisterIndexerServiceServer(svc.Server.GRPC(), pipe.Server)
 		if check == indexing.EmbedderRebuild {
 			svc.Go(func(ctx context.Context) error { pipe.Server.Reembed(ctx); return nil })
@@ -139,7 +146,7 @@ func openEngine(ctx context.Context, cfg Config, emb embed.Identity, log *slog.L
 		if cfg.IndexDir == "" {
 			return nil, "", errors.New("search: DOCREPO_INDEX_DIR is empty")
 		}
-		e, gen, err := bleveengine.OpenCurrent(cfg.IndexDir, bleveengine.Options{})
+		e, gen, err := bleveengine.OpenCurrent(cfg.IndexDir, bleveengine.Options{PersistNap: cfg.PersistNap})
 		if err != nil {
 			return nil, "", fmt.Errorf("search: open the embedded index at %s: %w", cfg.IndexDir, err)
 		}
@@ -153,9 +160,9 @@ func openEngine(ctx context.Context, cfg Config, emb embed.Identity, log *slog.L
 // the next generation directory, which then becomes current (CURRENT is
 // replaced atomically) and takes the old one's place in the switch; the
 // old generation is closed and deleted.
-func embeddedRebuild(root string, sw *engine.Switchable, current *string, log *slog.Logger) func(context.Context) (indexing.Target, error) {
+func embeddedRebuild(root string, opts bleveengine.Options, sw *engine.Switchable, current *string, log *slog.Logger) func(context.Context) (indexing.Target, error) {
 	return func(context.Context) (indexing.Target, error) {
-		e, name, err := bleveengine.NewGeneration(root, bleveengine.Options{})
+		e, name, err := bleveengine.NewGeneration(root, opts)
 		if err != nil {
 			return nil, err
 		}
