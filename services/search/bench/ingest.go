@@ -38,6 +38,7 @@ func (b *bench) ingest(ctx context.Context) error {
 	n := b.s.ingestDocs
 	pids := b.stackPids()
 	before := cpuTicks(pids)
+	pgBefore, selfBefore := postgresTicks(), processTicks(os.Getpid())
 
 	var (
 		lags      []time.Duration
@@ -97,6 +98,7 @@ func (b *bench) ingest(ctx context.Context) error {
 	// CPU until everything is searchable: an indexer that falls behind
 	// does its work after the upload phase, and that work counts too.
 	after := cpuTicks(pids)
+	pgAfter, selfAfter := postgresTicks(), processTicks(os.Getpid())
 	if err != nil {
 		return err
 	}
@@ -133,7 +135,36 @@ func (b *bench) ingest(ctx context.Context) error {
 		parts = append(parts, fmt.Sprintf("%s %.2f", name, d))
 	}
 	b.printf("CPU ms per uploaded document (until all searchable, probes included): %s; total %.2f\n", strings.Join(parts, ", "), total)
+	b.printf("outside the stack's processes: postgres %.2f (every postgres process on the machine; backends that exited meanwhile not counted), benchmark client %.2f\n",
+		float64(pgAfter-pgBefore)*10/float64(n), float64(selfAfter-selfBefore)*10/float64(n))
 	return nil
+}
+
+// processTicks returns one process's utime+stime in clock ticks (0 when it
+// cannot be read).
+func processTicks(pid int) int64 {
+	return cpuTicks(map[string]int{"p": pid})["p"]
+}
+
+// postgresTicks sums utime+stime of every process named postgres.
+func postgresTicks() int64 {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var sum int64
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil || strings.TrimSpace(string(comm)) != "postgres" {
+			continue
+		}
+		sum += processTicks(pid)
+	}
+	return sum
 }
 
 // stackPids reads the supervisor's pid files: name -> pid.
