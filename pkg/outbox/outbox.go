@@ -15,6 +15,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/docrepo/docrepo/pkg/auth"
 	"github.com/docrepo/docrepo/pkg/events"
@@ -51,11 +52,35 @@ func (e Event) Subject() string { return events.Subject(e.Aggregate, e.Kind) }
 // caller of ctx. The aggregate must be document or folder, and the kind a
 // single subject token (see events.ValidKind).
 func Insert(ctx context.Context, tx pgx.Tx, e Event) error {
+	sql, args, err := insertStatement(ctx, e)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, sql, args...); err != nil {
+		return fmt.Errorf("outbox insert: %w", err)
+	}
+	return nil
+}
+
+// Queue is Insert as one statement of a batch that the caller sends in its
+// transaction (pgx.Tx.SendBatch), so that a write and its event take one
+// round trip.
+func Queue(ctx context.Context, b *pgx.Batch, e Event) error {
+	sql, args, err := insertStatement(ctx, e)
+	if err != nil {
+		return err
+	}
+	b.Queue(sql, args...).Exec(func(pgconn.CommandTag) error { return nil })
+	return nil
+}
+
+// insertStatement checks e and returns the statement that records it.
+func insertStatement(ctx context.Context, e Event) (string, []any, error) {
 	if e.Aggregate != AggregateDocument && e.Aggregate != AggregateFolder {
-		return fmt.Errorf("outbox insert: unknown aggregate %q", e.Aggregate)
+		return "", nil, fmt.Errorf("outbox insert: unknown aggregate %q", e.Aggregate)
 	}
 	if !events.ValidKind(e.Kind) {
-		return fmt.Errorf("outbox insert: invalid %s event kind %q", e.Aggregate, e.Kind)
+		return "", nil, fmt.Errorf("outbox insert: invalid %s event kind %q", e.Aggregate, e.Kind)
 	}
 	if e.ActorUserID == 0 {
 		if p, ok := auth.FromContext(ctx); ok {
@@ -68,11 +93,7 @@ func Insert(ctx context.Context, tx pgx.Tx, e Event) error {
 	if e.FolderIDs == nil {
 		e.FolderIDs = []int64{}
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO outbox (aggregate, aggregate_id, kind, rev, actor_user_id, request_id, folder_ids, traceparent)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, e.Aggregate, e.AggregateID, e.Kind, e.Rev, e.ActorUserID, e.RequestID, e.FolderIDs,
-		tracing.Traceparent(ctx))
-	if err != nil {
-		return fmt.Errorf("outbox insert: %w", err)
-	}
-	return nil
+	return `INSERT INTO outbox (aggregate, aggregate_id, kind, rev, actor_user_id, request_id, folder_ids, traceparent)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		[]any{e.Aggregate, e.AggregateID, e.Kind, e.Rev, e.ActorUserID, e.RequestID, e.FolderIDs, tracing.Traceparent(ctx)}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/docrepo/docrepo/pkg/apierr"
@@ -38,18 +39,32 @@ const maxCountFolders = 10000
 // assignFolder assigns document docID to folderID inside tx, unless the
 // folder is known to be deleted (404 Folder not found).
 func assignFolder(ctx context.Context, tx pgx.Tx, docID, folderID int64) error {
-	if _, err := tx.Exec(ctx, `INSERT INTO folder_refs (folder_id) VALUES ($1) ON CONFLICT DO NOTHING`, folderID); err != nil {
+	b := &pgx.Batch{}
+	var refused bool
+	queueAssignFolder(b, docID, folderID, &refused)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return err
 	}
-	var deleted bool
-	if err := tx.QueryRow(ctx, `SELECT deleted FROM folder_refs WHERE folder_id = $1 FOR SHARE`, folderID).Scan(&deleted); err != nil {
-		return err
-	}
-	if deleted {
+	if refused {
 		return errFolderNotFound()
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO document_folders (doc_id, folder_id) VALUES ($1, $2)`, docID, folderID)
-	return err
+	return nil
+}
+
+// queueAssignFolder queues the assignment of document docID to folderID
+// onto b (run in a transaction), setting *refused when the folder is known
+// to be deleted (the caller then fails with 404 Folder not found, which
+// rolls the assignment back). The assignment reads the folder's row FOR
+// SHARE, so a removal of the folder's assignments either waits for it or
+// has already marked the folder deleted.
+func queueAssignFolder(b *pgx.Batch, docID, folderID int64, refused *bool) {
+	b.Queue(`INSERT INTO folder_refs (folder_id) VALUES ($1) ON CONFLICT DO NOTHING`, folderID)
+	b.Queue(`INSERT INTO document_folders (doc_id, folder_id)
+		SELECT $1, r.folder_id FROM folder_refs r WHERE r.folder_id = $2 AND NOT r.deleted FOR SHARE`, docID, folderID).
+		Exec(func(ct pgconn.CommandTag) error {
+			*refused = ct.RowsAffected() == 0
+			return nil
+		})
 }
 
 // forgetFolders marks the folders deleted and removes every assignment to

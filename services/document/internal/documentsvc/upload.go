@@ -18,6 +18,7 @@ import (
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
 	folderv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/folder/v1"
 	schemav1 "github.com/docrepo/docrepo/pkg/gen/docrepo/schema/v1"
+	"github.com/docrepo/docrepo/pkg/outbox"
 )
 
 // docFields are validated upload metadata.
@@ -319,29 +320,36 @@ func (s *Service) createDocument(ctx context.Context, p *auth.Principal, f *docF
 		).Scan(&resp.DocId); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO document_groups (doc_id, group_id)
-			SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING`, resp.DocId, p.GroupIDs); err != nil {
-			return err
-		}
+		// The rest of the document in one round trip (the ingest profile
+		// showed the upload's dozen statements as a sixth of the service's
+		// CPU, and more of Postgres's).
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO document_groups (doc_id, group_id)
+			SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING`, resp.DocId, p.GroupIDs)
+		var refused bool
 		if f.folderID != 0 {
-			if err := assignFolder(ctx, tx, resp.DocId, f.folderID); err != nil {
-				return err
-			}
+			queueAssignFolder(b, resp.DocId, f.folderID, &refused)
 		}
-		var err error
-		if resp.LinkedFileId, err = insertLinkedFile(ctx, tx, p, resp.DocId, file); err != nil {
-			return err
-		}
-		if err := committed(ctx, tx, file.key); err != nil {
-			return err
-		}
+		b.Queue(linkedFileInsert, linkedFileArgs(p, resp.DocId, file)...).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&resp.LinkedFileId)
+		})
+		b.Queue(`DELETE FROM document_pending_blobs WHERE blob_key = $1`, file.key)
 		if f.idempotencyKey != nil {
-			if _, err := tx.Exec(ctx, `INSERT INTO upload_keys (user_id, key, doc_id, linked_file_id, filehash)
-				VALUES ($1, $2, $3, $4, $5)`, p.UserID, *f.idempotencyKey, resp.DocId, resp.LinkedFileId, file.sha256); err != nil {
-				return err
-			}
+			// The document is new: its only file is the one just inserted.
+			b.Queue(`INSERT INTO upload_keys (user_id, key, doc_id, linked_file_id, filehash)
+				VALUES ($1, $2, $3, (SELECT ownid FROM linked_files WHERE doc_id = $3), $4)`,
+				p.UserID, *f.idempotencyKey, resp.DocId, file.sha256)
 		}
-		return insertEvent(ctx, tx, resp.DocId, 1, kindCreated)
+		if err := outbox.Queue(ctx, b, outbox.Event{Aggregate: outbox.AggregateDocument, AggregateID: resp.DocId, Kind: kindCreated, Rev: 1}); err != nil {
+			return err
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		if refused {
+			return errFolderNotFound()
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, false, err
@@ -381,9 +389,16 @@ func priorUpload(ctx context.Context, tx pgx.Tx, userID int64, key, filehash str
 // insertLinkedFile records a stored file as a document's current file.
 func insertLinkedFile(ctx context.Context, tx pgx.Tx, p *auth.Principal, docID int64, f *storedFile) (int64, error) {
 	var ownid int64
-	err := tx.QueryRow(ctx, `INSERT INTO linked_files (doc_id, image_name, image_type, image_size, page_count,
-			origname, filehash, blob_key, lastmodifieduser)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ownid`,
-		docID, f.imageName, f.mimeType, f.size, f.pageCount, f.origname, f.sha256, f.key, p.UserID).Scan(&ownid)
+	err := tx.QueryRow(ctx, linkedFileInsert, linkedFileArgs(p, docID, f)...).Scan(&ownid)
 	return ownid, err
+}
+
+// linkedFileInsert records a stored file (linkedFileArgs) as a document's
+// current file and returns its ownid.
+const linkedFileInsert = `INSERT INTO linked_files (doc_id, image_name, image_type, image_size, page_count,
+		origname, filehash, blob_key, lastmodifieduser)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ownid`
+
+func linkedFileArgs(p *auth.Principal, docID int64, f *storedFile) []any {
+	return []any{docID, f.imageName, f.mimeType, f.size, f.pageCount, f.origname, f.sha256, f.key, p.UserID}
 }
