@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -108,17 +107,10 @@ func loadIndexDocuments(ctx context.Context, tx pgx.Tx, p *auth.Principal, ids [
 	defer rows.Close()
 	out := make(map[int64]*documentv1.IndexDocument, len(ids))
 	for rows.Next() {
-		d := &documentv1.Document{}
-		var date *time.Time
-		var entry time.Time
-		var rev int64
-		if err := rows.Scan(&d.Id, &d.Description, &d.DocNumber, &d.DocType, &d.DocStatus, &d.ReferenceNumber, &date,
-			&d.FromEntity, &d.ToEntity, &d.EntryPerson, &entry, &d.RevNumber, &d.MainDocNumber, &d.Privileged,
-			&d.Islocked, &d.AccountNumber, &d.LockedBy, &d.Subdoctype, &rev); err != nil {
+		d, rev, err := scanDocument(rows)
+		if err != nil {
 			return nil, err
 		}
-		d.Date = ts(date)
-		d.EntryDate = ts(&entry)
 		out[d.Id] = &documentv1.IndexDocument{Document: d, Rev: rev}
 	}
 	return out, rows.Err()

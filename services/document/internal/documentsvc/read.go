@@ -52,20 +52,24 @@ const documentColumns = `d.id, d.description, d.doc_number, d.doc_type, d.doc_st
 // loadDocument reads the document row, or returns 404 when the caller
 // cannot see it.
 func loadDocument(ctx context.Context, q querier, p *auth.Principal, id int64) (*documentv1.Document, int64, error) {
+	d, rev, err := scanDocument(q.QueryRow(ctx, `SELECT `+documentColumns+`
+		FROM documents d
+		WHERE d.id = $3 AND `+visibleSQL, p.Unrestricted(), p.GroupIDs, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, 0, errDocNotFound()
+	}
+	return d, rev, err
+}
+
+// scanDocument reads a row of documentColumns.
+func scanDocument(row pgx.Row) (*documentv1.Document, int64, error) {
 	d := &documentv1.Document{}
 	var date *time.Time
 	var entry time.Time
 	var rev int64
-	err := q.QueryRow(ctx, `SELECT `+documentColumns+`
-		FROM documents d
-		WHERE d.id = $3 AND `+visibleSQL, p.Unrestricted(), p.GroupIDs, id).Scan(
-		&d.Id, &d.Description, &d.DocNumber, &d.DocType, &d.DocStatus, &d.ReferenceNumber, &date,
+	if err := row.Scan(&d.Id, &d.Description, &d.DocNumber, &d.DocType, &d.DocStatus, &d.ReferenceNumber, &date,
 		&d.FromEntity, &d.ToEntity, &d.EntryPerson, &entry, &d.RevNumber, &d.MainDocNumber, &d.Privileged,
-		&d.Islocked, &d.AccountNumber, &d.LockedBy, &d.Subdoctype, &rev)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, 0, errDocNotFound()
-	}
-	if err != nil {
+		&d.Islocked, &d.AccountNumber, &d.LockedBy, &d.Subdoctype, &rev); err != nil {
 		return nil, 0, err
 	}
 	d.Date = ts(date)
