@@ -120,30 +120,14 @@ func (s *Service) ListDocumentIds(ctx context.Context, req *documentv1.ListDocum
 var contentSources = map[string]bool{"text": true, "ocr": true, "none": true}
 
 // SetContentSource records where the indexer got the text of a document's
-// current file. It changes nothing search sees: no rev bump, no event.
+// current file. It changes nothing search sees: no rev bump, no event. It
+// is SetContentSources for one file.
 func (s *Service) SetContentSource(ctx context.Context, req *documentv1.SetContentSourceRequest) (*documentv1.SetContentSourceResponse, error) {
-	if _, err := auth.Caller(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkDocID(req.GetDocId()); err != nil {
-		return nil, err
-	}
-	if req.GetFileId() <= 0 {
-		return nil, apierr.Invalid("Invalid value for file_id: must be a positive integer")
-	}
-	if !contentSources[req.GetSource()] {
-		return nil, apierr.Invalid("Invalid value for source: must be text, ocr or none")
-	}
-	// Only the current file: a version uploaded meanwhile has a row of its
-	// own, which the indexer reads next.
-	tag, err := s.pool.Exec(ctx, `UPDATE linked_files f SET content_source = $3
-		WHERE f.doc_id = $1 AND f.ownid = $2
-		  AND f.ownid = (SELECT max(ownid) FROM linked_files WHERE doc_id = $1)`,
-		req.GetDocId(), req.GetFileId(), req.GetSource())
+	resp, err := s.SetContentSources(ctx, &documentv1.SetContentSourcesRequest{Sources: []*documentv1.SetContentSourceRequest{req}})
 	if err != nil {
 		return nil, err
 	}
-	return &documentv1.SetContentSourceResponse{Applied: tag.RowsAffected() == 1}, nil
+	return &documentv1.SetContentSourceResponse{Applied: resp.GetApplied()[0]}, nil
 }
 
 // loadContentSource reads the content source of a document's current file:

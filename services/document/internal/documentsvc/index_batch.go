@@ -181,8 +181,10 @@ func (s *Service) readSmallBlob(ctx context.Context, key string, size int64) ([]
 	return b, nil
 }
 
-// SetContentSources is SetContentSource for many files, in one statement
-// (one commit instead of one per document).
+// SetContentSources records where the indexer got the text of files, in one
+// statement (one commit for a batch, not one per document). Only current
+// files are recorded: a version uploaded meanwhile has a row of its own,
+// which the indexer reads next.
 func (s *Service) SetContentSources(ctx context.Context, req *documentv1.SetContentSourcesRequest) (*documentv1.SetContentSourcesResponse, error) {
 	if _, err := auth.Caller(ctx); err != nil {
 		return nil, err
@@ -208,7 +210,6 @@ func (s *Service) SetContentSources(ctx context.Context, req *documentv1.SetCont
 	if n == 0 {
 		return resp, nil
 	}
-	// Only current files, as SetContentSource.
 	rows, err := s.pool.Query(ctx, `UPDATE linked_files f SET content_source = v.source
 		FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS v(doc_id, file_id, source)
 		WHERE f.doc_id = v.doc_id AND f.ownid = v.file_id
