@@ -83,6 +83,30 @@ func (b *bench) ingest(ctx context.Context) error {
 		}
 	}()
 
+	// Other users' searches during the load: a full-text query and a
+	// metadata query in turn, one every 50 ms.
+	_, sampleText, _ := doc(0)
+	queries := []map[string]any{
+		{"where": map[string]any{"fts": map[string]any{"query": strings.Fields(sampleText)[0]}}, "limit": 10},
+		{"where": map[string]any{"eq": map[string]any{"field": "doc_type", "value": typ}}, "limit": 10},
+	}
+	var loaded []time.Duration
+	probeWG.Add(1)
+	go func() {
+		defer probeWG.Done()
+		for i := 0; uploading.Load() && probeCtx.Err() == nil; i++ {
+			t0 := time.Now()
+			if _, err := b.search(probeCtx, queries[i%len(queries)]); err != nil {
+				if probeCtx.Err() == nil {
+					lagErr = err
+				}
+				return
+			}
+			loaded = append(loaded, time.Since(t0))
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+
 	fmt.Fprintf(os.Stderr, "bench: ingesting %d small documents with %d clients\n", n, b.s.concurrency)
 	b.latencies = b.latencies[:0]
 	_, took, err := b.uploadAll(ctx, n, doc)
@@ -105,6 +129,18 @@ func (b *bench) ingest(ctx context.Context) error {
 	if lagErr != nil {
 		return lagErr
 	}
+	// The same searches once the load is over, on the whole corpus.
+	var idle []time.Duration
+	for i := range 2 * len(loaded) {
+		t0 := time.Now()
+		if _, err := b.search(ctx, queries[i%len(queries)]); err != nil {
+			return err
+		}
+		idle = append(idle, time.Since(t0))
+		time.Sleep(10 * time.Millisecond)
+	}
+	sortDurations(loaded)
+	sortDurations(idle)
 	lat := append([]time.Duration(nil), b.latencies...)
 	sortDurations(lat)
 	sortDurations(lags)
@@ -117,6 +153,10 @@ func (b *bench) ingest(ctx context.Context) error {
 	if len(lags) > 0 {
 		b.printf("index lag during the upload (%d probes, upload accepted -> searchable): p50 %s  p99 %s  max %s  (target p99 <= 1 s)\n",
 			len(lags), ms(percentile(lags, 50)), ms(percentile(lags, 99)), ms(lags[len(lags)-1]))
+	}
+	if len(loaded) > 0 && len(idle) > 0 {
+		b.printf("other searches (full text, metadata): during the upload (%d) p50 %s  p99 %s; after it, on all %d documents (%d) p50 %s  p99 %s\n",
+			len(loaded), ms(percentile(loaded, 50)), ms(percentile(loaded, 99)), n, len(idle), ms(percentile(idle, 50)), ms(percentile(idle, 99)))
 	}
 	if len(pids) == 0 {
 		b.printf("CPU per document: no pid directory (set -pid-dir or DOCREPO_PID_DIR to the stack's .data/pids)\n")
