@@ -22,6 +22,9 @@ const (
 	MaxIndexBatch = 1000
 	// MaxInlineBytes bounds GetIndexDocumentsRequest.inline_max_bytes.
 	MaxInlineBytes = 1 << 20
+	// maxInlineTotal bounds the bytes inline in one response (clients
+	// accept messages of 32 MiB): files past it are downloaded.
+	maxInlineTotal = 8 << 20
 )
 
 // GetIndexDocuments is GetIndexDocument for a batch: four set-based queries
@@ -77,8 +80,8 @@ func (s *Service) GetIndexDocuments(ctx context.Context, req *documentv1.GetInde
 		return nil, err
 	}
 	// Small files inline, read after the snapshot (blobs are immutable).
-	for docID, key := range keys {
-		f := docs[docID].GetFile()
+	for _, docID := range inlineWithin(ids, docs, keys, maxInlineTotal) {
+		key, f := keys[docID], docs[docID].GetFile()
 		b, err := s.readSmallBlob(ctx, key, f.GetImageSize())
 		if err != nil {
 			s.log.WarnContext(ctx, "inline file not read; the indexer downloads it", "doc_id", docID, "error", err)
@@ -95,6 +98,26 @@ func (s *Service) GetIndexDocuments(ctx context.Context, req *documentv1.GetInde
 		}
 	}
 	return resp, nil
+}
+
+// inlineWithin picks, in the order of ids, the documents whose file (one
+// with a key) comes inline, as long as their sizes add up to at most total.
+func inlineWithin(ids []int64, docs map[int64]*documentv1.IndexDocument, keys map[int64]string, total int64) []int64 {
+	var out []int64
+	seen := make(map[int64]bool, len(keys))
+	for _, id := range ids {
+		if _, ok := keys[id]; !ok || seen[id] {
+			continue
+		}
+		seen[id] = true
+		size := docs[id].GetFile().GetImageSize()
+		if size > total {
+			continue
+		}
+		total -= size
+		out = append(out, id)
+	}
+	return out
 }
 
 // loadIndexDocuments reads the document rows of ids the caller can see.

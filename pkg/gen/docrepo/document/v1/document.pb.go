@@ -2762,8 +2762,9 @@ type IndexFile struct {
 	// The content source recorded for this file ("" when none yet).
 	ContentSource string `protobuf:"bytes,6,opt,name=content_source,json=contentSource,proto3" json:"content_source,omitempty"`
 	// With GetIndexDocuments: the file's bytes, when it is no larger than
-	// the request's inline_max_bytes (then inline is true, also for an
-	// empty file); otherwise the indexer downloads it with DownloadFile.
+	// the request's inline_max_bytes and the response's inline files stay
+	// within 8 MiB (then inline is true, also for an empty file); otherwise
+	// the indexer downloads it with DownloadFile.
 	Content       []byte `protobuf:"bytes,7,opt,name=content,proto3" json:"content,omitempty"`
 	Inline        bool   `protobuf:"varint,8,opt,name=inline,proto3" json:"inline,omitempty"`
 	unknownFields protoimpl.UnknownFields
