@@ -91,6 +91,7 @@ func (b *bench) ingest(ctx context.Context) error {
 		{"where": map[string]any{"eq": map[string]any{"field": "doc_type", "value": typ}}, "limit": 10},
 	}
 	var loaded []time.Duration
+	var searchErr error
 	probeWG.Add(1)
 	go func() {
 		defer probeWG.Done()
@@ -98,7 +99,7 @@ func (b *bench) ingest(ctx context.Context) error {
 			t0 := time.Now()
 			if _, err := b.search(probeCtx, queries[i%len(queries)]); err != nil {
 				if probeCtx.Err() == nil {
-					lagErr = err
+					searchErr = err
 				}
 				return
 			}
@@ -128,6 +129,9 @@ func (b *bench) ingest(ctx context.Context) error {
 	}
 	if lagErr != nil {
 		return lagErr
+	}
+	if searchErr != nil {
+		return searchErr
 	}
 	// The same searches once the load is over, on the whole corpus.
 	var idle []time.Duration
