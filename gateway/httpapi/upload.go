@@ -26,8 +26,13 @@ import (
 )
 
 const (
-	// chunkSize is the size of each file chunk sent to the service.
-	chunkSize = 256 << 10
+	// chunkSize is the size of each file chunk sent to the service: a
+	// message that just fits grpc-go's 1 MiB buffer tier (which it clears
+	// whole on every use at both ends: a 256 KiB chunk cost 1 MiB of
+	// clearing each way). 1 GiB through the gateway took 20 % less CPU in
+	// the gateway and the document service than with 256 KiB chunks
+	// (services/document/bench).
+	chunkSize = 1<<20 - 1<<10
 	// maxFieldBytes bounds a non-file form field; the service applies the
 	// real per-field limits (e.g. 400 characters for description).
 	maxFieldBytes = 64 << 10

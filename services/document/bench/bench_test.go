@@ -157,6 +157,16 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 func start(b testing.TB, bin, name string, env []string, args ...string) *proc {
 	cmd := exec.Command(filepath.Join(bin, name), args...)
 	cmd.Env = append(os.Environ(), env...)
+	if base := os.Getenv("DOCREPO_BENCH_PPROF"); base != "" {
+		// DOCREPO_BENCH_PPROF=PORT: each process serves pprof on a port of
+		// its own from PORT on (folder, schema, document, gateway).
+		port, err := strconv.Atoi(base)
+		if err != nil {
+			b.Fatalf("DOCREPO_BENCH_PPROF=%q: want a port number", base)
+		}
+		off := map[string]int{"folder": 0, "schema": 1, "document": 2, "gateway": 3}[name]
+		cmd.Env = append(cmd.Env, fmt.Sprintf("DOCREPO_PPROF_ADDR=127.0.0.1:%d", port+off))
+	}
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {

@@ -9,8 +9,8 @@
 // # Uploads
 //
 // The gateway turns the multipart body into a client stream as it reads it:
-// metadata messages (in any order around the file), a file header, 256 KiB
-// chunks. The service streams the chunks into the blob store under a fresh
+// metadata messages (in any order around the file), a file header, chunks
+// of just under 1 MiB. The service streams the chunks into the blob store under a fresh
 // key, hashing (SHA-256) and counting on the way; no more than one chunk is
 // held in memory at either end, whatever the file's size (see Benchmarks).
 //
@@ -202,6 +202,17 @@
 //	1 GiB, /dev/shm, loaded   117 MB/s       97 MB/s  1.20    3.9 / 4.0            33 / 44 MiB
 //	64 MiB, disk              174 MB/s      425 MB/s  0.41    -                    32 / 41 MiB
 //
+// On 2026-11-25, quiet machine, side by side (two runs each, alternating),
+// upload chunks of 256 KiB and of just under 1 MiB (gRPC's 1 MiB buffer
+// tier, cleared whole on every use):
+//
+//	1 GiB, /dev/shm, 256 KiB  282, 305 MB/s   925, 976  0.31    2.7-2.8 / 2.9-3.2    -
+//	1 GiB, /dev/shm, 1 MiB    360, 393 MB/s   967, 964  0.37-0.41 2.1-2.3 / 2.3-2.5  -
+//	1 GiB, disk, 1 MiB        262-288 MB/s    659-682   0.39-0.44 2.4-2.8 / 2.8-2.9  45-47 / 53-54 MiB
+//
+// The disk here now writes (and syncs) about 670 MB/s, so the upload, bound
+// by the CPU of client, gateway and service on two cores, reaches about 0.4
+// of it; the earlier 0.7-0.8 were against a slower disk.
 // Peak memory does not grow with the file: both processes stay near their
 // 64 MiB figures for 1 GiB (they start at about 18 and 27 MiB). Half of the
 // gateway's CPU is mime/multipart, which parses about 600 MB/s on this
