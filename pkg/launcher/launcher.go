@@ -129,6 +129,11 @@ type Spec struct {
 	Prefix string
 	// Dir is the working directory (default: this process's).
 	Dir string
+	// Nice, when positive, lowers the child's CPU priority (Linux): its
+	// nice value is this process's plus Nice (at most 19), so it gets less
+	// CPU than this process's other children when the machine is busy, and
+	// all it wants when it is not.
+	Nice int
 }
 
 // Process is a running child.
@@ -153,7 +158,11 @@ func Start(spec Spec) (*Process, error) {
 		return nil, err
 	}
 	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if spec.Nice > 0 {
+		start = func() error { return startNice(cmd, spec.Nice) }
+	}
+	if err := start(); err != nil {
 		return nil, fmt.Errorf("launcher: start %s: %w", spec.Name, err)
 	}
 	p := &Process{spec: spec, cmd: cmd, done: make(chan struct{})}

@@ -3,7 +3,11 @@ package launcher
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -109,5 +113,83 @@ func TestWaitTCP(t *testing.T) {
 	err = WaitTCP(context.Background(), quitter, free, 5*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "exited before listening") {
 		t.Fatalf("WaitTCP on a process that exits = %v, want an exit error", err)
+	}
+}
+
+// niceOf reads a process's nice value (field 19 of /proc/<pid>/stat).
+func niceOf(t *testing.T, pid int) int {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The command name (field 2) may hold spaces; fields count from its ')'.
+	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	n, err := strconv.Atoi(fields[16])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestNice: a child started with Nice runs that many steps below this
+// process's priority (at most 19), the others and this process keep
+// theirs, and a niced child lives until it is stopped (its parent-death
+// signal follows the thread that forked it, which must not go away).
+func TestNice(t *testing.T) {
+	own := niceOf(t, os.Getpid())
+	tests := []struct {
+		name string
+		nice int
+		want int
+	}{
+		{name: "no nice", nice: 0, want: own},
+		{name: "three steps down", nice: 3, want: min(own+3, 19)},
+		{name: "again, from the same thread", nice: 3, want: min(own+3, 19)},
+		{name: "at most 19", nice: 40, want: 19},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Start(Spec{Name: "p", Path: "/bin/sh", Args: []string{"-c", "trap 'exit 0' TERM; while :; do sleep 0.05; done"}, Nice: tt.nice})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := niceOf(t, p.Pid()); got != tt.want {
+				t.Errorf("child's nice value = %d, want %d", got, tt.want)
+			}
+			// Go moves goroutines between threads: a thread left with a
+			// raised value would show here sooner or later.
+			runtime.GC()
+			time.Sleep(300 * time.Millisecond)
+			select {
+			case <-p.Done():
+				t.Fatalf("the child died on its own: %v", p.Err())
+			default:
+			}
+			if err := p.Stop(5 * time.Second); err != nil {
+				t.Fatalf("Stop = %v, want a clean exit", err)
+			}
+			if got := niceOf(t, os.Getpid()); got != own {
+				t.Errorf("this process's nice value went from %d to %d", own, got)
+			}
+			// Only the spawner threads (one per Nice value used) differ.
+			tasks, err := os.ReadDir("/proc/self/task")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var niced []int
+			for _, task := range tasks {
+				tid, _ := strconv.Atoi(task.Name())
+				if n := niceOf(t, tid); n != own {
+					niced = append(niced, n)
+				}
+			}
+			spawnersMu.Lock()
+			threads := len(spawners)
+			spawnersMu.Unlock()
+			if len(niced) > threads {
+				t.Errorf("%d threads of this process run with another nice value (%v), want at most %d", len(niced), niced, threads)
+			}
+		})
 	}
 }

@@ -12,6 +12,11 @@
 // .data/pids/<name>.pid. Only Ctrl-C (or SIGTERM) stops the stack: every
 // process, then the private cluster.
 //
+// The write path (gateway, document, folder, schema) runs
+// DOCREPO_DEV_WRITE_NICE (default 5) nice steps below the search process,
+// so that a bulk upload that fills the CPU slows itself down rather than
+// the indexer and the searches (docs/design.md §7).
+//
 // It bootstraps an `admin` user with a full-scope key and writes
 // DOCREPO_URL, DATABASE_URL and DOCREPO_ADMIN_TOKEN to .data/devstack.env.
 package main
@@ -58,7 +63,12 @@ type settings struct {
 	natsPort    int
 	basePort    int
 	pprof       bool
+	writeNice   int
 }
+
+// writePath are the processes an upload goes through before the index:
+// devstack runs them at a lower CPU priority (settings.writeNice).
+var writePath = map[string]bool{"gateway": true, "document": true, "folder": true, "schema": true}
 
 func run(ctx context.Context, args []string, getenv func(string) string) error {
 	var s settings
@@ -71,6 +81,8 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	l.Int(&s.natsPort, "nats-port", "DOCREPO_NATS_PORT", 14222, "port of the embedded NATS server")
 	l.Int(&s.basePort, "base-port", "DOCREPO_BASE_PORT", 9100, "first of the service ports (gRPC base+1.., metrics base+11.., pprof base+21..)")
 	l.Bool(&s.pprof, "pprof", "DOCREPO_DEV_PPROF", false, "serve each process's pprof profiles on base+21.. (gateway base+26)")
+	l.Int(&s.writeNice, "write-nice", "DOCREPO_DEV_WRITE_NICE", 5,
+		"CPU priority steps below the search process (index and queries) for gateway, document, folder and schema (0: equal)")
 	if err := l.Parse(args); err != nil {
 		return err
 	}
@@ -120,7 +132,11 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		if _, err := os.Stat(bin); err != nil {
 			return fmt.Errorf("%s is not built (%s missing): run make build", name, bin)
 		}
-		return sup.Start(launcher.Spec{Name: name, Path: bin, Env: env, Output: out, Prefix: fmt.Sprintf("%-9s| ", name)})
+		spec := launcher.Spec{Name: name, Path: bin, Env: env, Output: out, Prefix: fmt.Sprintf("%-9s| ", name)}
+		if writePath[name] {
+			spec.Nice = s.writeNice
+		}
+		return sup.Start(spec)
 	}
 
 	// NATS JetStream: a child like the others, its stream on disk.
