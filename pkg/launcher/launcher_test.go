@@ -193,3 +193,28 @@ func TestNice(t *testing.T) {
 		})
 	}
 }
+
+// TestFreeAddr: the addresses are free, and below the kernel's range for
+// outgoing connections' local ports, which a connection could take first.
+func TestFreeAddr(t *testing.T) {
+	low := ephemeralLow()
+	if low <= freePortLow+1000 {
+		t.Skipf("ip_local_port_range starts at %d: FreeAddr falls back to the kernel's choice", low)
+	}
+	for range 20 {
+		addr, err := FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, p, _ := net.SplitHostPort(addr)
+		port, _ := strconv.Atoi(p)
+		if port < freePortLow || port >= low {
+			t.Errorf("FreeAddr = %s, want a port in [%d, %d)", addr, freePortLow, low)
+		}
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatalf("FreeAddr = %s, not free: %v", addr, err)
+		}
+		l.Close()
+	}
+}
