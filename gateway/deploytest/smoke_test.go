@@ -24,6 +24,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/types"
 
+	"github.com/docrepo/docrepo/pkg/launcher"
 	"github.com/docrepo/docrepo/pkg/testenv/miniotest"
 	"github.com/docrepo/docrepo/pkg/testenv/natstest"
 	"github.com/docrepo/docrepo/pkg/testenv/pgtest"
@@ -192,12 +193,11 @@ func (s *smoke) build(ctx context.Context) {
 
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := launcher.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	_, p, _ := net.SplitHostPort(l.Addr().String())
+	_, p, _ := net.SplitHostPort(addr)
 	return p
 }
 

@@ -44,7 +44,9 @@ type stack struct {
 func freePortRange(t *testing.T) int {
 	t.Helper()
 	for range 50 {
-		base := 30000 + rand.IntN(2000)*10
+		// Below the kernel's range for outgoing connections' local ports
+		// (32768 on), which a connection could take before devstack binds.
+		base := 20000 + rand.IntN(1270)*10
 		ok := true
 		for i := 0; i <= 60 && ok; i++ {
 			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
