@@ -369,6 +369,26 @@ func BenchmarkUpload(b *testing.B) {
 		if err != nil || status != 200 || !strings.Contains(string(body), want) {
 			b.Fatalf("stored file's hash is not the direct write's %s: %d %s %v", want, status, body, err)
 		}
+		// Download it back through the gateway, hashing what arrives.
+		gwCPU0, docCPU0 = gw.cpu(b), doc.cpu(b)
+		t2 := time.Now()
+		req, err := http.NewRequest("GET", fmt.Sprintf("%s/apiv2/pub/documents/%d/download", base, upload.DocID), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h := sha256.New()
+		got, err := io.Copy(h, resp.Body)
+		resp.Body.Close()
+		down := time.Since(t2)
+		if err != nil || resp.StatusCode != 200 || got != size || hex.EncodeToString(h.Sum(nil)) != want {
+			b.Fatalf("download: status %d, %d bytes, %v; hash matches: %v", resp.StatusCode, got, err, hex.EncodeToString(h.Sum(nil)) == want)
+		}
+		gwDownCPU, docDownCPU := gw.cpu(b)-gwCPU0, doc.cpu(b)-docCPU0
 		directAfter := directWrite()
 		directTime := (directBefore + directAfter) / 2
 		gwMBs := float64(size) / elapsed.Seconds() / 1e6
@@ -384,6 +404,10 @@ func BenchmarkUpload(b *testing.B) {
 			size, elapsed.Round(time.Millisecond), gwMBs, directBefore.Round(time.Millisecond), directAfter.Round(time.Millisecond),
 			directMBs, gwMBs/directMBs)
 		b.Logf("CPU: gateway %v, document %v", gwCPU, docCPU)
+		b.Logf("download through the gateway %v (%.0f MB/s); CPU: gateway %v, document %v",
+			down.Round(time.Millisecond), float64(size)/down.Seconds()/1e6, gwDownCPU, docDownCPU)
+		b.ReportMetric(float64(size)/down.Seconds()/1e6, "download-MB/s")
+		b.ReportMetric((gwDownCPU+docDownCPU).Seconds()/gib, "download-cpu-s/GiB")
 		b.Logf("VmHWM gateway %d KiB (%d KiB before the upload, sampled VmRSS peak %d KiB); document %d KiB (%d KiB before, sampled peak %d KiB)",
 			gwHWM, gwBase, peakGW, docHWM, docBase, peakDoc)
 		_, _ = pool.Exec(ctx, `DELETE FROM documents WHERE id = $1`, upload.DocID)
