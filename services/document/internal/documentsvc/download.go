@@ -18,8 +18,11 @@ import (
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
 )
 
-// downloadChunk is the size of each chunk message of a download.
-const downloadChunk = 256 << 10
+// downloadChunk is the size of each chunk message of a download: just under
+// gRPC's 1 MiB buffer tier, as for uploads (gateway/httpapi chunkSize).
+// 1 GiB through the gateway took a fifth less CPU in both processes than
+// with 256 KiB chunks (services/document/bench).
+const downloadChunk = 1<<20 - 1<<10
 
 // fileRef is a file chosen for download.
 type fileRef struct {
