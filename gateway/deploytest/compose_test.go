@@ -389,6 +389,21 @@ func checkCompose(t testing.TB, p *types.Project) []string {
 	if a, b := env(p.Services["gateway"]), env(p.Services["document"]); a["DOCREPO_MAX_UPLOAD_BYTES"] != b["DOCREPO_MAX_UPLOAD_BYTES"] {
 		add("gateway", "DOCREPO_MAX_UPLOAD_BYTES=%q but the document service has %q", a["DOCREPO_MAX_UPLOAD_BYTES"], b["DOCREPO_MAX_UPLOAD_BYTES"])
 	}
+	// The write path yields the CPU to search and indexing on a busy host
+	// (docs/design.md §7): a lower CPU weight than theirs.
+	weight := func(s types.ServiceConfig) int64 {
+		if s.CPUShares == 0 {
+			return 1024 // Docker's default
+		}
+		return s.CPUShares
+	}
+	for _, w := range []string{"gateway", "document", "folder", "schema"} {
+		for _, r := range []string{"search", "indexer"} {
+			if ws, rs := weight(p.Services[w]), weight(p.Services[r]); ws >= rs {
+				add(w, "CPU weight (cpu_shares) %d is not below %s's %d: a bulk upload would starve indexing and searches", ws, r, rs)
+			}
+		}
+	}
 	sort.Strings(problems)
 	return problems
 }
@@ -420,6 +435,12 @@ func TestComposeCheckCatchesMistakes(t *testing.T) {
 		old, new string
 		want     string
 	}{
+		{
+			name: "write path as heavy as search",
+			old:  "    cpu_shares: 512\n\n  schema:",
+			new:  "\n  schema:",
+			want: "service folder: CPU weight (cpu_shares) 1024 is not below search's 1024",
+		},
 		{
 			name: "unknown variable",
 			old:  "      DOCREPO_GRPC_ADDR: 0.0.0.0:9102\n",
