@@ -259,6 +259,26 @@ func checkK8s(t testing.TB, r *rendered, files map[string]string) []string {
 			add("Deployment "+svc, "no Deployment runs the %s command", svc)
 		}
 	}
+	// The write path yields the CPU to search and indexing on a busy node
+	// (docs/design.md §7): CPU requests, which set the CPU shares, below
+	// theirs.
+	cpuRequest := func(cmd string) (int64, bool) {
+		d := byCommand[cmd]
+		if d == nil {
+			return 0, false
+		}
+		q, ok := d.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
+		return q.MilliValue(), ok
+	}
+	for _, w := range []string{"gateway", "document", "folder", "schema"} {
+		for _, r := range []string{"search", "indexer"} {
+			wm, ok1 := cpuRequest(w)
+			rm, ok2 := cpuRequest(r)
+			if ok1 && ok2 && wm >= rm {
+				add("Deployment "+w, "CPU request %dm is not below %s's %dm: a bulk upload would starve indexing and searches", wm, r, rm)
+			}
+		}
+	}
 	serviceOf := map[string]*corev1.Service{} // Deployment name -> Service
 	for name, s := range r.services {
 		var matched []string
@@ -686,6 +706,13 @@ func TestKubernetesCheckCatchesMistakes(t *testing.T) {
 			old:  "spec:\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: search\n",
 			new:  "spec:\n  replicas: 3\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: search\n",
 			want: "Deployment search: sets replicas (3) although its HPA owns them",
+		},
+		{
+			name: "write path requests as much CPU as search",
+			file: "base/document.yaml",
+			old:  "              cpu: 100m\n              memory: 128Mi\n",
+			new:  "              cpu: 250m\n              memory: 128Mi\n",
+			want: "Deployment document: CPU request 250m is not below search's 250m",
 		},
 		{
 			name: "no resources",
