@@ -266,7 +266,7 @@ func forwardFile(part *multipart.Part, started *bool, sendHeader func(*documentv
 // Each chunk gets a fresh buffer of its own length: a sent message must not
 // be modified, as stats handlers may look at it after Send returns. The
 // part is read through a pooled chunkSize buffer, so a 1 KB file costs a
-// 1 KB allocation rather than a zeroed 256 KiB one (the ingest profile
+// 1 KB allocation rather than a zeroed chunk-size one (the ingest profile
 // showed a fifth of the gateway's CPU in the garbage collector).
 //
 // Only io.EOF ends the part: a multipart part reports a body that ends

@@ -152,7 +152,7 @@ func (s *Service) discard(key string) {
 		s.log.Error("could not delete an unreferenced blob; the sweeper will retry", "key", key, "error", err)
 		return
 	}
-	if _, err := s.pool.Exec(ctx, `DELETE FROM document_pending_blobs WHERE blob_key = $1`, key); err != nil {
+	if _, err := s.pool.Exec(ctx, forgetPendingSQL, key); err != nil {
 		s.log.Error("could not delete a pending blob record", "key", key, "error", err)
 	}
 }
@@ -160,9 +160,13 @@ func (s *Service) discard(key string) {
 // committed removes the pending record of a blob inside the transaction
 // that commits its file row.
 func committed(ctx context.Context, tx pgx.Tx, key string) error {
-	_, err := tx.Exec(ctx, `DELETE FROM document_pending_blobs WHERE blob_key = $1`, key)
+	_, err := tx.Exec(ctx, forgetPendingSQL, key)
 	return err
 }
+
+// forgetPendingSQL drops the pending record of blob key $1: its file row
+// committed, or the blob itself is gone.
+const forgetPendingSQL = `DELETE FROM document_pending_blobs WHERE blob_key = $1`
 
 // SweepPending deletes the blobs of uploads that never committed: pending
 // records older than olderThan (whose uploads must be dead by then). It
@@ -187,7 +191,7 @@ func (s *Service) SweepPending(ctx context.Context, olderThan time.Duration) (in
 				if err := s.store.Delete(ctx, key); err != nil {
 					return fmt.Errorf("delete blob %s: %w", key, err)
 				}
-				if _, err := tx.Exec(ctx, `DELETE FROM document_pending_blobs WHERE blob_key = $1`, key); err != nil {
+				if _, err := tx.Exec(ctx, forgetPendingSQL, key); err != nil {
 					return err
 				}
 				s.log.InfoContext(ctx, "deleted the blob of an upload that never committed", "key", key)

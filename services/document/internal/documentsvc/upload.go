@@ -333,7 +333,7 @@ func (s *Service) createDocument(ctx context.Context, p *auth.Principal, f *docF
 		b.Queue(linkedFileInsert, linkedFileArgs(p, resp.DocId, file)...).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&resp.LinkedFileId)
 		})
-		b.Queue(`DELETE FROM document_pending_blobs WHERE blob_key = $1`, file.key)
+		b.Queue(forgetPendingSQL, file.key)
 		if f.idempotencyKey != nil {
 			// The document is new: its only file is the one just inserted.
 			b.Queue(`INSERT INTO upload_keys (user_id, key, doc_id, linked_file_id, filehash)
