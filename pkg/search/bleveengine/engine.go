@@ -299,8 +299,22 @@ func (e *Engine) openIndex() (bleve.Index, bool, error) {
 func (e *Engine) scorchConfig() map[string]any {
 	return map[string]any{
 		"scorchPersisterOptions": map[string]any{"PersisterNapTimeMSec": int(e.opts.PersistNap / time.Millisecond)},
+		// Bleve's merge planner counts every segment smaller than
+		// FloorSegmentSize (default 2,000 documents) as that size, so the
+		// small segments of a steady stream of small batches all sit in one
+		// tier and are merged again and again. With a floor of 100 the first
+		// tier holds segments of up to 100 documents and each document is
+		// rewritten fewer times: in the ingest benchmark (20,000 small
+		// uploads, services/search/bench) the search process's CPU per
+		// document fell from 2.99–3.04 to 2.12–2.15 ms, and other searches
+		// during the load got faster too (p50 15 -> 10 ms).
+		"scorchMergePlanOptions": map[string]any{"FloorSegmentSize": mergeFloorSegmentSize},
 	}
 }
+
+// mergeFloorSegmentSize is the merge planner's floor segment size (in
+// documents); see scorchConfig.
+const mergeFloorSegmentSize = 100
 
 func (e *Engine) newIndex(dir string) (bleve.Index, error) {
 	m := bleve.NewIndexMapping()
