@@ -106,6 +106,26 @@ type proc struct {
 	log  *bytes.Buffer
 }
 
+// syscalls reads the process's read and write system call counts
+// (/proc/<pid>/io syscr and syscw).
+func (p *proc) syscalls(b testing.TB) (reads, writes int64) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", p.cmd.Process.Pid))
+	if err != nil {
+		b.Fatalf("%s: %v", p.name, err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "syscr":
+			reads = n
+		case "syscw":
+			writes = n
+		}
+	}
+	return reads, writes
+}
+
 // memory reads VmHWM (peak resident set) and VmRSS of the process in KiB.
 func (p *proc) memory(b testing.TB) (hwm, rss int64) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
@@ -350,6 +370,8 @@ func BenchmarkUpload(b *testing.B) {
 			}
 		}()
 		gwCPU0, docCPU0 := gw.cpu(b), doc.cpu(b)
+		gwR0, gwW0 := gw.syscalls(b)
+		docR0, docW0 := doc.syscalls(b)
 		t1 := time.Now()
 		status, body, err := call("POST", "/apiv2/pub/documents/upload", mw.FormDataContentType(), pr)
 		elapsed := time.Since(t1)
@@ -363,6 +385,9 @@ func BenchmarkUpload(b *testing.B) {
 		}
 		b.StopTimer()
 		gwCPU, docCPU := gw.cpu(b)-gwCPU0, doc.cpu(b)-docCPU0
+		gwR, gwW := gw.syscalls(b)
+		docR, docW := doc.syscalls(b)
+		b.Logf("system calls: gateway %d reads, %d writes; document %d reads, %d writes", gwR-gwR0, gwW-gwW0, docR-docR0, docW-docW0)
 		gwHWM, _ := gw.memory(b)
 		docHWM, _ := doc.memory(b)
 		status, body, err = call("GET", fmt.Sprintf("/apiv2/pub/documents/%d", upload.DocID), "", nil)
