@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/blevesearch/snowballstem"
@@ -78,30 +79,21 @@ func (h *Hash) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 // a text without words.
 func (h *Hash) Vector(text string) []float32 {
 	p := h.p
-	feats := make(map[uint64]feature, 256)
-	add := func(key uint64, weight float64) {
-		f := feats[key]
-		f.n++
-		f.w = weight
-		feats[key] = f
-	}
+	t := tables.Get().(*featureTable)
+	defer tables.Put(t)
+	t.reset()
 	words := tokenize(text, maxHashTokens)
 	prevStem := ""
 	var starts []int
-	stems := map[string]string{} // words repeat; stemming is the costly part
 	for _, w := range words {
 		if stopWords[w] {
 			prevStem = ""
 			continue
 		}
-		stem, ok := stems[w]
-		if !ok {
-			stem = stemWord(w)
-			stems[w] = stem
-		}
-		add(xxhash.Sum64String(stem)^saltWord, p.wordWeight)
+		stem := stems.stem(w)
+		t.add(xxhash.Sum64String(stem)^saltWord, kindWord)
 		if p.bigram > 0 && prevStem != "" {
-			add(xxhash.Sum64String(prevStem+" "+stem)^saltBigram, p.bigram)
+			t.add(xxhash.Sum64String(prevStem+" "+stem)^saltBigram, kindBigram)
 		}
 		prevStem = stem
 		if p.gramWeight > 0 {
@@ -117,16 +109,21 @@ func (h *Hash) Vector(text string) []float32 {
 			runes := len(starts) - 1
 			for n := p.minN; n <= p.maxN; n++ {
 				for i := 0; i+n <= runes; i++ {
-					add(xxhash.Sum64String(marked[starts[i]:starts[i+n]])^saltGram, p.gramWeight)
+					t.add(xxhash.Sum64String(marked[starts[i]:starts[i+n]])^saltGram, kindGram)
 				}
 			}
 		}
 	}
+	kindWeight := [...]float64{kindWord: p.wordWeight, kindBigram: p.bigram, kindGram: p.gramWeight}
 	vec := make([]float64, p.dim)
-	for key, f := range feats {
+	for i, n := range t.n {
+		if n == 0 {
+			continue
+		}
+		key := t.keys[i]
 		// Sublinear term frequency: repeated features count, but a word
 		// said ten times is not ten times as important.
-		weight := f.w * (1 + math.Log(f.n))
+		weight := kindWeight[t.kind[i]] * (1 + logCount(n))
 		idx := key % uint64(p.dim)
 		if key>>63 == 1 {
 			// The sign bit makes collisions cancel out on average
@@ -150,6 +147,123 @@ func (h *Hash) Vector(text string) []float32 {
 	return out
 }
 
+// Feature kinds, each with its weight in hashParams.
+const (
+	kindWord uint8 = iota
+	kindBigram
+	kindGram
+)
+
+// featureTable counts a text's hashed features: an open-addressing table
+// (the keys are hashes already, so their low bits index it), reused
+// through a pool. A Go map cost a third of the embedder's time.
+type featureTable struct {
+	keys []uint64
+	n    []uint32 // occurrences; 0 marks a free slot
+	kind []uint8
+	used int
+}
+
+var tables = sync.Pool{New: func() any { return newFeatureTable(1024) }}
+
+func newFeatureTable(size int) *featureTable {
+	return &featureTable{keys: make([]uint64, size), n: make([]uint32, size), kind: make([]uint8, size)}
+}
+
+func (t *featureTable) reset() {
+	if t.used > 0 {
+		clear(t.n)
+		t.used = 0
+	}
+}
+
+// add counts one occurrence of feature key. A key's kind is the kind of
+// its first occurrence (the salts keep kinds apart).
+func (t *featureTable) add(key uint64, kind uint8) {
+	if 2*(t.used+1) > len(t.n) {
+		t.grow()
+	}
+	mask := uint64(len(t.n) - 1)
+	for i := key & mask; ; i = (i + 1) & mask {
+		switch {
+		case t.n[i] == 0:
+			t.keys[i], t.n[i], t.kind[i] = key, 1, kind
+			t.used++
+			return
+		case t.keys[i] == key:
+			t.n[i]++
+			return
+		}
+	}
+}
+
+func (t *featureTable) grow() {
+	old := *t
+	*t = *newFeatureTable(2 * len(old.n))
+	for i, n := range old.n {
+		if n == 0 {
+			continue
+		}
+		mask := uint64(len(t.n) - 1)
+		j := old.keys[i] & mask
+		for t.n[j] != 0 {
+			j = (j + 1) & mask
+		}
+		t.keys[j], t.n[j], t.kind[j] = old.keys[i], n, old.kind[i]
+		t.used++
+	}
+}
+
+// logCount is math.Log(n), from a table for the small counts nearly all
+// features have.
+func logCount(n uint32) float64 {
+	if n < uint32(len(logTable)) {
+		return logTable[n]
+	}
+	return math.Log(float64(n))
+}
+
+var logTable = func() (t [64]float64) {
+	for i := 1; i < len(t); i++ {
+		t[i] = math.Log(float64(i))
+	}
+	return t
+}()
+
+// stemCache remembers the stems of words across texts: a corpus repeats
+// its vocabulary, and stemming was a quarter of the embedder's time. It is
+// bounded: when full it starts over.
+type stemCache struct {
+	mu sync.RWMutex
+	m  map[string]string
+}
+
+// stemCacheSize bounds the words stemCache holds (about 4 MB).
+const stemCacheSize = 1 << 16
+
+var stems = &stemCache{m: make(map[string]string)}
+
+func (c *stemCache) stem(w string) string {
+	c.mu.RLock()
+	s, ok := c.m[w]
+	c.mu.RUnlock()
+	if ok {
+		return s
+	}
+	s = stemWord(w)
+	if len(w) > 32 {
+		return s // long tokens are rare and would crowd the cache
+	}
+	c.mu.Lock()
+	if len(c.m) >= stemCacheSize {
+		c.m = make(map[string]string)
+	}
+	// Copies: w and s may point into a large text the cache must not pin.
+	c.m[strings.Clone(w)] = strings.Clone(s)
+	c.mu.Unlock()
+	return s
+}
+
 // Salts keep the feature kinds apart: the word "cat" and the n-gram "cat"
 // land in unrelated buckets.
 const (
@@ -157,12 +271,6 @@ const (
 	saltBigram uint64 = 0xc2b2ae3d27d4eb4f
 	saltGram   uint64 = 0x165667b19e3779f9
 )
-
-// feature is one hashed feature of a text: how often it occurs and the
-// weight of its kind.
-type feature struct {
-	n, w float64
-}
 
 // tokenize lowercases text and splits it into words of letters and digits.
 func tokenize(text string, max int) []string {
