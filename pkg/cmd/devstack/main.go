@@ -13,7 +13,7 @@
 // process, then the private cluster.
 //
 // The write path (gateway, document, folder, schema) runs
-// DOCREPO_DEV_WRITE_NICE (default 5) nice steps below the search process,
+// DOCREPO_DEV_WRITE_NICE (default 2) nice steps below the search process,
 // so that a bulk upload that fills the CPU slows itself down rather than
 // the indexer and the searches (docs/design.md §7); the embedded engine
 // gathers batches for 20 ms before writing a segment
@@ -86,7 +86,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	l.Int(&s.natsPort, "nats-port", "DOCREPO_NATS_PORT", 14222, "port of the embedded NATS server")
 	l.Int(&s.basePort, "base-port", "DOCREPO_BASE_PORT", 9100, "first of the service ports (gRPC base+1.., metrics base+11.., pprof base+21..)")
 	l.Bool(&s.pprof, "pprof", "DOCREPO_DEV_PPROF", false, "serve each process's pprof profiles on base+21.. (gateway base+26)")
-	l.Int(&s.writeNice, "write-nice", "DOCREPO_DEV_WRITE_NICE", 5,
+	l.Int(&s.writeNice, "write-nice", "DOCREPO_DEV_WRITE_NICE", 2,
 		"CPU priority steps below the search process (index and queries) for gateway, document, folder and schema (0: equal)")
 	if err := l.Parse(args); err != nil {
 		return err
