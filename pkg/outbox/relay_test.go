@@ -726,3 +726,81 @@ func BenchmarkRelayThroughput(b *testing.B) {
 		})
 	}
 }
+
+// The relay marks rows by their primary key however large the table has
+// grown since its connection first ran the statement: Postgres keeps a
+// generic plan for a prepared statement after five runs, and one made on
+// a small table is a sequential scan, which read every retained row for
+// every batch once the table was large (the ingest benchmark).
+func TestRelayMarksByIndexAfterTheTableGrew(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	// One connection, so every batch runs on the connection whose plans
+	// were made while the table was small.
+	cfg := e.pool.Config().Copy()
+	cfg.MaxConns, cfg.MinConns = 1, 0
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	startRelay(t, NewRelay(pool, e.js, testLogger(t), Options{}))
+	published := 0
+	// relayBatch commits 30 events in one statement and waits until the
+	// last is marked published, looking it up by its key (counting rows
+	// would scan the table). Marking 30 ids by index costs more than
+	// scanning a table of a few hundred rows, so while the table is small
+	// a generic plan would be a sequential scan.
+	relayBatch := func() {
+		t.Helper()
+		var id int64
+		if err := e.pool.QueryRow(ctx, `INSERT INTO outbox (aggregate, aggregate_id, kind, rev)
+			SELECT 'document', g, 'updated', 1 FROM generate_series(1, 30) g RETURNING id`).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		published += 30
+		waitFor(t, 30*time.Second, "the batch marked published", func() bool {
+			var done bool
+			if err := e.pool.QueryRow(ctx, `SELECT bool_and(published_at IS NOT NULL) FROM outbox WHERE id >= $1 AND id < $1 + 30`, id).Scan(&done); err != nil {
+				t.Fatal(err)
+			}
+			return done
+		})
+	}
+	for range 8 { // more than the five custom plans Postgres makes first
+		relayBatch()
+	}
+	// The table grows by 50,000 rows published earlier (kept for the
+	// retention period).
+	if _, err := e.pool.Exec(ctx, `INSERT INTO outbox (aggregate, aggregate_id, kind, rev, published_at)
+		SELECT 'document', g, 'updated', 1, now() FROM generate_series(1, 50000) g`); err != nil {
+		t.Fatal(err)
+	}
+	published += 50000
+	// Postgres publishes a backend's table statistics at most once a
+	// second, when it goes idle: a batch after a pause flushes what the
+	// batches before it counted.
+	seqScans := func() int64 {
+		t.Helper()
+		time.Sleep(1100 * time.Millisecond)
+		relayBatch()
+		var n int64
+		err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT pg_stat_clear_snapshot()`); err != nil {
+				return err
+			}
+			return tx.QueryRow(ctx, `SELECT seq_scan FROM pg_stat_user_tables WHERE relid = 'outbox'::regclass`).Scan(&n)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := seqScans()
+	for range 10 {
+		relayBatch()
+	}
+	if after := seqScans(); after != before {
+		t.Errorf("11 batches on a table of %d rows ran %d sequential scans of it, want 0", published, after-before)
+	}
+}
