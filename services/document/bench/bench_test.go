@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -39,6 +38,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/blob/diskstore"
 	"github.com/docrepo/docrepo/pkg/database"
 	"github.com/docrepo/docrepo/pkg/identity"
+	"github.com/docrepo/docrepo/pkg/launcher"
 	"github.com/docrepo/docrepo/pkg/testenv/pgtest"
 )
 
@@ -74,30 +74,6 @@ func (p *patternReader) Read(buf []byte) (int, error) {
 }
 
 func (p *patternReader) reset() { p.off = 0 }
-
-// repoRoot is the directory holding go.work.
-func repoRoot(b testing.TB) string {
-	wd, err := os.Getwd()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for dir := wd; filepath.Dir(dir) != dir; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir
-		}
-	}
-	b.Fatal("no go.work above the working directory")
-	return ""
-}
-
-func freeAddr(b testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // proc is a started service process.
 type proc struct {
@@ -224,7 +200,10 @@ func BenchmarkUpload(b *testing.B) {
 		size = n
 	}
 	ctx := context.Background()
-	root := repoRoot(b)
+	root, err := launcher.RepoRoot(".")
+	if err != nil {
+		b.Fatal(err)
+	}
 	bin := b.TempDir()
 	buildStart := time.Now()
 	build := exec.Command("go", "build", "-o", bin+"/", "./gateway", "./services/folder", "./services/schema", "./services/document")
@@ -260,7 +239,15 @@ func BenchmarkUpload(b *testing.B) {
 		defer os.RemoveAll(dataDir)
 	}
 	blobDir := filepath.Join(dataDir, "blobs")
-	folderAddr, schemaAddr, docAddr, httpAddr := freeAddr(b), freeAddr(b), freeAddr(b), freeAddr(b)
+	// Ports below the kernel's range for outgoing connections, which one
+	// could take before a child binds its port.
+	var addrs [4]string
+	for i := range addrs {
+		if addrs[i], err = launcher.FreeAddr(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	folderAddr, schemaAddr, docAddr, httpAddr := addrs[0], addrs[1], addrs[2], addrs[3]
 	maxBytes := strconv.FormatInt(size+1<<20, 10)
 	common := []string{"DATABASE_URL=" + dbURL, "DOCREPO_MIGRATE=true", "NATS_URL=", "DOCREPO_LOG_LEVEL=warn",
 		"DOCREPO_FOLDER_ADDR=" + folderAddr, "DOCREPO_SCHEMA_ADDR=" + schemaAddr, "DOCREPO_DOCUMENT_ADDR=" + docAddr,
