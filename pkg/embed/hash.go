@@ -183,34 +183,34 @@ func (t *featureTable) add(key uint64, kind uint8) {
 	if 2*(t.used+1) > len(t.n) {
 		t.grow()
 	}
-	mask := uint64(len(t.n) - 1)
-	for i := key & mask; ; i = (i + 1) & mask {
-		switch {
-		case t.n[i] == 0:
-			t.keys[i], t.n[i], t.kind[i] = key, 1, kind
-			t.used++
-			return
-		case t.keys[i] == key:
-			t.n[i]++
-			return
-		}
+	i := t.slot(key)
+	if t.n[i] == 0 {
+		t.keys[i], t.kind[i] = key, kind
+		t.used++
 	}
+	t.n[i]++
 }
 
+// slot returns the index of key, or of the free slot where it goes.
+func (t *featureTable) slot(key uint64) uint64 {
+	mask := uint64(len(t.n) - 1)
+	i := key & mask
+	for t.n[i] != 0 && t.keys[i] != key {
+		i = (i + 1) & mask
+	}
+	return i
+}
+
+// grow doubles the table, keeping its features.
 func (t *featureTable) grow() {
 	old := *t
 	*t = *newFeatureTable(2 * len(old.n))
 	for i, n := range old.n {
-		if n == 0 {
-			continue
+		if n != 0 {
+			j := t.slot(old.keys[i])
+			t.keys[j], t.n[j], t.kind[j] = old.keys[i], n, old.kind[i]
+			t.used++
 		}
-		mask := uint64(len(t.n) - 1)
-		j := old.keys[i] & mask
-		for t.n[j] != 0 {
-			j = (j + 1) & mask
-		}
-		t.keys[j], t.n[j], t.kind[j] = old.keys[i], n, old.kind[i]
-		t.used++
 	}
 }
 
