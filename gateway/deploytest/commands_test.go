@@ -2,22 +2,18 @@ package deploytest
 
 import (
 	"context"
-	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/docrepo/docrepo/pkg/launcher"
+	"github.com/docrepo/docrepo/pkg/config/configref"
 )
 
 // root is the repository root (this package is gateway/deploytest).
@@ -30,49 +26,41 @@ var root = func() string {
 }()
 
 var (
-	registeredOnce sync.Once
-	registeredMemo map[string][]string
-	registeredErr  error
+	collectOnce sync.Once
+	collected   []configref.Command
+	collectErr  error
 )
 
-var usageEnv = regexp.MustCompile(`\(env ([A-Z][A-Z0-9_]*)\)`)
-
-// registered lists, for each service, the variables its configuration
-// registers, as the built binary reports them in its -h usage ("(env
-// NAME)"): the test reads the program users run, not a copy of its
-// registrations.
-func registered(t testing.TB) map[string][]string {
+// collect returns every command's settings as the built binary reports
+// them in its -h usage (pkg/config/configref): the tests read the programs
+// users run, not a copy of their registrations.
+func collect(t testing.TB) []configref.Command {
 	t.Helper()
-	registeredOnce.Do(func() {
+	collectOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "docrepo-deploytest-bin-")
 		if err != nil {
-			registeredErr = err
+			collectErr = err
 			return
 		}
 		defer os.RemoveAll(dir)
-		bins, err := launcher.Build(context.Background(), root, dir, services...)
-		if err != nil {
-			registeredErr = err
-			return
-		}
-		registeredMemo = map[string][]string{}
-		for name, bin := range bins {
-			out, _ := exec.Command(bin, "-h").CombinedOutput() // exits 1 after printing its usage
-			var vars []string
-			for _, m := range usageEnv.FindAllStringSubmatch(string(out), -1) {
-				vars = append(vars, m[1])
-			}
-			if len(vars) == 0 {
-				registeredErr = fmt.Errorf("%s -h printed no (env NAME) settings:\n%s", name, out)
-				return
-			}
-			registeredMemo[name] = vars
-		}
+		collected, collectErr = configref.Collect(context.Background(), root, dir)
 	})
-	if registeredErr != nil {
-		t.Fatal(registeredErr)
+	if collectErr != nil {
+		t.Fatal(collectErr)
 	}
-	return registeredMemo
+	return collected
+}
+
+// registered lists, for each command, the variables it registers.
+func registered(t testing.TB) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, c := range collect(t) {
+		for _, v := range c.Vars {
+			out[c.Name] = append(out[c.Name], v.Env)
+		}
+	}
+	return out
 }
 
 // services are the long-running commands every deployment runs.
@@ -128,7 +116,7 @@ func commands(t testing.TB) map[string]*command {
 				for _, v := range vars {
 					c.vars[v] = true
 				}
-				c.tracing = true
+				c.tracing = slices.Contains(services, name)
 			} else if !strings.HasPrefix(dir, "pkg/cmd/") {
 				continue // reported by TestEveryCommandIsKnown
 			}
@@ -149,30 +137,14 @@ func commands(t testing.TB) map[string]*command {
 	return commandsMemo
 }
 
-var (
-	tracingOnce sync.Once
-	tracingVars []string
-	tracingErr  error
-)
-
 // passThrough reports whether a process that sets up tracing reads name
-// directly from its environment: the variables pkg/tracing reads, and the
-// OpenTelemetry SDK's own OTEL_* variables.
-func passThrough(t testing.TB, name string) bool {
-	t.Helper()
-	tracingOnce.Do(func() { tracingVars, tracingErr = envReads(filepath.Join(root, "pkg", "tracing")) })
-	if tracingErr != nil {
-		t.Fatal(tracingErr)
-	}
-	if len(tracingVars) == 0 {
-		t.Fatal("found no variables read by pkg/tracing; has it changed how it reads its settings?")
-	}
-	return strings.HasPrefix(name, "OTEL_") || slices.Contains(tracingVars, name)
-}
+// directly from its environment: the OpenTelemetry SDK's own OTEL_*
+// variables (docrepo's tracing settings are registered like any other).
+func passThrough(name string) bool { return strings.HasPrefix(name, "OTEL_") }
 
 // accepts reports whether command c reads variable name.
 func (c *command) accepts(t testing.TB, name string) bool {
-	return c.vars[name] || (c.tracing && passThrough(t, name))
+	return c.vars[name] || (c.tracing && passThrough(name))
 }
 
 var envName = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
@@ -186,53 +158,11 @@ var loaderMethods = map[string]bool{"String": true, "Int": true, "Int64": true, 
 // registrations whose variable is a string literal or a constant of the
 // package.
 func envReads(dir string) ([]string, error) {
-	fset := token.NewFileSet()
-	entries, err := os.ReadDir(dir)
+	files, err := goFiles(token.NewFileSet(), dir)
 	if err != nil {
 		return nil, err
 	}
-	var files []*ast.File
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, 0)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, f)
-	}
-	consts := map[string]string{}
-	for _, f := range files {
-		for _, d := range f.Decls {
-			gd, ok := d.(*ast.GenDecl)
-			if !ok || gd.Tok != token.CONST {
-				continue
-			}
-			for _, spec := range gd.Specs {
-				vs := spec.(*ast.ValueSpec)
-				for i, n := range vs.Names {
-					if i < len(vs.Values) {
-						if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-							consts[n.Name], _ = strconv.Unquote(lit.Value)
-						}
-					}
-				}
-			}
-		}
-	}
-	str := func(e ast.Expr) string {
-		switch x := e.(type) {
-		case *ast.BasicLit:
-			if x.Kind == token.STRING {
-				s, _ := strconv.Unquote(x.Value)
-				return s
-			}
-		case *ast.Ident:
-			return consts[x.Name]
-		}
-		return ""
-	}
+	str := stringConsts(files)
 	seen := map[string]bool{}
 	for _, f := range files {
 		ast.Inspect(f, func(n ast.Node) bool {
@@ -318,8 +248,8 @@ func TestCommandVars(t *testing.T) {
 	if cmds["gateway"].vars["DATABASE_URL"] {
 		t.Error("the gateway reads DATABASE_URL? it has no database")
 	}
-	if !passThrough(t, "DOCREPO_TRACING_EXPORTER") || passThrough(t, "DOCREPO_NOT_A_SETTING") {
-		t.Error("tracing pass-through variables are not what pkg/tracing reads")
+	if !cmds["gateway"].vars["DOCREPO_TRACING_EXPORTER"] || !cmds["indexer"].vars["DOCREPO_TRACING_SAMPLE_RATIO"] {
+		t.Error("the tracing settings are not registered by the gateway and the services")
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/docrepo/docrepo/pkg/dbroles"
 )
 
 // composeFile is the compose file under test, relative to root.
@@ -71,7 +73,7 @@ func tool(s types.ServiceConfig) bool { return len(s.Profiles) > 0 }
 
 // listenVars are the listen addresses of a process; every other
 // DOCREPO_<NAME>_ADDR is the address of service NAME.
-var listenVars = []string{"DOCREPO_GRPC_ADDR", "DOCREPO_METRICS_ADDR", "DOCREPO_HTTP_ADDR"}
+var listenVars = []string{"DOCREPO_GRPC_ADDR", "DOCREPO_METRICS_ADDR", "DOCREPO_HTTP_ADDR", "DOCREPO_GATEWAY_ADMIN_ADDR"}
 
 // peerAddrVar returns the service a DOCREPO_<NAME>_ADDR variable points at.
 func peerAddrVar(v string) (string, bool) {
@@ -248,6 +250,15 @@ func checkCompose(t testing.TB, p *types.Project) []string {
 		if oneShot(s) || tool(s) {
 			continue
 		}
+		// Each service connects as its own role (pkg/dbroles), never as
+		// the administrator: the database enforces the walls.
+		if cmd.vars["DATABASE_URL"] {
+			cmdName := buildCommand(s)
+			if u, err := url.Parse(e["DATABASE_URL"]); err != nil || u.User.Username() != dbroles.Role("", cmdName) {
+				add(name, "DATABASE_URL=%s: want the role %s (docrepoctl bootstrap's DOCREPO_%s_DATABASE_URL), not a shared user",
+					e["DATABASE_URL"], dbroles.Role("", cmdName), strings.ToUpper(cmdName))
+			}
+		}
 
 		// Long-running docrepo services.
 		for _, v := range listenVars {
@@ -326,6 +337,18 @@ func checkCompose(t testing.TB, p *types.Project) []string {
 		if !published {
 			add("gateway", "must publish port 8080 to DOCREPO_HTTP_ADDR's port %q; ports %+v", httpPort, s.Ports)
 		}
+		// The admin listener (/metrics, the detailed /readyz) is for the
+		// compose network, never the host, and never the REST port.
+		if admin, ok := e["DOCREPO_GATEWAY_ADMIN_ADDR"]; ok && admin != "" {
+			if port(admin) == httpPort {
+				add("gateway", "DOCREPO_GATEWAY_ADMIN_ADDR=%s is the REST port: /metrics would be public", admin)
+			}
+			for _, pc := range s.Ports {
+				if fmt.Sprint(pc.Target) == port(admin) {
+					add("gateway", "publishes the admin port %s (/metrics, the detailed /readyz) on the host", port(admin))
+				}
+			}
+		}
 		for _, v := range sortedKeys(e) {
 			if peer, ok := peerAddrVar(v); ok {
 				if d, ok := s.DependsOn[peer]; !ok || d.Condition != types.ServiceConditionHealthy {
@@ -354,6 +377,11 @@ func checkCompose(t testing.TB, p *types.Project) []string {
 			add("indexer", "DOCREPO_SERVICE_TOKEN is not passed: the indexer reads documents with it")
 		}
 	}
+	if s, ok := p.Services["folder"]; ok {
+		if _, ok := env(s)["DOCREPO_SERVICE_TOKEN"]; !ok {
+			add("folder", "DOCREPO_SERVICE_TOKEN is not passed: a deletion tells the document service with it")
+		}
+	}
 	if s, ok := p.Services["document"]; ok {
 		e := env(s)
 		for _, v := range []string{"MINIO_ENDPOINT", "MINIO_ACCESS_KEY", "MINIO_SECRET_KEY", "MINIO_BUCKET"} {
@@ -379,7 +407,7 @@ func checkCompose(t testing.TB, p *types.Project) []string {
 	if a, b := p.Services["search"], p.Services["indexer"]; a.Name != "" && b.Name != "" {
 		ea, eb := env(a), env(b)
 		for _, v := range sortedKeys(cmds["search"].vars) {
-			if strings.HasPrefix(v, "DOCREPO_EMBED") && cmds["indexer"].vars[v] && ea[v] != eb[v] {
+			if (strings.HasPrefix(v, "DOCREPO_EMBED") || strings.HasPrefix(v, "DOCREPO_USE_")) && cmds["indexer"].vars[v] && ea[v] != eb[v] {
 				add("search", "%s=%q but the indexer has %q: query and document vectors would not compare", v, ea[v], eb[v])
 			}
 		}
@@ -484,6 +512,30 @@ func TestComposeCheckCatchesMistakes(t *testing.T) {
 			want: "service document: health check 127.0.0.1:9111",
 		},
 		{
+			name: "a service as the administrator",
+			old:  "DATABASE_URL: ${DOCREPO_FOLDER_DATABASE_URL:-postgres://docrepo_folder@postgres:5432/docrepo?sslmode=disable}",
+			new:  "DATABASE_URL: postgres://docrepo:docrepo@postgres:5432/docrepo?sslmode=disable",
+			want: "service folder: DATABASE_URL=postgres://docrepo:docrepo@postgres:5432/docrepo?sslmode=disable: want the role docrepo_folder",
+		},
+		{
+			name: "a service as another's role",
+			old:  "DATABASE_URL: ${DOCREPO_SEARCH_DATABASE_URL:-postgres://docrepo_search@postgres:5432/docrepo?sslmode=disable}",
+			new:  "DATABASE_URL: ${DOCREPO_DOCUMENT_DATABASE_URL:-postgres://docrepo_document@postgres:5432/docrepo?sslmode=disable}",
+			want: "service search: DATABASE_URL=postgres://docrepo_document@postgres:5432/docrepo?sslmode=disable: want the role docrepo_search",
+		},
+		{
+			name: "gateway admin listener published",
+			old:  "      - \"${DOCREPO_HTTP_PORT:-8080}:8080\"\n",
+			new:  "      - \"${DOCREPO_HTTP_PORT:-8080}:8080\"\n      - \"9116:9116\"\n",
+			want: "service gateway: publishes the admin port 9116",
+		},
+		{
+			name: "gateway admin listener on the REST port",
+			old:  "DOCREPO_GATEWAY_ADMIN_ADDR: 0.0.0.0:9116",
+			new:  "DOCREPO_GATEWAY_ADMIN_ADDR: 0.0.0.0:8080",
+			want: "service gateway: DOCREPO_GATEWAY_ADMIN_ADDR=0.0.0.0:8080 is the REST port",
+		},
+		{
 			name: "gateway published on the wrong container port",
 			old:  "\"${DOCREPO_HTTP_PORT:-8080}:8080\"",
 			new:  "\"${DOCREPO_HTTP_PORT:-8080}:8081\"",
@@ -491,21 +543,27 @@ func TestComposeCheckCatchesMistakes(t *testing.T) {
 		},
 		{
 			name: "search without OpenSearch",
-			old:  "      <<: [*service-env, *embedder-env, *opensearch-env]\n      DOCREPO_GRPC_ADDR: 0.0.0.0:9103",
-			new:  "      <<: [*service-env, *embedder-env]\n      DOCREPO_GRPC_ADDR: 0.0.0.0:9103",
+			old:  "      <<: [*service-env, *embedder-env, *opensearch-env]\n      DATABASE_URL: ${DOCREPO_SEARCH_DATABASE_URL",
+			new:  "      <<: [*service-env, *embedder-env]\n      DATABASE_URL: ${DOCREPO_SEARCH_DATABASE_URL",
 			want: "service search: OPENSEARCH_URL is not set",
 		},
 		{
 			name: "embedders differ",
 			old:  "      DOCREPO_SERVICE_TOKEN: ${DOCREPO_SERVICE_TOKEN:-}\n    healthcheck:",
 			new:  "      DOCREPO_SERVICE_TOKEN: ${DOCREPO_SERVICE_TOKEN:-}\n      DOCREPO_EMBEDDER: openai\n    healthcheck:",
-			want: "service search: DOCREPO_EMBEDDER=\"hash\" but the indexer has \"openai\"",
+			want: "service search: DOCREPO_EMBEDDER=\"use\" but the indexer has \"openai\"",
 		},
 		{
 			name: "indexer without the service token",
 			old:  "      DOCREPO_SERVICE_TOKEN: ${DOCREPO_SERVICE_TOKEN:-}\n    healthcheck:",
 			new:  "    healthcheck:",
 			want: "service indexer: DOCREPO_SERVICE_TOKEN is not passed",
+		},
+		{
+			name: "folder without the service token",
+			old:  "      DOCREPO_SERVICE_TOKEN: ${DOCREPO_SERVICE_TOKEN:-}\n      DOCREPO_DOCUMENT_ADDR: document:9101\n",
+			new:  "      DOCREPO_DOCUMENT_ADDR: document:9101\n",
+			want: "service folder: DOCREPO_SERVICE_TOKEN is not passed",
 		},
 		{
 			name: "services not migrating their own schemas",
@@ -545,9 +603,9 @@ func TestComposeCheckCatchesMistakes(t *testing.T) {
 		},
 		{
 			name: "database host is not a service",
-			old:  "@postgres:5432/docrepo?sslmode=disable\n  NATS_URL",
-			new:  "@db:5432/docrepo?sslmode=disable\n  NATS_URL",
-			want: "DATABASE_URL=postgres://docrepo:docrepo@db:5432/docrepo?sslmode=disable: no service db",
+			old:  "postgres://docrepo_folder@postgres:5432/",
+			new:  "postgres://docrepo_folder@db:5432/",
+			want: "service folder: DATABASE_URL=postgres://docrepo_folder@db:5432/docrepo?sslmode=disable: no service db",
 		},
 		{
 			name: "dependency on a service that does not exist",

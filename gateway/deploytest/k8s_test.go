@@ -408,6 +408,23 @@ func checkK8s(t testing.TB, r *rendered, files map[string]string) []string {
 		}
 		probe("liveness", c.LivenessProbe, "/healthz")
 		if svc == "gateway" {
+			// The admin listener (/metrics, the detailed /readyz) is on
+			// its own container port, which Prometheus scrapes through
+			// the pod annotation and no Service exposes.
+			admin := port(e["DOCREPO_GATEWAY_ADMIN_ADDR"])
+			switch {
+			case admin == "" || admin == port(e["DOCREPO_HTTP_ADDR"]):
+				add(where, "DOCREPO_GATEWAY_ADMIN_ADDR=%q: want a port of its own (the REST port would make /metrics public)", e["DOCREPO_GATEWAY_ADMIN_ADDR"])
+			case d.Spec.Template.Annotations["prometheus.io/port"] != admin:
+				add(where, "prometheus.io/port %q: want the admin port %s", d.Spec.Template.Annotations["prometheus.io/port"], admin)
+			}
+			if s := serviceOf[d.Name]; s != nil {
+				for _, p := range s.Spec.Ports {
+					if n, ok := containerPort(c, p.TargetPort.String()); ok && strconv.Itoa(int(n)) == admin {
+						add(where, "Service %s exposes the admin port %s", s.Name, admin)
+					}
+				}
+			}
 			// See deploy/k8s/base/gateway.yaml: /readyz would follow the
 			// backends and take every gateway out at once.
 			probe("readiness", c.ReadinessProbe, "/healthz")
@@ -478,7 +495,7 @@ func checkK8s(t testing.TB, r *rendered, files map[string]string) []string {
 	// Search and the indexer embed with the same settings.
 	if a, b := envOf["search"], envOf["indexer"]; a != nil && b != nil {
 		for _, v := range sortedKeys(a) {
-			if strings.HasPrefix(v, "DOCREPO_EMBED") && a[v] != b[v] {
+			if (strings.HasPrefix(v, "DOCREPO_EMBED") || strings.HasPrefix(v, "DOCREPO_USE_")) && a[v] != b[v] {
 				add("Deployment search", "%s=%q but the indexer has %q", v, a[v], b[v])
 			}
 		}
@@ -491,8 +508,10 @@ func checkK8s(t testing.TB, r *rendered, files map[string]string) []string {
 			add("Deployment "+svc, "OPENSEARCH_URL is not set: search reads, the indexer writes OpenSearch")
 		}
 	}
-	if e := envOf["indexer"]; e != nil && !strings.HasPrefix(e["DOCREPO_SERVICE_TOKEN"], "secret:") {
-		add("Deployment indexer", "DOCREPO_SERVICE_TOKEN does not come from a Secret")
+	for _, svc := range []string{"indexer", "folder"} {
+		if e := envOf[svc]; e != nil && !strings.HasPrefix(e["DOCREPO_SERVICE_TOKEN"], "secret:") {
+			add("Deployment "+svc, "DOCREPO_SERVICE_TOKEN does not come from a Secret")
+		}
 	}
 	if e := envOf["document"]; e != nil {
 		for _, v := range []string{"MINIO_ENDPOINT", "MINIO_ACCESS_KEY", "MINIO_SECRET_KEY", "MINIO_BUCKET"} {
@@ -645,6 +664,20 @@ func TestKubernetesCheckCatchesMistakes(t *testing.T) {
 			want: "PodDisruptionBudget document: selects no pods",
 		},
 		{
+			name: "gateway Service exposes the admin port",
+			file: "base/gateway.yaml",
+			old:  "      targetPort: http\n      appProtocol: http\n",
+			new:  "      targetPort: http\n      appProtocol: http\n    - name: admin\n      port: 9116\n      targetPort: admin\n",
+			want: "Deployment gateway: Service gateway exposes the admin port 9116",
+		},
+		{
+			name: "gateway scraped on the REST port",
+			file: "base/gateway.yaml",
+			old:  "prometheus.io/port: \"9116\"",
+			new:  "prometheus.io/port: \"8080\"",
+			want: "Deployment gateway: prometheus.io/port \"8080\": want the admin port 9116",
+		},
+		{
 			name: "gateway routes to the metrics port",
 			file: "base/gateway.yaml",
 			old:  "value: \"search:9103\"",
@@ -673,6 +706,13 @@ func TestKubernetesCheckCatchesMistakes(t *testing.T) {
 			want: "Deployment document: MINIO_SECRET_KEY is a literal value",
 		},
 		{
+			name: "folder without the service token",
+			file: "base/folder.yaml",
+			old:  "name: DOCREPO_SERVICE_TOKEN\n",
+			new:  "name: DOCREPO_SERVICE_TOKEN_UNUSED\n",
+			want: "Deployment folder: DOCREPO_SERVICE_TOKEN does not come from a Secret",
+		},
+		{
 			name: "undocumented Secret",
 			file: "base/indexer.yaml",
 			old:  "name: docrepo-service-token",
@@ -691,7 +731,7 @@ func TestKubernetesCheckCatchesMistakes(t *testing.T) {
 			file: "base/indexer.yaml",
 			old:  "            - name: DOCREPO_EMBEDDER\n              valueFrom:\n                configMapKeyRef:\n                  name: docrepo-config\n                  key: DOCREPO_EMBEDDER\n",
 			new:  "            - name: DOCREPO_EMBEDDER\n              value: openai\n",
-			want: "Deployment search: DOCREPO_EMBEDDER=\"hash\" but the indexer has \"openai\"",
+			want: "Deployment search: DOCREPO_EMBEDDER=\"use\" but the indexer has \"openai\"",
 		},
 		{
 			name: "upload limits differ",

@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net"
 	"net/http"
 	"net/url"
@@ -23,7 +21,10 @@ import (
 	"time"
 
 	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/jackc/pgx/v5"
 
+	"github.com/docrepo/docrepo/pkg/client"
+	"github.com/docrepo/docrepo/pkg/dbroles"
 	"github.com/docrepo/docrepo/pkg/launcher"
 	"github.com/docrepo/docrepo/pkg/testenv/miniotest"
 	"github.com/docrepo/docrepo/pkg/testenv/natstest"
@@ -70,9 +71,14 @@ func TestComposeSmoke(t *testing.T) {
 
 	s.build(ctx)
 
-	// The operator's first step, as README's Deployment section says.
+	// The operator's first step, as docs/deployment.md says.
+	// The services' roles are global to the test server: this run's have a
+	// prefix of their own, given to the compose file's docrepoctl as .env
+	// would, and dropped at the end.
+	rolePrefix := fmt.Sprintf("smoke%d_", time.Now().UnixNano()%1e9)
+	t.Cleanup(func() { dropRoles(s.dbURL, rolePrefix) })
 	boot := exec.CommandContext(ctx, filepath.Join(s.bin, "docrepoctl"), "bootstrap")
-	boot.Env = []string{"DATABASE_URL=" + s.dbURL}
+	boot.Env = []string{"DATABASE_URL=" + s.dbURL, "DOCREPO_DB_ROLE_PREFIX=" + rolePrefix}
 	out, err := boot.Output()
 	if err != nil {
 		t.Fatalf("docrepoctl bootstrap: %v", err)
@@ -82,9 +88,10 @@ func TestComposeSmoke(t *testing.T) {
 		k, v, _ := strings.Cut(line, "=")
 		dotenv[k] = v
 	}
-	if dotenv["DOCREPO_SERVICE_TOKEN"] == "" || dotenv["DOCREPO_ADMIN_TOKEN"] == "" {
-		t.Fatalf("docrepoctl bootstrap printed %q, want both tokens", out)
+	if dotenv["DOCREPO_SERVICE_TOKEN"] == "" || dotenv["DOCREPO_ADMIN_TOKEN"] == "" || dotenv["DOCREPO_DOCUMENT_DATABASE_URL"] == "" {
+		t.Fatalf("docrepoctl bootstrap printed %q, want both tokens and the services' database URLs", out)
 	}
+	dotenv["DOCREPO_DB_ROLE_PREFIX"] = rolePrefix
 	content, err := os.ReadFile(filepath.Join(root, composeFile))
 	if err != nil {
 		t.Fatal(err)
@@ -120,6 +127,22 @@ func TestComposeSmoke(t *testing.T) {
 	}
 	s.exercise(ctx, dotenv["DOCREPO_ADMIN_TOKEN"])
 	s.stopAll()
+}
+
+// dropRoles drops the services' roles of prefix, with what they own in
+// the database at dbURL.
+func dropRoles(dbURL, prefix string) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return
+	}
+	defer conn.Close(ctx)
+	for _, s := range dbroles.Services {
+		role := pgx.Identifier{dbroles.Role(prefix, s.Name)}.Sanitize()
+		_, _ = conn.Exec(ctx, `DROP OWNED BY `+role)
+		_, _ = conn.Exec(ctx, `DROP ROLE IF EXISTS `+role)
+	}
 }
 
 // smoke is one run of the compose file's processes.
@@ -288,7 +311,12 @@ func (s *smoke) environment(name string) []string {
 		v := e[k]
 		switch {
 		case k == "DATABASE_URL":
-			v = s.dbURL
+			// The administrator's URL on the compose network becomes the
+			// test database's; a service's own, which bootstrap printed
+			// from that one, already points at it.
+			if host, _ := urlHost(v); host == "postgres" {
+				v = s.dbURL
+			}
 		case k == "NATS_URL":
 			v = s.nats
 		case k == "MINIO_ENDPOINT":
@@ -421,53 +449,34 @@ func (s *smoke) exercise(ctx context.Context, adminToken string) {
 	for _, pc := range gw.Ports {
 		base = "http://127.0.0.1:" + s.ports["gateway:"+fmt.Sprint(pc.Target)]
 	}
-	call := func(method, path, contentType string, body io.Reader) (int, []byte, http.Header) {
-		req, _ := http.NewRequestWithContext(ctx, method, base+path, body)
-		req.Header.Set("Authorization", "Bearer "+adminToken)
-		if contentType != "" {
-			req.Header.Set("Content-Type", contentType)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, b, resp.Header
+	api, err := client.New(base, adminToken, client.Options{Retry: client.NoRetry})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if st, b, _ := call("GET", "/readyz", "", nil); st != 200 {
-		t.Fatalf("readyz: %d %s", st, b)
+	if err := api.Ready(ctx); err != nil {
+		t.Fatalf("readyz: %v", err)
 	}
-	st, b, _ := call("POST", "/apiv2/pub/folders", "application/json", strings.NewReader(`{"name":"Smoke"}`))
-	if st != 200 {
-		t.Fatalf("create folder: %d %s", st, b)
+	folder, err := api.CreateFolder(ctx, "Smoke", 0)
+	if err != nil {
+		t.Fatalf("create folder: %v", err)
 	}
-	var folder struct {
-		FolderID int64 `json:"folder_id"`
-	}
-	_ = json.Unmarshal(b, &folder)
 	content := bytes.Repeat([]byte("docrepo compose smoke test\n"), 40000) // ~1 MiB
-	var form bytes.Buffer
-	mw := multipart.NewWriter(&form)
-	_ = mw.WriteField("folder_id", fmt.Sprint(folder.FolderID))
-	_ = mw.WriteField("description", "smoke.txt")
-	fw, _ := mw.CreateFormFile("file", "smoke.txt")
-	_, _ = fw.Write(content)
-	_ = mw.Close()
-	st, b, _ = call("POST", "/apiv2/pub/documents/upload", mw.FormDataContentType(), &form)
-	if st != 200 {
-		t.Fatalf("upload: %d %s", st, b)
+	up, err := api.Upload(ctx, client.Upload{FolderID: folder.FolderID, File: bytes.NewReader(content), Filename: "smoke.txt",
+		Metadata: client.Metadata{Description: "smoke.txt"}})
+	if err != nil {
+		t.Fatalf("upload: %v", err)
 	}
-	var up struct {
-		DocID int64 `json:"doc_id"`
+	if _, err := api.GetDocument(ctx, up.DocID); err != nil {
+		t.Fatalf("get document: %v", err)
 	}
-	_ = json.Unmarshal(b, &up)
-	if st, b, _ = call("GET", fmt.Sprintf("/apiv2/pub/documents/%d", up.DocID), "", nil); st != 200 {
-		t.Fatalf("get document: %d %s", st, b)
+	dl, err := api.Download(ctx, up.DocID, client.DownloadOptions{})
+	if err != nil {
+		t.Fatalf("download: %v", err)
 	}
-	st, b, h := call("GET", fmt.Sprintf("/apiv2/pub/documents/%d/download", up.DocID), "", nil)
-	if st != 200 || !bytes.Equal(b, content) || h.Get("ETag") == "" {
-		t.Fatalf("download: %d, %d bytes (want %d), ETag %q", st, len(b), len(content), h.Get("ETag"))
+	b, err := io.ReadAll(dl.Body)
+	dl.Body.Close()
+	if err != nil || !bytes.Equal(b, content) || dl.ETag == "" {
+		t.Fatalf("download: %d bytes (want %d), ETag %q, %v", len(b), len(content), dl.ETag, err)
 	}
 	// The blob is in the compose file's bucket on MinIO.
 	bucket := env(s.project.Services["document"])["MINIO_BUCKET"]
@@ -479,8 +488,8 @@ func (s *smoke) exercise(ctx context.Context, adminToken string) {
 	if resp.StatusCode == http.StatusNotFound {
 		t.Fatalf("bucket %s was not created in MinIO", bucket)
 	}
-	if st, b, _ = call("POST", "/apiv2/pub/search", "application/json", strings.NewReader(`{"where":{"eq":{"field":"doc_type","value":"none"}}}`)); st != 200 {
-		t.Fatalf("search: %d %s", st, b)
+	if _, err := api.Search(ctx, client.SearchRequest{Where: client.Eq("doc_type", "none")}); err != nil {
+		t.Fatalf("search: %v", err)
 	}
 	t.Logf("through the gateway: folder %d, document %d (%d bytes, downloaded back), search answered", folder.FolderID, up.DocID, len(content))
 }

@@ -318,8 +318,9 @@ func TestDocNumbersUnderConcurrency(t *testing.T) {
 // TestFolderDeletionUnassignsDocuments: deleting a folder unassigns its
 // documents at once for readers (the folder is gone from include=folders,
 // and an upload into it is refused), and as a document change (rev bumped
-// once, a folders_changed event) as soon as the folder service's deleted
-// event reaches the document service. The document itself stays.
+// once, a folders_changed event) before the DELETE answers: the folder
+// service tells the document service (FoldersDeleted) rather than leave
+// it to the deleted event. The document itself stays.
 func TestFolderDeletionUnassignsDocuments(t *testing.T) {
 	t.Parallel()
 	u := newDocUser(t)
@@ -335,6 +336,11 @@ func TestFolderDeletionUnassignsDocuments(t *testing.T) {
 	rev := docRev(t, up.DocID)
 	// Deleting the parent deletes the subtree, and with it the assignment.
 	expect(t, u.do("DELETE", fmt.Sprintf("/apiv2/pub/folders/%d", u.folder.FolderID), nil), 200)
+	// Already a document change: the FoldersDeleted call came before the
+	// answer (the event may have too, but cannot be relied on under load).
+	if got := docRev(t, up.DocID); got != rev+1 {
+		t.Fatalf("rev right after the DELETE = %d, want %d (was the document service told?)", got, rev+1)
+	}
 	d := u.getDoc(up.DocID, "folders")
 	if d.Folders == nil || len(d.Folders) != 0 {
 		t.Fatalf("folders after deletion = %+v", d.Folders)

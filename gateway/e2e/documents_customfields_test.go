@@ -71,10 +71,10 @@ func TestSetCustomFields(t *testing.T) {
 	expect(t, put(u.client, link.ID, map[string]any{"ref_state": "closed", "ref_qty": 7}), 200)
 
 	d := u.getDoc(res.DocID, "customfields")
-	if len(d.Customfields) != 2 || d.Customfields[0].TemplateID != grid.ID || d.Customfields[1].TemplateID != link.ID ||
-		d.Customfields[0].Rows[0]["title"] != "First" || d.Customfields[0].Rows[0]["done"] != false ||
-		d.Customfields[1].Rows[0]["ref_state"] != "closed" {
-		t.Fatalf("customfields = %+v", d.Customfields)
+	if len(d.CustomFields) != 2 || d.CustomFields[0].TemplateID != grid.ID || d.CustomFields[1].TemplateID != link.ID ||
+		d.CustomFields[0].Rows[0]["title"] != "First" || d.CustomFields[0].Rows[0]["done"] != false ||
+		d.CustomFields[1].Rows[0]["ref_state"] != "closed" {
+		t.Fatalf("customfields = %+v", d.CustomFields)
 	}
 
 	tests := []struct {
@@ -145,8 +145,8 @@ func TestSetCustomFields(t *testing.T) {
 	// Replacing with no rows removes the template's rows only.
 	expect(t, put(u.client, grid.ID), 200)
 	d = u.getDoc(res.DocID, "customfields")
-	if len(d.Customfields) != 1 || d.Customfields[0].TemplateID != link.ID {
-		t.Fatalf("customfields after clearing = %+v", d.Customfields)
+	if len(d.CustomFields) != 1 || d.CustomFields[0].TemplateID != link.ID {
+		t.Fatalf("customfields after clearing = %+v", d.CustomFields)
 	}
 	want := []outboxEvent{{"created", 1}, {"customfields_changed", 2}, {"customfields_changed", 3},
 		{"locked", 4}, {"unlocked", 5}, {"customfields_changed", 6}}

@@ -140,7 +140,7 @@ func TestVersions(t *testing.T) {
 	}
 	h := l.History[0]
 	if h.Type != "replaced via api" || h.FileHash != sha256Hex(v1) || h.OrigName != "draft.txt" ||
-		h.ImageSize != int64(len(v1)) || h.Description == "" || h.EntryDate == "" {
+		h.ImageSize != int64(len(v1)) || h.Description == "" || h.EntryDate.IsZero() {
 		t.Fatalf("history entry = %+v", h)
 	}
 	v3 := uniqText(t, 10)

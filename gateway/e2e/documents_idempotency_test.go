@@ -113,3 +113,85 @@ func TestUploadIdempotencyKey(t *testing.T) {
 		})
 	}
 }
+
+// A replay of an upload after the document changed — a new version, a
+// lock, a PATCH — answers the first upload's result (never a 500, never a
+// second document), and parallel replays agree on it.
+func TestUploadReplayAfterDocumentChanged(t *testing.T) {
+	t.Parallel()
+	u := newDocUser(t)
+	content := uniqText(t, 500)
+	key := uniq("replay")
+	r := u.uploadWithKey(key, "first.txt", content)
+	expect(t, r, 200)
+	var first uploadResult
+	r.JSON(t, &first)
+	base := "/apiv3/pub/documents/" + strconv.FormatInt(first.DocID, 10)
+
+	replay := func(t *testing.T) {
+		t.Helper()
+		r := u.uploadWithKey(key, "first.txt", content)
+		expect(t, r, 200)
+		var got uploadResult
+		r.JSON(t, &got)
+		if got != first {
+			t.Fatalf("replay answered %+v, want the first upload's %+v", got, first)
+		}
+	}
+	steps := []struct {
+		name   string
+		change func(t *testing.T)
+	}{
+		{name: "after a new version", change: func(t *testing.T) {
+			expect(t, u.do("POST", base+"/versions", multipartParts(t, filePart("second.txt", uniqText(t, 50)))), 200)
+		}},
+		{name: "after a PATCH", change: func(t *testing.T) {
+			expect(t, u.do("PATCH", base, map[string]any{"description": "renamed"}), 200)
+		}},
+		{name: "while locked", change: func(t *testing.T) {
+			expect(t, u.do("POST", base+"/lock", nil), 200)
+		}},
+		{name: "after a second new version, unlocked", change: func(t *testing.T) {
+			expect(t, u.do("POST", base+"/unlock", nil), 200)
+			expect(t, u.do("POST", base+"/versions", multipartParts(t, filePart("third.txt", uniqText(t, 50)))), 200)
+		}},
+	}
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			step.change(t)
+			replay(t)
+		})
+	}
+	t.Run("parallel replays", func(t *testing.T) {
+		const n = 8
+		var wg sync.WaitGroup
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := u.uploadWithKey(key, "first.txt", content)
+				if r.Status != 200 {
+					t.Errorf("parallel replay: %d %s", r.Status, r.Body)
+					return
+				}
+				var got uploadResult
+				r.JSON(t, &got)
+				if got != first {
+					t.Errorf("parallel replay answered %+v, want %+v", got, first)
+				}
+			}()
+		}
+		wg.Wait()
+	})
+	t.Run("other bytes", func(t *testing.T) {
+		expect(t, u.uploadWithKey(key, "first.txt", uniqText(t, 20)), 409,
+			"Idempotency-Key "+strconv.Quote(key)+" was already used for an upload of a different file")
+	})
+	if n := documentsWithHash(t, content); n != 0 {
+		// The content is archived now; no current file holds it again.
+		t.Fatalf("%d documents hold the first content as their current file, want 0", n)
+	}
+	if ev := docEvents(t, first.DocID); len(ev) != 6 {
+		t.Fatalf("events of the document = %+v, want created + 5 changes and nothing from the replays", ev)
+	}
+}

@@ -5,17 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
-	"github.com/docrepo/docrepo/gateway/httpapi"
 	"github.com/docrepo/docrepo/pkg/testenv"
 	"github.com/docrepo/docrepo/pkg/testenv/miniotest"
 )
@@ -42,74 +39,25 @@ func startS3Stack(t *testing.T) *s3Stack {
 		t.Fatal(err)
 	}
 	st := &s3Stack{s3: s3, bucket: bucket}
-	docAddr := startExtra(t, "document",
+	v := startVariant(t, []string{"document", "gateway"},
 		"MINIO_ENDPOINT="+srv.Endpoint, "MINIO_ACCESS_KEY="+srv.AccessKey, "MINIO_SECRET_KEY="+srv.SecretKey,
 		"MINIO_BUCKET="+bucket, fmt.Sprintf("DOCREPO_MAX_UPLOAD_BYTES=%d", s3MaxUpload))
-	gwLis, err := listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- httpapi.Run(ctx, httpapi.Config{
-			Listener:       gwLis,
-			Logger:         testLogger(),
-			DocumentAddr:   docAddr,
-			FolderAddr:     stk.addrs["folder"],
-			SearchAddr:     stk.addrs["search"],
-			SchemaAddr:     stk.addrs["schema"],
-			MaxUploadBytes: s3MaxUpload,
-			RequestTimeout: 30 * time.Second,
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("S3 gateway: %v", err)
-		}
-	})
-	st.baseURL = "http://" + gwLis.Addr().String()
-	// Wait until the gateway answers and reaches the new service.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get(st.baseURL + "/apiv2/pub/documents/1")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusUnauthorized {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("S3 stack not ready: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	st.baseURL = v.URL()
 	return st
 }
 
-// do sends a request to the S3 stack's gateway as c.
+// do sends a request to the S3 stack's gateway as c (contentLength -1:
+// chunked).
 func (s *s3Stack) do(t *testing.T, c *client, method, path string, body io.Reader, contentType string, contentLength int64) *response {
 	t.Helper()
-	req, err := http.NewRequest(method, s.baseURL+path, body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var headers []string
 	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+		headers = []string{"Content-Type", contentType}
 	}
-	req.ContentLength = contentLength
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+	if body == nil {
+		return doRequestTo(t, s.baseURL, c.token, method, path, nil, headers...)
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &response{Status: resp.StatusCode, Header: resp.Header, Body: data}
+	return doRequestTo(t, s.baseURL, c.token, method, path, sizedBody{Reader: body, size: contentLength}, headers...)
 }
 
 func (s *s3Stack) upload(t *testing.T, c *client, parts ...formPart) *response {
@@ -159,17 +107,9 @@ func TestDocumentsOnMinIO(t *testing.T) {
 	if !bytes.Equal(r.Body, v1) {
 		t.Fatal("S3 download differs from the upload")
 	}
-	req, _ := http.NewRequest("GET", s.baseURL+downloadPath(res.DocID, ""), nil)
-	req.Header.Set("Authorization", "Bearer "+u.token)
-	req.Header.Set("Range", "bytes=500000-500099")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	part, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 206 || !bytes.Equal(part, v1[500000:500100]) {
-		t.Fatalf("range from S3: %d, %d bytes", resp.StatusCode, len(part))
+	r = doRequestTo(t, s.baseURL, u.token, "GET", downloadPath(res.DocID, ""), nil, "Range", "bytes=500000-500099")
+	if r.Status != 206 || !bytes.Equal(r.Body, v1[500000:500100]) {
+		t.Fatalf("range from S3: %d, %d bytes", r.Status, len(r.Body))
 	}
 
 	// A new version archives the old file, which stays downloadable.

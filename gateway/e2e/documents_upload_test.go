@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net"
 	"net/http"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/docrepo/docrepo/pkg/catalog"
+	rest "github.com/docrepo/docrepo/pkg/client"
 )
 
 // newDocType creates a doc type with a unique name built from base.
@@ -65,12 +65,12 @@ func TestUploadAndGetDocument(t *testing.T) {
 		d.EntryPerson != u.username:
 		t.Fatalf("document = %+v", d)
 	}
-	if d.Date == nil || !strings.HasPrefix(*d.Date, "2024-03-15T00:00:00") {
+	// Date-times are RFC 3339 in UTC, with Z (docs/api.md §2).
+	if d.Date == nil || !d.Date.Equal(time.Date(2024, 3, 15, 0, 0, 0, 0, time.UTC)) || d.Date.Location() != time.UTC {
 		t.Fatalf("date = %v", d.Date)
 	}
-	entry, err := time.Parse(time.RFC3339Nano, d.EntryDate)
-	if err != nil || entry.Before(before) {
-		t.Fatalf("entry_date = %q (%v)", d.EntryDate, err)
+	if d.EntryDate.Before(before) || d.EntryDate.Location() != time.UTC {
+		t.Fatalf("entry_date = %v", d.EntryDate)
 	}
 	if len(d.LinkedFiles) != 1 {
 		t.Fatalf("linked_files = %+v", d.LinkedFiles)
@@ -327,34 +327,10 @@ func TestUploadRefusedBeforeBytes(t *testing.T) {
 	t.Parallel()
 	u := newDocUser(t)
 	file := &countingReader{n: 1 << 30}
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	go func() {
-		_ = mw.WriteField("folder_id", "999999999")
-		fw, _ := mw.CreateFormFile("file", "huge.bin")
-		if _, err := io.Copy(fw, file); err != nil {
-			pw.CloseWithError(err)
-			return
-		}
-		_ = mw.Close()
-		_ = pw.Close()
-	}()
-	req, err := http.NewRequest("POST", stk.baseURL+"/apiv2/pub/documents/upload", pr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("Authorization", "Bearer "+u.token)
-	resp, err := http.DefaultClient.Do(req)
+	_, err := u.rest().Upload(context.Background(), rest.Upload{FolderID: 999999999, File: file, Filename: "huge.bin"})
 	sent := file.count()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	pr.CloseWithError(io.ErrClosedPipe) // stop the writer
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 404 || !strings.Contains(string(body), "Folder not found") {
-		t.Fatalf("status %d body %s", resp.StatusCode, body)
+	if rest.StatusOf(err) != 404 || rest.DetailOf(err) != "Folder not found" {
+		t.Fatalf("upload into an unknown folder: %v, want 404 Folder not found", err)
 	}
 	if sent > 64<<20 {
 		t.Fatalf("%d bytes of the file were read before the refusal; it should come after the first chunks", sent)

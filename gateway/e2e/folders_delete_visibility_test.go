@@ -3,6 +3,8 @@ package e2e
 import (
 	"fmt"
 	"testing"
+
+	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
 )
 
 // TestFolderDeleteCountsOnlyVisibleDocuments: deleting a folder reports
@@ -37,5 +39,46 @@ func TestFolderDeleteCountsOnlyVisibleDocuments(t *testing.T) {
 		if d := c.u.getDoc(c.id, "folders"); len(d.Folders) != 0 {
 			t.Fatalf("document %d still in %+v", c.id, d.Folders)
 		}
+	}
+}
+
+// TestCountFolderDocumentsSeesOnlyVisibleFolders: CountFolderDocuments,
+// called directly over gRPC, counts the caller's documents only in the
+// folders the caller can see. A document the caller sees may sit in a
+// folder they cannot see; counting it would reveal the assignment (and that
+// the folder exists) which GET's folders hides.
+func TestCountFolderDocumentsSeesOnlyVisibleFolders(t *testing.T) {
+	t.Parallel()
+	g1, g2 := uniq("g"), uniq("g")
+	caller := newUser(t, []string{g1})
+	hiddenOwner := newUser(t, []string{g2})
+	hidden := hiddenOwner.createFolder(uniq("Hidden"), 0) // g2 only
+	visible := caller.createFolder(uniq("Visible"), 0)    // g1 only
+	both := &docUser{client: newUser(t, []string{g1, g2}), group: g1, folder: hidden}
+	inHidden := both.uploadFile("in-hidden.txt", uniqText(t, 50)) // groups g1, g2: the caller sees it
+	if d := caller.getDoc(inHidden.DocID, "folders"); len(d.Folders) != 0 {
+		t.Fatalf("the caller sees the hidden folder in %+v", d.Folders)
+	}
+	(&docUser{client: caller, group: g1, folder: visible}).uploadFile("in-visible.txt", uniqText(t, 50))
+
+	docs, ctx := documentClient(t, caller)
+	for _, c := range []struct {
+		name    string
+		folders []int64
+		want    int32
+	}{
+		{name: "hidden folder", folders: []int64{hidden.FolderID}, want: 0},
+		{name: "visible folder", folders: []int64{visible.FolderID}, want: 1},
+		{name: "both", folders: []int64{hidden.FolderID, visible.FolderID}, want: 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := docs.CountFolderDocuments(ctx, &documentv1.CountFolderDocumentsRequest{FolderIds: c.folders})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.GetCount() != c.want {
+				t.Fatalf("count = %d, want %d", got.GetCount(), c.want)
+			}
+		})
 	}
 }

@@ -11,27 +11,22 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	rest "github.com/docrepo/docrepo/pkg/client"
 )
 
-// folder mirrors docs/api.md §2.5.
-type folder struct {
-	FolderID   int64  `json:"folder_id"`
-	Name       string `json:"name"`
-	FullPath   string `json:"full_path"`
-	ParentID   int64  `json:"parent_id"`
-	Code       string `json:"code"`
-	ChildCount int    `json:"child_count"`
-}
+// folder is docs/api.md §2.5.
+type folder = rest.Folder
 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 func (c *client) createFolder(name string, parent int64) folder {
 	c.t.Helper()
-	r := c.do("POST", "/apiv2/pub/folders", map[string]any{"name": name, "parent_id": parent})
-	expect(c.t, r, 200)
-	var f folder
-	r.JSON(c.t, &f)
-	return f
+	f, err := c.rest().CreateFolder(context.Background(), name, parent)
+	if err != nil {
+		c.t.Fatalf("create folder %q: %v", name, err)
+	}
+	return *f
 }
 
 func (c *client) listFolders(query string) []folder {

@@ -23,11 +23,17 @@ import (
 // serviceHost maps each docrepo gRPC service to the stack process serving
 // it (IndexerService runs in the search process in embedded mode).
 var serviceHost = map[string]string{
-	"docrepo.document.v1.DocumentService": "document",
-	"docrepo.folder.v1.FolderService":     "folder",
-	"docrepo.search.v1.SearchService":     "search",
-	"docrepo.schema.v1.SchemaService":     "schema",
-	"docrepo.indexer.v1.IndexerService":   "search",
+	"docrepo.document.v1.DocumentService":          "document",
+	"docrepo.document.v1.DocumentLifecycleService": "document",
+	"docrepo.folder.v1.FolderService":              "folder",
+	"docrepo.search.v1.SearchService":              "search",
+	"docrepo.schema.v1.SchemaService":              "schema",
+	"docrepo.indexer.v1.IndexerService":            "search",
+	"docrepo.audit.v1.AuditService":                "document",
+	"docrepo.webhook.v1.WebhookService":            "document",
+	// The folder service's part of the audit feed (the document service
+	// serves its own too).
+	"docrepo.audit.v1.AuditPartService": "folder",
 }
 
 // TestGRPCScopeMatrix calls every RPC of every docrepo service directly over

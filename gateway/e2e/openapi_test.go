@@ -98,7 +98,8 @@ func checkRequest(req *http.Request, route *routers.Route, params map[string]str
 		r.Body = b
 	case req.Body == nil || req.Body == http.NoBody:
 		r.Body = http.NoBody
-	default:
+	default: // a streamed body, sent and gone
+		r.Body = http.NoBody
 		opts.ExcludeRequestBody = true
 	}
 	return openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{
@@ -225,7 +226,7 @@ func TestOpenAPIDocumentServed(t *testing.T) {
 // TestOpenAPIOperationalEndpoints calls the endpoints without a token, so
 // that their responses are validated against the document too.
 func TestOpenAPIOperationalEndpoints(t *testing.T) {
-	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+	for _, path := range []string{"/healthz", "/readyz"} {
 		t.Run(path, func(t *testing.T) {
 			r := doRequest(t, "", "GET", path, nil)
 			expect(t, r, 200)

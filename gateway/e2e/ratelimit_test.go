@@ -1,15 +1,11 @@
 package e2e
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/docrepo/docrepo/gateway/httpapi"
-	"github.com/docrepo/docrepo/pkg/logging"
 )
 
 // TestRateLimitPerKey runs a second gateway with a per-key limit in front of
@@ -17,53 +13,24 @@ import (
 // another key is unaffected.
 func TestRateLimitPerKey(t *testing.T) {
 	t.Parallel()
-	lis, err := listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- httpapi.Run(ctx, httpapi.Config{
-			Listener: lis, Logger: logging.NewTo(&logs, "gateway-limited", "info", "json"),
-			DocumentAddr: stk.addrs["document"], FolderAddr: stk.addrs["folder"],
-			SearchAddr: stk.addrs["search"], SchemaAddr: stk.addrs["schema"],
-			RateLimit: 0.5, RateBurst: 2,
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("limited gateway: %v", err)
-		}
-	})
-	base := "http://" + lis.Addr().String()
-	get := func(token string) *http.Response {
-		req, _ := http.NewRequest("GET", base+"/apiv2/pub/folders", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp
-	}
+	base := startVariant(t, []string{"gateway"}, "DOCREPO_RATE_LIMIT=0.5", "DOCREPO_RATE_BURST=2").URL()
+	get := func(token string) *response { return doRequestTo(t, base, token, "GET", "/apiv2/pub/folders", nil) }
 	a := newUser(t, []string{uniq("g")})
 	b := newUser(t, []string{uniq("g")})
 	for i := 0; i < 2; i++ {
-		if r := get(a.token); r.StatusCode != 200 {
-			t.Fatalf("request %d within the burst: %d", i+1, r.StatusCode)
+		if r := get(a.token); r.Status != 200 {
+			t.Fatalf("request %d within the burst: %d", i+1, r.Status)
 		}
 	}
 	r := get(a.token)
-	if r.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("request over the limit: %d, want 429", r.StatusCode)
+	if r.Status != http.StatusTooManyRequests {
+		t.Fatalf("request over the limit: %d, want 429", r.Status)
 	}
 	if secs, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || secs < 1 || secs > 2 {
 		t.Fatalf("Retry-After = %q, want 1..2 seconds", r.Header.Get("Retry-After"))
 	}
-	if r := get(b.token); r.StatusCode != 200 {
-		t.Fatalf("another key: %d, want 200", r.StatusCode)
+	if r := get(b.token); r.Status != 200 {
+		t.Fatalf("another key: %d, want 200", r.Status)
 	}
 
 	// A second Authorization header cannot slip past the limit: a request

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/docrepo/docrepo/pkg/catalog"
+	rest "github.com/docrepo/docrepo/pkg/client"
 )
 
 // schemaValues fetches the distinct values of a field as c; query is the
@@ -34,18 +34,10 @@ func schemaValues(t *testing.T, c *client, field, query string) []string {
 // c into folder and returns its id.
 func schemaUpload(t *testing.T, c *client, folder int64, fields map[string]string) int64 {
 	t.Helper()
-	form := map[string]string{"folder_id": strconv.FormatInt(folder, 10)}
-	for k, v := range fields {
-		form[k] = v
-	}
-	r := c.do("POST", "/apiv2/pub/documents/upload", multipartBody(t, form, "note.txt", []byte("schema values test")))
-	expect(t, r, 200)
-	var res struct {
-		DocID int64 `json:"doc_id"`
-	}
-	r.JSON(t, &res)
-	if res.DocID <= 0 {
-		t.Fatalf("upload returned %s", r.Body)
+	res, err := c.rest().Upload(context.Background(), rest.Upload{FolderID: folder, File: strings.NewReader("schema values test"),
+		Filename: "note.txt", Metadata: rest.Metadata{Extra: fields}})
+	if err != nil {
+		t.Fatalf("upload: %v", err)
 	}
 	return res.DocID
 }
@@ -174,9 +166,18 @@ func TestSchemaDocumentValues(t *testing.T) {
 // field_name for values, document columns included.
 func TestSchemaEveryFieldHasValues(t *testing.T) {
 	t.Parallel()
-	schemaTemplates(t)
+	grid, link := schemaTemplates(t)
 	u := newUser(t, []string{uniq("g")})
 	fields, _, _ := schemaFields(t, u)
+	// The loop below proves nothing over an empty catalogue: it must hold
+	// the document columns and the templates' columns made above.
+	names := map[string]bool{}
+	for _, f := range fields {
+		names[f.Name] = true
+	}
+	if min := 7 + len(grid.Columns) + len(link.Columns); len(fields) < min || !names["Documents.doc_type"] || !names["Documents.filesbelongto"] {
+		t.Fatalf("the catalogue lists %d fields (%v); want at least %d, Documents.doc_type and Documents.filesbelongto among them", len(fields), names, min)
+	}
 	for _, f := range fields {
 		t.Run(f.Name, func(t *testing.T) {
 			schemaValues(t, u, f.Name, "limit=5")
@@ -275,17 +276,17 @@ func TestSchemaCustomFieldValues(t *testing.T) {
 	r = a.do("GET", fmt.Sprintf("/apiv2/pub/documents/%d?include=customfields", docA), nil)
 	expect(t, r, 200)
 	var doc struct {
-		Customfields []struct {
+		CustomFields []struct {
 			TemplateID   int64            `json:"template_id"`
 			TemplateName string           `json:"template_name"`
 			Rows         []map[string]any `json:"rows"`
 		} `json:"customfields"`
 	}
 	r.JSON(t, &doc)
-	if len(doc.Customfields) != 1 || doc.Customfields[0].TemplateID != grid.ID || len(doc.Customfields[0].Rows) != 2 {
+	if len(doc.CustomFields) != 1 || doc.CustomFields[0].TemplateID != grid.ID || len(doc.CustomFields[0].Rows) != 2 {
 		t.Fatalf("include=customfields: %s", r.Body)
 	}
-	row := doc.Customfields[0].Rows[0]
+	row := doc.CustomFields[0].Rows[0]
 	if row["invoice_no"] != inv(2) || row["amount"] != float64(10) || row["paid"] != true || row["status"] != "open" || row["due"] != "2024-02-01" {
 		t.Fatalf("first row = %v", row)
 	}

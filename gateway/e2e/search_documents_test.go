@@ -37,12 +37,12 @@ func TestSearchRealDocuments(t *testing.T) {
 			phrases++
 			t.Run(e.File+"/"+p, func(t *testing.T) {
 				res := u.searchOK(map[string]any{"where": fts(strconv.Quote(p)), "limit": 50})
-				for _, id := range res.ids() {
+				for _, id := range res.IDs() {
 					if id == ids[e.File] {
 						return
 					}
 				}
-				t.Errorf("phrase %q of %s (doc %d) not found; results %v", p, e.File, ids[e.File], res.ids())
+				t.Errorf("phrase %q of %s (doc %d) not found; results %v", p, e.File, ids[e.File], res.IDs())
 			})
 		}
 	}
@@ -64,8 +64,8 @@ func TestSearchFollowsChanges(t *testing.T) {
 	r := u.do("PATCH", fmt.Sprintf("/apiv3/pub/documents/%d", id), map[string]any{"description": "Renamed walrus memo"})
 	expect(t, r, 200)
 	u.waitSearch("the new description", map[string]any{"where": clause("eq", "description", "Renamed walrus memo")}, func(res searchResult) error {
-		if res.Total != 1 || res.ids()[0] != id {
-			return fmt.Errorf("found %v", res.ids())
+		if res.Total != 1 || res.IDs()[0] != id {
+			return fmt.Errorf("found %v", res.IDs())
 		}
 		return nil
 	})
@@ -73,28 +73,28 @@ func TestSearchFollowsChanges(t *testing.T) {
 	r = u.do("POST", fmt.Sprintf("/apiv3/pub/documents/%d/versions", id), multipartParts(t, formPart{name: "file", filename: "v2.txt", contentType: "text/plain", content: []byte("replacement narwhal content")}))
 	expect(t, r, 200)
 	u.waitSearch("the new version's content", map[string]any{"where": fts("narwhal")}, func(res searchResult) error {
-		if res.Total != 1 || res.ids()[0] != id {
-			return fmt.Errorf("found %v", res.ids())
+		if res.Total != 1 || res.IDs()[0] != id {
+			return fmt.Errorf("found %v", res.IDs())
 		}
 		return nil
 	})
 	if res := u.searchOK(map[string]any{"where": fts(`"original walrus"`)}); res.Total != 0 {
-		t.Errorf("the replaced file's text is still found: %v", res.ids())
+		t.Errorf("the replaced file's text is still found: %v", res.IDs())
 	}
 
 	inFolder := map[string]any{"where": clause("eq", "filesbelongto", sub.FolderID)}
 	if res := u.searchOK(inFolder); res.Total != 1 {
-		t.Fatalf("documents in the subfolder: %v", res.ids())
+		t.Fatalf("documents in the subfolder: %v", res.IDs())
 	}
 	expect(t, u.do("DELETE", fmt.Sprintf("/apiv2/pub/folders/%d", sub.FolderID), nil), 200)
 	u.waitSearch("the folder deletion", inFolder, func(res searchResult) error {
 		if res.Total != 0 {
-			return fmt.Errorf("still in the deleted folder: %v", res.ids())
+			return fmt.Errorf("still in the deleted folder: %v", res.IDs())
 		}
 		return nil
 	})
 	// The document itself stays searchable.
 	if res := u.searchOK(map[string]any{"where": fts("walrus lives")}); res.Total != 1 {
-		t.Errorf("document of the deleted folder: %v", res.ids())
+		t.Errorf("document of the deleted folder: %v", res.IDs())
 	}
 }

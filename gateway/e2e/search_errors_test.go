@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docrepo/docrepo/gateway/httpapi"
 	"github.com/docrepo/docrepo/pkg/auth"
 )
 
@@ -87,33 +86,12 @@ func TestSearchTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	searchAddr := startExtra(t, "search", append(env,
+	v := startVariant(t, []string{"search", "gateway"}, append(env,
 		"OPENSEARCH_URL=", // the embedded engine, whatever the stack runs
 		"NATS_URL=",       // an index of its own that nothing writes
-		"DOCREPO_INDEX_DIR="+t.TempDir(),
 		"DOCREPO_SEARCH_TIMEOUT=1ns")...)
-	gwLis, err := listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- httpapi.Run(ctx, httpapi.Config{
-			Listener: gwLis, Logger: testLogger(),
-			DocumentAddr: stk.addrs["document"], FolderAddr: stk.addrs["folder"],
-			SearchAddr: searchAddr, SchemaAddr: stk.addrs["schema"],
-			RequestTimeout: 30 * time.Second,
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("second gateway: %v", err)
-		}
-	})
 	u := newUser(t, []string{uniq("g")})
-	base := "http://" + gwLis.Addr().String()
+	base := v.URL()
 	var r *response
 	eventually(t, 30*time.Second, func() error {
 		r = doRequestTo(t, base, u.token, "POST", "/apiv2/pub/search", map[string]any{"where": fts("anything")})

@@ -65,7 +65,7 @@ func TestSearchOperators(t *testing.T) {
 			for _, c := range tc.want {
 				want = append(want, ids[string(c)])
 			}
-			wantIDs(t, tc.name, res.ids(), want)
+			wantIDs(t, tc.name, res.IDs(), want)
 			if res.Total != int64(len(want)) {
 				t.Errorf("total = %d, want %d", res.Total, len(want))
 			}
@@ -116,7 +116,7 @@ func TestSearchModes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			res := u.searchOK(tc.body)
-			got := res.ids()
+			got := res.IDs()
 			if tc.ordered {
 				if len(got) < len(tc.want) || fmt.Sprint(got[:len(tc.want)]) != fmt.Sprint(tc.want) {
 					t.Errorf("ids = %v, want %v first", got, tc.want)
@@ -176,7 +176,7 @@ func TestSearchVisibility(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			res := tc.c.searchOK(bodies[tc.mode])
-			wantIDs(t, tc.name, res.ids(), tc.want)
+			wantIDs(t, tc.name, res.IDs(), tc.want)
 			if res.Total != int64(len(tc.want)) {
 				t.Errorf("total = %d, want %d (documents of other groups must not count)", res.Total, len(tc.want))
 			}
@@ -185,7 +185,7 @@ func TestSearchVisibility(t *testing.T) {
 	// A user in no group sees nothing at all.
 	lonely := newUser(t, nil)
 	if res := lonely.searchOK(map[string]any{"where": fts(word)}); res.Total != 0 || len(res.Results) != 0 {
-		t.Errorf("a user without groups found %v (total %d)", res.ids(), res.Total)
+		t.Errorf("a user without groups found %v (total %d)", res.IDs(), res.Total)
 	}
 }
 
@@ -201,20 +201,20 @@ func TestSearchSelectSortPaging(t *testing.T) {
 	byDesc := []int64{ids[1], ids[4], ids[3], ids[0], ids[2]} // alpha bravo charlie delta echo
 
 	res := u.searchOK(map[string]any{"sort": []any{map[string]any{"field": "description", "direction": "asc"}}})
-	if fmt.Sprint(res.ids()) != fmt.Sprint(byDesc) || res.Total != 5 || res.Limit != 20 || res.Offset != 0 {
-		t.Fatalf("asc: ids %v total %d limit %d offset %d, want %v 5 20 0", res.ids(), res.Total, res.Limit, res.Offset, byDesc)
+	if fmt.Sprint(res.IDs()) != fmt.Sprint(byDesc) || res.Total != 5 || res.Limit != 20 || res.Offset != 0 {
+		t.Fatalf("asc: ids %v total %d limit %d offset %d, want %v 5 20 0", res.IDs(), res.Total, res.Limit, res.Offset, byDesc)
 	}
 	res = u.searchOK(map[string]any{"sort": []any{map[string]any{"field": "description", "direction": "desc"}}, "limit": 2, "offset": 1})
-	if want := []int64{byDesc[3], byDesc[2]}; fmt.Sprint(res.ids()) != fmt.Sprint(want) || res.Total != 5 || res.Limit != 2 || res.Offset != 1 {
-		t.Fatalf("desc page: ids %v total %d limit %d offset %d, want %v 5 2 1", res.ids(), res.Total, res.Limit, res.Offset, want)
+	if want := []int64{byDesc[3], byDesc[2]}; fmt.Sprint(res.IDs()) != fmt.Sprint(want) || res.Total != 5 || res.Limit != 2 || res.Offset != 1 {
+		t.Fatalf("desc page: ids %v total %d limit %d offset %d, want %v 5 2 1", res.IDs(), res.Total, res.Limit, res.Offset, want)
 	}
 	res = u.searchOK(map[string]any{"sort": []any{map[string]any{"field": "date", "direction": "desc"}}, "offset": 4})
-	if fmt.Sprint(res.ids()) != fmt.Sprint([]int64{ids[0]}) || res.Total != 5 {
-		t.Fatalf("last page by date: %v total %d", res.ids(), res.Total)
+	if fmt.Sprint(res.IDs()) != fmt.Sprint([]int64{ids[0]}) || res.Total != 5 {
+		t.Fatalf("last page by date: %v total %d", res.IDs(), res.Total)
 	}
 	res = u.searchOK(map[string]any{"offset": 10})
 	if len(res.Results) != 0 || res.Total != 5 {
-		t.Fatalf("past the end: %v total %d", res.ids(), res.Total)
+		t.Fatalf("past the end: %v total %d", res.IDs(), res.Total)
 	}
 
 	// Default select.

@@ -69,7 +69,7 @@ func TestSearchFTSConstructs(t *testing.T) {
 			for _, n := range tc.want {
 				want = append(want, ids[n])
 			}
-			wantIDs(t, tc.query, res.ids(), want)
+			wantIDs(t, tc.query, res.IDs(), want)
 			if res.Total != int64(len(want)) {
 				t.Errorf("%s: total = %d, want %d", tc.query, res.Total, len(want))
 			}

@@ -2,35 +2,19 @@ package e2e
 
 import (
 	"fmt"
-	"log/slog"
-	"os"
 	"slices"
 	"sort"
-	"strconv"
 	"testing"
 	"time"
+
+	rest "github.com/docrepo/docrepo/pkg/client"
 )
 
 // indexWait bounds how long a test waits for the indexer to catch up.
 const indexWait = 60 * time.Second
 
 // searchResult is the body of a 200 search response.
-type searchResult struct {
-	Total   int64            `json:"total"`
-	Offset  int              `json:"offset"`
-	Limit   int              `json:"limit"`
-	Results []map[string]any `json:"results"`
-}
-
-// ids returns the result ids in order.
-func (r searchResult) ids() []int64 {
-	out := make([]int64, len(r.Results))
-	for i, res := range r.Results {
-		f, _ := res["id"].(float64)
-		out[i] = int64(f)
-	}
-	return out
-}
+type searchResult = rest.SearchResponse
 
 // search posts a search request.
 func (c *client) search(body any) *response {
@@ -124,13 +108,7 @@ func (c *client) waitVectors(ids ...int64) {
 // uploadText uploads text as a text/plain file and returns the document id.
 func (u *docUser) uploadText(name, text string, fields ...formPart) int64 {
 	u.t.Helper()
-	parts := append([]formPart{field("folder_id", strconv.FormatInt(u.folder.FolderID, 10))}, fields...)
-	parts = append(parts, formPart{name: "file", filename: name, contentType: "text/plain", content: []byte(text)})
-	r := u.upload(parts...)
-	expect(u.t, r, 200)
-	var res uploadResult
-	r.JSON(u.t, &res)
-	return res.DocID
+	return u.uploadAs(name, "text/plain", []byte(text), fields...).DocID
 }
 
 // wantIDs fails unless got holds exactly want, in any order.
@@ -139,9 +117,4 @@ func wantIDs(t testing.TB, what string, got, want []int64) {
 	if !slices.Equal(sortedIDs(got), sortedIDs(want)) {
 		t.Errorf("%s: ids = %v, want %v", what, sortedIDs(got), sortedIDs(want))
 	}
-}
-
-// testLogger is a quiet logger for extra service instances of a test.
-func testLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

@@ -68,6 +68,21 @@ func TestSearchScannedDocuments(t *testing.T) {
 		return nil
 	})
 	u.waitIndexed(scan, photo, text, blank)
+	// content_source is recorded before the engine write (a failed report
+	// is retried with the event), so the OCR text becomes searchable a
+	// moment after GET says "ocr": wait for each scan's first phrase.
+	for id, file := range map[int64]string{scan: "Walden.pdf", photo: "utf8test.pdf"} {
+		body := map[string]any{"where": map[string]any{"and": []any{
+			fts(strconv.Quote(phrases[file][0])),
+			map[string]any{"in": map[string]any{"field": "id", "value": []any{id}}},
+		}}}
+		u.waitSearch(fmt.Sprintf("the OCR text of document %d", id), body, func(r searchResult) error {
+			if r.Total != 1 {
+				return fmt.Errorf("first phrase of %s not found in document %d yet", file, id)
+			}
+			return nil
+		})
+	}
 
 	check := func(id int64, file string) {
 		for _, p := range phrases[file] {
@@ -80,7 +95,7 @@ func TestSearchScannedDocuments(t *testing.T) {
 				}
 			}
 			if hit == nil {
-				t.Errorf("phrase %q of the scanned %s (doc %d) not found; results %v", p, file, id, res.ids())
+				t.Errorf("phrase %q of the scanned %s (doc %d) not found; results %v", p, file, id, res.IDs())
 				continue
 			}
 			if hl, _ := hit["_highlights"].([]any); len(hl) == 0 {
@@ -91,7 +106,7 @@ func TestSearchScannedDocuments(t *testing.T) {
 		w := strings.Fields(phrases[file][0])
 		res := u.searchOK(map[string]any{"where": fts(fmt.Sprintf("*N5%q", w[0]+" "+w[len(w)-1])), "limit": 50})
 		found := false
-		for _, got := range res.ids() {
+		for _, got := range res.IDs() {
 			found = found || got == id
 		}
 		if !found {

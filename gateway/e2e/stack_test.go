@@ -7,38 +7,39 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
-	"github.com/docrepo/docrepo/gateway/httpapi"
 	"github.com/docrepo/docrepo/pkg/auth"
 	"github.com/docrepo/docrepo/pkg/catalog"
 	"github.com/docrepo/docrepo/pkg/database"
+	"github.com/docrepo/docrepo/pkg/dbroles"
 	"github.com/docrepo/docrepo/pkg/identity"
 	"github.com/docrepo/docrepo/pkg/launcher"
-	"github.com/docrepo/docrepo/pkg/logging"
 	"github.com/docrepo/docrepo/pkg/testenv/pgtest"
+	"github.com/docrepo/docrepo/pkg/webhook"
 )
 
-// stack is the running system under test.
+// stack is the running system under test: the topology `make run`
+// starts (launcher.Stack), on a fresh database and an in-process NATS.
 type stack struct {
+	*launcher.Stack
 	baseURL  string
 	dbURL    string
-	natsURL  string
 	pool     *pgxpool.Pool
 	identity *identity.Store
-	addrs    map[string]string
+	addrs    map[string]string // gRPC address of every service
 	// running lists the services this stack runs.
 	running map[string]bool
 }
@@ -104,7 +105,24 @@ func runMain(m *testing.M) int {
 		fmt.Println("e2e:", err)
 		return 1
 	}
-	defer drop()
+	// Roles are dropped after their database (which holds what they own).
+	defer func() {
+		drop()
+		if rolePrefix != "" {
+			dropRoles(rolePrefix)
+		}
+	}()
+	// Each service connects as its own Postgres role, owner of its schema
+	// only, as docrepoctl bootstrap and make run set them up: the suite
+	// runs against the walls the database enforces. Roles are global to
+	// the server: this run's have a prefix of their own, dropped after
+	// the database.
+	rolePrefix = fmt.Sprintf("e2e%d_", time.Now().UnixNano()%1e9)
+	roles, err := dbroles.Ensure(ctx, dbURL, dbroles.Options{Prefix: rolePrefix})
+	if err != nil {
+		fmt.Println("e2e: database roles:", err)
+		return 1
+	}
 	natsDir, err := os.MkdirTemp("", "docrepo-e2e-nats-")
 	if err != nil {
 		fmt.Println("e2e:", err)
@@ -125,7 +143,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer ns.Shutdown()
-	s, stop, err := startStack(ctx, dbURL, ns.ClientURL())
+	s, stop, err := startStack(ctx, dbURL, roles.URLs, ns.ClientURL())
 	if err != nil {
 		fmt.Println("e2e: start stack:", err)
 		return 1
@@ -136,51 +154,45 @@ func runMain(m *testing.M) int {
 	return code
 }
 
-func listen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+// rolePrefix is the prefix of this run's service roles (dbroles).
+var rolePrefix string
 
-// serviceEnv is what the environment function of a service gets.
-type serviceEnv struct {
-	// addrs maps every service name to its gRPC address.
-	addrs map[string]string
-	stack *stack
-	// tempDir is a directory of the run, removed when the stack stops.
-	tempDir string
+// dropRoles drops the services' roles of prefix (after their database).
+func dropRoles(prefix string) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgtest.ServerURL())
+	if err != nil {
+		return
+	}
+	defer conn.Close(ctx)
+	for _, s := range dbroles.Services {
+		_, _ = conn.Exec(ctx, `DROP ROLE IF EXISTS `+pgx.Identifier{dbroles.Role(prefix, s.Name)}.Sanitize())
+	}
 }
-
-// registry maps a service name to the environment (beyond the stack's
-// common one) its binary runs with; each service's stack_<name>_test.go
-// file registers itself in an init function.
-var registry = map[string]func(ctx context.Context, env serviceEnv) ([]string, error){}
 
 // binaries are the stack's commands, built once per test run.
 var binaries map[string]string
 
-// startStack builds the services' binaries and starts each as its own
-// process, as a deployment runs them, configured only through its
-// environment; the gateway runs in this process (it is the code under
-// test here). It returns a function that stops them all.
-func startStack(ctx context.Context, dbURL, natsURL string) (*stack, func(), error) {
-	// Every process's logs go to one captured stream (tests read it, e.g.
-	// to follow a trace id), and to stderr with DOCREPO_E2E_LOG=1.
-	var logOut io.Writer = &logs
-	if os.Getenv("DOCREPO_E2E_LOG") != "" {
-		logOut = io.MultiWriter(&logs, os.Stderr)
-	}
+// blobDir is the blob directory of the stack's document service, so that
+// tests can check what is stored.
+var blobDir string
+
+// docMaxUpload is the upload limit of the stack (gateway and document
+// service).
+const docMaxUpload = 64 << 20
+
+// startStack builds the topology's binaries and starts each as its own
+// process, as `make run` does (pkg/launcher's Services), configured only
+// through its environment, with JSON logs at info level captured for the
+// tests (e.g. to follow a trace id). It returns a function that stops
+// them all.
+func startStack(ctx context.Context, dbURL string, serviceURLs map[string]string, natsURL string) (*stack, func(), error) {
 	root, err := launcher.RepoRoot(".")
 	if err != nil {
 		return nil, nil, err
 	}
 	tempDir, err := os.MkdirTemp("", "docrepo-e2e-")
 	if err != nil {
-		return nil, nil, err
-	}
-	names := make([]string, 0, len(registry))
-	for name := range registry {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	if binaries, err = launcher.Build(ctx, root, filepath.Join(tempDir, "bin"), names...); err != nil {
-		os.RemoveAll(tempDir)
 		return nil, nil, err
 	}
 	// Tests read the services' tables (qualified by schema) and write doc
@@ -190,140 +202,137 @@ func startStack(ctx context.Context, dbURL, natsURL string) (*stack, func(), err
 		os.RemoveAll(tempDir)
 		return nil, nil, err
 	}
-	s := &stack{dbURL: dbURL, natsURL: natsURL, pool: pool, identity: identity.NewStore(pool), addrs: map[string]string{}, running: map[string]bool{}}
-
-	// Every service gets an address first, so each knows the others'
-	// before any starts. Services not registered get an address nothing
-	// listens on, so their routes answer 503 rather than pretending.
-	for _, name := range []string{"document", "folder", "search", "schema", "indexer"} {
-		if s.addrs[name], err = launcher.FreeAddr(); err != nil {
-			pool.Close()
-			os.RemoveAll(tempDir)
-			return nil, nil, err
-		}
-	}
-	var procs []*launcher.Process
-	stopProcs := func() {
-		for i := len(procs) - 1; i >= 0; i-- {
-			if err := procs[i].Stop(30 * time.Second); err != nil {
-				fmt.Fprintf(os.Stderr, "e2e: %s: %v\n", procs[i].Name(), err)
-			}
-		}
-	}
+	s := &stack{dbURL: dbURL, pool: pool, identity: identity.NewStore(pool), addrs: map[string]string{}, running: map[string]bool{}}
 	fail := func(err error) (*stack, func(), error) {
-		stopProcs()
 		pool.Close()
 		os.RemoveAll(tempDir)
 		return nil, nil, err
 	}
-	for _, name := range names {
-		extra, err := registry[name](ctx, serviceEnv{addrs: s.addrs, stack: s, tempDir: tempDir})
-		if err != nil {
-			return fail(fmt.Errorf("%s: %w", name, err))
-		}
-		metrics, err := launcher.FreeAddr()
-		if err != nil {
-			return fail(err)
-		}
-		env := append(s.commonEnv(), "DOCREPO_GRPC_ADDR="+s.addrs[name], "DOCREPO_METRICS_ADDR="+metrics)
-		p, err := launcher.Start(launcher.Spec{Name: name, Path: binaries[name], Env: append(env, extra...), Output: logOut})
-		if err != nil {
-			return fail(err)
-		}
-		procs = append(procs, p)
-		s.running[name] = true
-	}
-	for _, p := range procs {
-		if err := launcher.WaitTCP(ctx, p, s.addrs[p.Name()], 60*time.Second); err != nil {
-			return fail(err)
-		}
-	}
-
-	gwLis, err := listen()
+	token, _, err := s.identity.CreateServiceCredential(ctx, "docrepo-service", []string{auth.ScopeInternal}, 0)
 	if err != nil {
 		return fail(err)
 	}
-	s.baseURL = "http://" + gwLis.Addr().String()
-	gwCtx, cancel := context.WithCancel(ctx)
-	gwDone := make(chan error, 1)
-	go func() {
-		gwDone <- httpapi.Run(gwCtx, httpapi.Config{
-			Listener:       gwLis,
-			Logger:         logging.NewTo(logOut, "gateway", "info", "json"),
-			DocumentAddr:   s.addrs["document"],
-			FolderAddr:     s.addrs["folder"],
-			SearchAddr:     s.addrs["search"],
-			SchemaAddr:     s.addrs["schema"],
-			MaxUploadBytes: 64 << 20,
-			RequestTimeout: 30 * time.Second,
-		})
-	}()
-	stop := func() {
-		cancel()
-		if err := <-gwDone; err != nil {
-			fmt.Fprintf(os.Stderr, "e2e: gateway stopped: %v\n", err)
+	s.Stack = suiteStack(dbURL, natsURL, token, tempDir)
+	s.DatabaseURLs = serviceURLs
+	var names []string
+	for _, sv := range launcher.Services {
+		if s.Runs(sv.Name) {
+			names = append(names, sv.Name)
 		}
-		stopProcs()
+	}
+	if binaries, err = launcher.Build(ctx, root, filepath.Join(tempDir, "bin"), names...); err != nil {
+		return fail(err)
+	}
+	s.Binaries = binaries
+	blobDir = s.BlobDir()
+	if err := s.Start(ctx); err != nil {
+		return fail(err)
+	}
+	s.baseURL = s.URL()
+	for _, sv := range launcher.Services {
+		s.addrs[sv.Name] = s.Addr(sv.Name).Listen
+		s.running[sv.Name] = s.Runs(sv.Name)
+	}
+	stop := func() {
+		s.Stop(30 * time.Second)
 		pool.Close()
 		os.RemoveAll(tempDir)
 	}
 	return s, stop, nil
 }
 
-// commonEnv is the environment every service process of the stack gets:
-// the database, NATS, every service's address and JSON logs at info level
-// (tests follow trace ids through them).
-func (s *stack) commonEnv() []string {
-	return []string{
-		"DATABASE_URL=" + s.dbURL,
-		"NATS_URL=" + s.natsURL,
-		"DOCREPO_MIGRATE=true",
-		"DOCREPO_LOG_LEVEL=info",
-		"DOCREPO_LOG_FORMAT=json",
-		"DOCREPO_DOCUMENT_ADDR=" + s.addrs["document"],
-		"DOCREPO_FOLDER_ADDR=" + s.addrs["folder"],
-		"DOCREPO_SEARCH_ADDR=" + s.addrs["search"],
-		"DOCREPO_SCHEMA_ADDR=" + s.addrs["schema"],
+// suiteStack is the suite's stack: JSON logs at info level, captured for
+// the tests (e.g. to follow a trace id) and shown on stderr with
+// DOCREPO_E2E_LOG=1; a 64 MiB upload limit; OpenSearch when
+// OPENSEARCH_URL is set.
+func suiteStack(dbURL, natsURL, token, dataDir string) *launcher.Stack {
+	var logOut io.Writer = &logs
+	if os.Getenv("DOCREPO_E2E_LOG") != "" {
+		logOut = io.MultiWriter(&logs, os.Stderr)
+	}
+	return &launcher.Stack{
+		DatabaseURL: dbURL, NATSURL: natsURL, ServiceToken: token, DataDir: dataDir,
+		Env: append([]string{"DOCREPO_LOG_LEVEL=info", "DOCREPO_LOG_FORMAT=json",
+			fmt.Sprintf("DOCREPO_MAX_UPLOAD_BYTES=%d", docMaxUpload), "DOCREPO_REQUEST_TIMEOUT=30s",
+			// Every test calls from 127.0.0.1, many with bad tokens on
+			// purpose: the gateway's limit of failed authentications per
+			// address is tested on a gateway of its own (auth_edge_test.go).
+			"DOCREPO_AUTH_FAILURE_RATE=1000000", "DOCREPO_AUTH_FAILURE_BURST=1000000",
+			// Every document service of the suite (variants included, which
+			// share the database and its subscriptions) seals and opens
+			// the webhook secrets with one key.
+			"DOCREPO_WEBHOOK_KEY=" + webhook.NewKey()}, openSearchEnv()...),
+		// Vectors follow the text in a stage of their own, as with a slow
+		// embedder (the default does so for local and openai only), so
+		// that the suite holds to waiting for them (waitVectors).
+		ServiceEnv: map[string][]string{"search": {"DOCREPO_INDEX_CONSUMER=e2e-" + uniq("search"), "DOCREPO_EMBED_DEFER=on"},
+			// Webhook receivers are httptest servers on 127.0.0.1, and
+			// retries come within the test's patience.
+			"document": {"DOCREPO_WEBHOOK_ALLOW_PRIVATE=true", "DOCREPO_WEBHOOK_BACKOFF=100ms",
+				"DOCREPO_WEBHOOK_BACKOFF_MAX=1s", "DOCREPO_WEBHOOK_POLL=100ms",
+				// A delivery dies (and pauses its webhook) within a test.
+				"DOCREPO_WEBHOOK_RETRY_PERIOD=10s"}},
+		Output: logOut,
 	}
 }
 
-// startExtra starts one more process of a stack binary for a test, with the
-// stack's common environment, a fresh gRPC address and extra, and stops it
-// when the test ends. It returns the process's gRPC address once it
-// listens.
-func startExtra(t *testing.T, name string, extra ...string) string {
+// commonEnv is the environment every process of the stack gets.
+func (s *stack) commonEnv() []string { return s.CommonEnv() }
+
+// startVariant starts a variant of the shared stack for one test: the
+// services in only, with env after the stack's environment, calling the
+// shared stack's other services. It stops when the test ends.
+func startVariant(t *testing.T, only []string, env ...string) *launcher.Stack {
 	t.Helper()
-	addr, err := launcher.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := append(stk.commonEnv(), "DOCREPO_LOG_LEVEL=warn")
-	startProcess(t, name, addr, append(env, extra...)...)
-	return addr
+	return startVariantCalling(t, only, nil, env...)
 }
 
-// startProcess starts a stack binary for a test with env (later entries
-// win) listening on addr, waits until it listens, and stops it when the
-// test ends.
-func startProcess(t *testing.T, name, addr string, env ...string) {
+// startVariantCalling is startVariant with the services in calls reached
+// at the given addresses instead of the shared stack's (a gateway in front
+// of a test's own search service).
+func startVariantCalling(t *testing.T, only []string, calls map[string]string, env ...string) *launcher.Stack {
 	t.Helper()
-	metrics, err := launcher.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env = append(env, "DOCREPO_GRPC_ADDR="+addr, "DOCREPO_METRICS_ADDR="+metrics)
-	p, err := launcher.Start(launcher.Spec{Name: name, Path: binaries[name], Env: env, Output: os.Stderr, Prefix: name + "(" + t.Name() + ") | "})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Stop(30 * time.Second); err != nil {
-			t.Errorf("%s: %v", name, err)
+	ext := map[string]string{}
+	for name, addr := range stk.addrs {
+		if !slices.Contains(only, name) {
+			ext[name] = addr
 		}
-	})
-	if err := launcher.WaitTCP(context.Background(), p, addr, 60*time.Second); err != nil {
+	}
+	for name, addr := range calls {
+		ext[name] = addr
+	}
+	v := &launcher.Stack{DatabaseURL: stk.dbURL, DatabaseURLs: stk.DatabaseURLs, NATSURL: stk.NATSURL, ServiceToken: stk.ServiceToken,
+		Only: only, External: ext, Env: append(append(slices.Clone(stk.Env), "DOCREPO_LOG_LEVEL=warn"), env...),
+		// A variant's document service sends the shared database's
+		// webhook deliveries too: with the suite's webhook settings, not
+		// the defaults (a 24 h retry period, no private receivers), which
+		// kept a delivery the pause test waits to die alive.
+		ServiceEnv: map[string][]string{"document": stk.ServiceEnv["document"]}}
+	startTestStack(t, v)
+	return v
+}
+
+// startTestStack starts a stack of the run's binaries for one test, its
+// files in a directory of the test (unless DataDir is set), its output on
+// stderr; it stops when the test ends.
+func startTestStack(t *testing.T, s *launcher.Stack) {
+	t.Helper()
+	s.Binaries = binaries
+	if s.DataDir == "" {
+		s.DataDir = t.TempDir()
+	}
+	s.Output, s.PrefixLines = os.Stderr, true
+	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Stop(30 * time.Second) })
+}
+
+// startExtra starts one more process of the named service for a test (a
+// variant of the shared stack's) and returns its address.
+func startExtra(t *testing.T, name string, env ...string) string {
+	t.Helper()
+	return startVariant(t, []string{name}, env...).Addr(name).Listen
 }
 
 var userSeq atomic.Int64
@@ -342,7 +351,7 @@ type client struct {
 }
 
 // allScopes is every public scope.
-var allScopes = []string{auth.ScopeDocumentsRead, auth.ScopeDocumentsWrite, auth.ScopeSearch}
+var allScopes = auth.UserScopes
 
 // newUser creates a user in the given groups (created when missing) with a
 // key holding scopes (all public scopes when none are given).
@@ -432,8 +441,14 @@ func doRequestTo(t testing.TB, base, token, method, path string, body any, heade
 	t.Helper()
 	var rd io.Reader
 	contentType := ""
+	length := int64(0) // unknown unless sized
 	switch b := body.(type) {
 	case nil:
+	case sizedBody:
+		rd, length = b.Reader, b.size
+		if p, ok := b.Reader.(*multipartPayload); ok {
+			contentType = p.contentType
+		}
 	case []byte:
 		rd = bytes.NewReader(b)
 		contentType = "application/json"
@@ -457,6 +472,9 @@ func doRequestTo(t testing.TB, base, token, method, path string, body any, heade
 	if err != nil {
 		t.Fatalf("request: %v", err)
 	}
+	if length > 0 {
+		req.ContentLength = length
+	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
@@ -477,6 +495,13 @@ func doRequestTo(t testing.TB, base, token, method, path string, body any, heade
 	}
 	validateResponse(t, req, resp.StatusCode, resp.Header, data) // openapi_test.go
 	return &response{Status: resp.StatusCode, Header: resp.Header, Body: data}
+}
+
+// sizedBody is a request body sent with a Content-Length (size > 0) or,
+// size -1, chunked.
+type sizedBody struct {
+	io.Reader
+	size int64
 }
 
 // expect fails the test unless r has the status (and, when given, detail).

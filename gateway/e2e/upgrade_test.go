@@ -14,7 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/docrepo/docrepo/gateway/httpapi"
 	"github.com/docrepo/docrepo/pkg/auth"
 	"github.com/docrepo/docrepo/pkg/blob/diskstore"
 	"github.com/docrepo/docrepo/pkg/launcher"
@@ -42,42 +41,10 @@ func TestUpgradeFromSharedTables(t *testing.T) {
 	// The upgraded stack: its own NATS (the document service's consumers
 	// are durable, by name), its own blob directory, the old database.
 	nsrv := natstest.Start(t)
-	addrs := map[string]string{}
-	for _, name := range []string{"document", "folder", "schema"} {
-		addr, err := launcher.FreeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs[name] = addr
-	}
-	env := []string{
-		"DATABASE_URL=" + dbURL, "NATS_URL=" + nsrv.URL(), "DOCREPO_MIGRATE=true", "DOCREPO_LOG_LEVEL=warn",
-		"DOCREPO_DOCUMENT_ADDR=" + addrs["document"], "DOCREPO_FOLDER_ADDR=" + addrs["folder"],
-		"DOCREPO_SCHEMA_ADDR=" + addrs["schema"], "DOCREPO_BLOB_DIR=" + old.blobDir,
-	}
-	for _, name := range []string{"folder", "schema", "document"} {
-		startProcess(t, name, addrs[name], env...)
-	}
-	gwLis, err := listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gwCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- httpapi.Run(gwCtx, httpapi.Config{
-			Listener: gwLis, Logger: testLogger(),
-			DocumentAddr: addrs["document"], FolderAddr: addrs["folder"], SchemaAddr: addrs["schema"],
-			SearchAddr: "127.0.0.1:1", RequestTimeout: 30 * time.Second,
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("gateway: %v", err)
-		}
-	})
-	base := "http://" + gwLis.Addr().String()
+	upgraded := &launcher.Stack{DatabaseURL: dbURL, NATSURL: nsrv.URL(), DataDir: filepath.Dir(old.blobDir),
+		Only: []string{"folder", "schema", "document", "gateway"}, Env: []string{"DOCREPO_LOG_LEVEL=warn"}}
+	startTestStack(t, upgraded)
+	base := upgraded.URL()
 	get := func(path string) *response {
 		t.Helper()
 		return doRequestTo(t, base, old.token, "GET", path, nil)

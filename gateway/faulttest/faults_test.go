@@ -1,14 +1,11 @@
 package faulttest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"mime/multipart"
 	"net"
 	"net/http"
 	"os"
@@ -27,6 +24,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/docrepo/docrepo/pkg/client"
 	"github.com/docrepo/docrepo/pkg/launcher"
 )
 
@@ -88,7 +86,7 @@ func startStack(t *testing.T) *stack {
 	base := freePortRange(t)
 	s := &stack{root: root, dataDir: dataDir, url: fmt.Sprintf("http://127.0.0.1:%d", base+40), pgPort: base + 41,
 		ports: map[string]int{"document": base + 1, "folder": base + 2, "search": base + 3, "schema": base + 4,
-			"gateway": base + 40, "devnats": base + 42, "postgres": base + 41}}
+			"gateway": base + 40, "devnats": base + 42, "devnats-empty": base + 42, "postgres": base + 41}}
 	// The stack's output goes to a file, quoted when a document goes
 	// missing (and to stderr too with DOCREPO_FAULTS_LOG=1).
 	logFile, err := os.Create(filepath.Join(dataDir, "stack.log"))
@@ -152,6 +150,15 @@ func (s *stack) pid(name string) (int, error) {
 	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
 
+// procOf is the process a fault kills: devnats-empty is NATS losing its
+// store as it dies.
+func procOf(fault string) string {
+	if fault == "devnats-empty" {
+		return "devnats"
+	}
+	return fault
+}
+
 func listening(port int) bool {
 	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond)
 	if err != nil {
@@ -195,9 +202,18 @@ func (s *stack) crash(t *testing.T, name string) {
 		}
 		return
 	}
-	pid, err := s.pid(name)
+	pid, err := s.pid(procOf(name))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if name == "devnats-empty" {
+		// The server loses its store: the directory moves away while it
+		// runs (it keeps writing into the moved one), and the supervisor
+		// restarts it on an empty one.
+		store := filepath.Join(s.dataDir, "nats")
+		if err := os.Rename(store, store+".lost"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill %s (%d): %v", name, pid, err)
@@ -217,7 +233,7 @@ func (s *stack) back(t *testing.T, name string, oldPid int) {
 	deadline := time.Now().Add(60 * time.Second)
 	for ; time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if name != "postgres" {
-			if pid, err := s.pid(name); err != nil || pid == oldPid {
+			if pid, err := s.pid(procOf(name)); err != nil || pid == oldPid {
 				continue
 			}
 		}
@@ -228,15 +244,14 @@ func (s *stack) back(t *testing.T, name string, oldPid int) {
 	t.Fatalf("%s not back after 60 s", name)
 }
 
-// client uploads like a careful user: each document has its own
+// uploader uploads like a careful user: each document has its own
 // Idempotency-Key, and a failed attempt is retried with the same key
-// until it is acknowledged.
-type client struct {
-	s        *stack
-	token    string
+// until it is acknowledged. Its REST client does not retry by itself, so
+// that every failed attempt is counted.
+type uploader struct {
+	api      *client.Client
 	folderID int64
 	word     string
-	http     *http.Client
 
 	mu       sync.Mutex
 	failures []time.Time // every failed attempt
@@ -244,48 +259,18 @@ type client struct {
 	next     atomic.Int64
 }
 
-func (c *client) do(method, path string, body io.Reader, contentType string, header map[string]string) (int, []byte, error) {
-	req, err := http.NewRequest(method, c.s.url+path, body)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
-}
-
-func (c *client) uploadOnce(i int64) error {
-	var buf bytes.Buffer
-	w := multipart.NewWriter(&buf)
-	_ = w.WriteField("folder_id", strconv.FormatInt(c.folderID, 10))
-	_ = w.WriteField("description", fmt.Sprintf("fault-%06d", i))
-	fw, _ := w.CreateFormFile("file", fmt.Sprintf("fault-%06d.txt", i))
-	fmt.Fprintf(fw, "%s document %d written while processes were being killed\n", c.word, i)
-	_ = w.Close()
-	st, body, err := c.do("POST", "/apiv2/pub/documents/upload", &buf, w.FormDataContentType(),
-		map[string]string{"Idempotency-Key": fmt.Sprintf("%s-%d", c.word, i)})
-	if err != nil {
-		return err
-	}
-	if st != 200 {
-		return fmt.Errorf("upload %d: %d %s", i, st, body)
-	}
-	return nil
+func (c *uploader) uploadOnce(i int64) error {
+	_, err := c.api.Upload(context.Background(), client.Upload{
+		FolderID: c.folderID, Filename: fmt.Sprintf("fault-%06d.txt", i),
+		File:           strings.NewReader(fmt.Sprintf("%s document %d written while processes were being killed\n", c.word, i)),
+		Metadata:       client.Metadata{Description: fmt.Sprintf("fault-%06d", i)},
+		IdempotencyKey: fmt.Sprintf("%s-%d", c.word, i),
+	})
+	return err
 }
 
 // upload uploads document i until it is acknowledged (or 2 minutes pass).
-func (c *client) upload(ctx context.Context, i int64) error {
+func (c *uploader) upload(ctx context.Context, i int64) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		err := c.uploadOnce(i)
@@ -303,7 +288,7 @@ func (c *client) upload(ctx context.Context, i int64) error {
 	}
 }
 
-func (c *client) failuresBetween(from, to time.Time) (in, out int) {
+func (c *uploader) failuresBetween(from, to time.Time) (in, out int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, f := range c.failures {
@@ -316,42 +301,29 @@ func (c *client) failuresBetween(from, to time.Time) (in, out int) {
 	return in, out
 }
 
-func (c *client) searchTotal() (int64, error) {
-	q, _ := json.Marshal(map[string]any{"where": map[string]any{"fts": map[string]any{"query": c.word}}, "limit": 1})
-	st, body, err := c.do("POST", "/apiv2/pub/search", bytes.NewReader(q), "application/json", nil)
+func (c *uploader) searchTotal() (int64, error) {
+	r, err := c.api.Search(context.Background(), client.SearchRequest{Where: client.FTS(c.word), Limit: 1})
 	if err != nil {
 		return 0, err
 	}
-	if st != 200 {
-		return 0, fmt.Errorf("search: %d %s", st, body)
-	}
-	var r struct{ Total int64 }
-	err = json.Unmarshal(body, &r)
-	return r.Total, err
+	return r.Total, nil
 }
 
 // explainMissing logs, for each acknowledged document search does not
 // find, its row, its outbox events and every line of the stack's log that
 // names it: the trail of a lost index update.
-func explainMissing(t *testing.T, s *stack, c *client, pool *pgxpool.Pool) {
+func explainMissing(t *testing.T, s *stack, c *uploader, pool *pgxpool.Pool) {
 	t.Helper()
 	found := map[int64]bool{}
 	for offset := 0; ; offset += 500 {
-		q, _ := json.Marshal(map[string]any{"where": map[string]any{"fts": map[string]any{"query": c.word}},
-			"sort": []map[string]string{{"field": "id"}}, "limit": 500, "offset": offset})
-		st, body, err := c.do("POST", "/apiv2/pub/search", bytes.NewReader(q), "application/json", nil)
-		if err != nil || st != 200 {
-			t.Logf("explain: search: %d %s %v", st, body, err)
+		r, err := c.api.Search(context.Background(), client.SearchRequest{Where: client.FTS(c.word),
+			Sort: []client.Sort{{Field: "id"}}, Limit: 500, Offset: offset})
+		if err != nil {
+			t.Logf("explain: search: %v", err)
 			return
 		}
-		var r struct {
-			Results []struct {
-				ID int64 `json:"id"`
-			} `json:"results"`
-		}
-		_ = json.Unmarshal(body, &r)
-		for _, d := range r.Results {
-			found[d.ID] = true
+		for _, id := range r.IDs() {
+			found[id] = true
 		}
 		if len(r.Results) < 500 {
 			break
@@ -409,7 +381,7 @@ type row struct {
 // alone) and the folder list (the folder service alone), so the table
 // shows which reads a dead process takes down with it: only its own.
 type reader struct {
-	c     *client
+	c     *uploader
 	docID int64
 	mu    sync.Mutex
 	fails map[string][]time.Time // "document", "folders"
@@ -425,9 +397,12 @@ func (r *reader) run() {
 			return
 		case <-time.After(50 * time.Millisecond):
 		}
-		for kind, path := range map[string]string{"document": fmt.Sprintf("/apiv2/pub/documents/%d", r.docID), "folders": "/apiv2/pub/folders"} {
-			st, _, err := r.c.do("GET", path, nil, "", nil)
-			if err != nil || st != 200 {
+		ctx := context.Background()
+		for kind, read := range map[string]func() error{
+			"document": func() error { _, err := r.c.api.GetDocument(ctx, r.docID); return err },
+			"folders":  func() error { _, err := r.c.api.ListFolders(ctx, client.FolderQuery{}); return err },
+		} {
+			if err := read(); err != nil {
 				r.mu.Lock()
 				r.fails[kind] = append(r.fails[kind], time.Now())
 				r.mu.Unlock()
@@ -464,34 +439,22 @@ func TestFaults(t *testing.T) {
 		perFault = 150
 	}
 	s := startStack(t)
-	c := &client{s: s, token: s.adminToken, word: fmt.Sprintf("faultrun%d", time.Now().UnixNano()%1e9),
-		http: &http.Client{Timeout: 30 * time.Second}}
-	st, body, err := c.do("POST", "/apiv2/pub/folders", strings.NewReader(`{"name":"`+c.word+`"}`), "application/json", nil)
-	if err != nil || st != 200 && st != 201 {
-		t.Fatalf("create folder: %d %s %v", st, body, err)
+	api, err := client.New(s.url, s.adminToken, client.Options{HTTPClient: &http.Client{Timeout: 30 * time.Second}, Retry: client.NoRetry})
+	if err != nil {
+		t.Fatal(err)
 	}
-	var f struct {
-		FolderID int64 `json:"folder_id"`
-	}
-	if err := json.Unmarshal(body, &f); err != nil || f.FolderID == 0 {
-		t.Fatalf("folder: %s", body)
+	c := &uploader{api: api, word: fmt.Sprintf("faultrun%d", time.Now().UnixNano()%1e9)}
+	f, err := api.CreateFolder(context.Background(), c.word, 0)
+	if err != nil {
+		t.Fatalf("create folder: %v", err)
 	}
 	c.folderID = f.FolderID
 
 	// A document to read during the faults (not one of the counted ones).
-	var buf bytes.Buffer
-	w := multipart.NewWriter(&buf)
-	_ = w.WriteField("folder_id", strconv.FormatInt(c.folderID, 10))
-	_ = w.WriteField("description", "reader probe")
-	fw, _ := w.CreateFormFile("file", "probe.txt")
-	fmt.Fprint(fw, "read while processes are killed")
-	_ = w.Close()
-	st, body, err = c.do("POST", "/apiv2/pub/documents/upload", &buf, w.FormDataContentType(), nil)
-	var probe struct {
-		DocID int64 `json:"doc_id"`
-	}
-	if err != nil || st != 200 || json.Unmarshal(body, &probe) != nil {
-		t.Fatalf("probe upload: %d %s %v", st, body, err)
+	probe, err := api.Upload(context.Background(), client.Upload{FolderID: c.folderID, Filename: "probe.txt",
+		File: strings.NewReader("read while processes are killed"), Metadata: client.Metadata{Description: "reader probe"}})
+	if err != nil {
+		t.Fatalf("probe upload: %v", err)
 	}
 	rd := &reader{c: c, docID: probe.DocID, fails: map[string][]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go rd.run()
@@ -501,7 +464,7 @@ func TestFaults(t *testing.T) {
 		"folder": {"folders"}, "postgres": {"document", "folders"}}
 
 	const workers = 4
-	faults := []string{"gateway", "document", "folder", "schema", "search", "devnats", "postgres"}
+	faults := []string{"gateway", "document", "folder", "schema", "search", "devnats", "devnats-empty", "postgres"}
 	var rows []row
 	ctx := context.Background()
 	for _, fault := range faults {
@@ -530,7 +493,7 @@ func TestFaults(t *testing.T) {
 		for c.next.Load() < phaseStart+perFault/3 {
 			time.Sleep(10 * time.Millisecond)
 		}
-		oldPid, _ := s.pid(fault)
+		oldPid, _ := s.pid(procOf(fault))
 		killed := time.Now()
 		s.crash(t, fault)
 		s.back(t, fault, oldPid)
@@ -605,15 +568,16 @@ func TestFaults(t *testing.T) {
 	}
 	var table strings.Builder
 	fmt.Fprintf(&table, "fault injection: %d uploads per fault, %d clients, every process of `make run` (devstack)\n", perFault, workers)
-	fmt.Fprintf(&table, "%-9s %8s %8s %10s %12s %10s %12s\n", "fault", "uploads", "failed", "back after", "searchable*", "doc reads", "folder reads")
+	fmt.Fprintf(&table, "%-13s %8s %8s %10s %12s %10s %12s\n", "fault", "uploads", "failed", "back after", "searchable*", "doc reads", "folder reads")
 	for _, r := range rows {
-		fmt.Fprintf(&table, "%-9s %8d %8d %10s %12s %10d %12d\n", r.fault, r.uploads, r.failed, r.back.Round(time.Millisecond), r.searchable.Round(time.Millisecond), r.docReads, r.folderReads)
+		fmt.Fprintf(&table, "%-13s %8d %8d %10s %12s %10d %12d\n", r.fault, r.uploads, r.failed, r.back.Round(time.Millisecond), r.searchable.Round(time.Millisecond), r.docReads, r.folderReads)
 	}
 	fmt.Fprintf(&table, "acknowledged %d, stored %d (distinct %d): lost %d, duplicated %d; searchable %d\n",
 		acked, stored, distinct, acked-distinct, stored-distinct, total)
 	fmt.Fprintf(&table, "failed: requests that failed (and were retried with the same Idempotency-Key) between the kill and 3 s after the process was back;\n")
 	fmt.Fprintf(&table, "doc reads, folder reads: GET of a document and of the folder list every 50 ms that failed in the same window\n")
 	fmt.Fprintf(&table, "* searchable: from the later of the process back and the phase's last upload until every acknowledged document was found by search\n")
+	fmt.Fprintf(&table, "devnats-empty: NATS killed and restarted on an empty store (stream, consumers, dead-letter stream and unconsumed events gone)\n")
 	if long || testing.Verbose() {
 		fmt.Print(table.String())
 	} else {
@@ -628,6 +592,19 @@ func TestFaults(t *testing.T) {
 	if total != acked {
 		t.Errorf("search finds %d, acknowledged %d", total, acked)
 		explainMissing(t, s, c, pool)
+	}
+
+	// Last, one user's scans flood the OCR queue while another's text
+	// documents must stay searchable within seconds.
+	if _, err := exec.LookPath("tesseract"); err != nil {
+		t.Log("tesseract not installed: no OCR flood (make test installs tesseract-ocr)")
+		return
+	}
+	flood := floodPhase(t, s, 40, 40)
+	if long || testing.Verbose() {
+		fmt.Print(flood)
+	} else {
+		t.Log("\n" + flood)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docrepo/docrepo/pkg/auth"
 	"github.com/docrepo/docrepo/pkg/logging"
 )
 
@@ -20,7 +21,8 @@ import (
 func TestStalledBodiesAreCutSlowOnesAreNot(t *testing.T) {
 	addr, conn := startStallGateway(t, 300*time.Millisecond)
 	body := `{"name":"` + strings.Repeat("a", 100) + `"}`
-	head := fmt.Sprintf("POST /apiv2/pub/folders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer drk_x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
+	token, _ := auth.NewToken() // well-formed: the body is read
+	head := fmt.Sprintf("POST /apiv2/pub/folders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", token, len(body))
 
 	t.Run("stalled", func(t *testing.T) {
 		c, err := net.Dial("tcp", addr)
@@ -51,18 +53,31 @@ func TestStalledBodiesAreCutSlowOnesAreNot(t *testing.T) {
 	})
 }
 
-// A request refused before its body is read (here the document service is
-// unreachable: 503; in the stack, no token: 401) is answered at once,
-// though its announced body never arrives: the stall deadlines must not
-// make the server drain a body the handler never read.
+// A request refused before its body is read (the document service is
+// unreachable: 503; no token: 401, from the gateway itself) is answered at
+// once, though its announced body never arrives: the stall deadlines must
+// not make the server drain a body the handler never read.
 func TestRefusedUploadIsAnsweredWithoutItsBody(t *testing.T) {
-	_, c := startStallGateway(t, time.Minute)
-	defer c.Close()
-	fmt.Fprintf(c, "POST /apiv2/pub/documents/upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: %d\r\n\r\n--b\r\n", int64(1)<<30)
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	status, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 503") {
-		t.Fatalf("got %q, %v; want the 503 before the body", status, err)
+	token, _ := auth.NewToken()
+	tests := []struct {
+		name          string
+		authorization string
+		want          string
+	}{
+		{name: "service unreachable", authorization: "Authorization: Bearer " + token + "\r\n", want: "HTTP/1.1 503"},
+		{name: "no token", want: "HTTP/1.1 401"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, c := startStallGateway(t, time.Minute)
+			defer c.Close()
+			fmt.Fprintf(c, "POST /apiv2/pub/documents/upload HTTP/1.1\r\nHost: x\r\n%sContent-Type: multipart/form-data; boundary=b\r\nContent-Length: %d\r\n\r\n--b\r\n", tt.authorization, int64(1)<<30)
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			status, err := bufio.NewReader(c).ReadString('\n')
+			if err != nil || !strings.HasPrefix(status, tt.want) {
+				t.Fatalf("got %q, %v; want %q before the body", status, err, tt.want)
+			}
+		})
 	}
 }
 

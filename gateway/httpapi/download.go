@@ -183,6 +183,12 @@ func (g *Gateway) download(w http.ResponseWriter, r *http.Request, params map[st
 		}
 	}
 	defer ds.cancel()
+	release, err := g.takeStream()
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	defer release()
 	serveDownload(w, r, ds)
 }
 

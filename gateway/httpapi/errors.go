@@ -135,5 +135,11 @@ func routingErrorHandler(_ context.Context, mux *runtime.ServeMux, _ runtime.Mar
 
 // writeError writes any error from a hand-written route.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var busy errBusy
+	if errors.As(err, &busy) {
+		w.Header().Set("Retry-After", "1")
+		writeDetail(w, http.StatusServiceUnavailable, busy.Error())
+		return
+	}
 	errorHandler(r.Context(), nil, nil, w, r, apierr.ToStatus(err).Err())
 }

@@ -42,7 +42,7 @@ import (
 //
 // Then the routes grpc-gateway does not know are added (the multipart
 // upload, the version upload, the download, and /healthz, /readyz,
-// /metrics, /openapi.json), every operation gets its {"detail": ...} error
+// /openapi.json), every operation gets its {"detail": ...} error
 // responses, and the bearer security scheme applies to all but the
 // operational routes. The end-to-end tests validate every response they
 // get against this document (gateway/e2e/openapi_test.go).
@@ -91,33 +91,44 @@ var commonErrors = []int{400, 401, 403, 413, 429, 500, 503, 504}
 
 // routeErrors are the further statuses of each route.
 var routeErrors = map[string][]int{
-	"GET /apiv2/pub/documents/{doc_id}":                            {404},
-	"POST /apiv2/pub/documents/upload":                             {404, 409, 413, 422},
-	"GET /apiv2/pub/documents/{doc_id}/download":                   {404, 416},
-	"HEAD /apiv2/pub/documents/{doc_id}/download":                  {404, 416},
-	"PATCH /apiv3/pub/documents/{doc_id}":                          {404, 422, 423},
-	"GET /apiv3/pub/documents/{doc_id}/versions":                   {404},
-	"POST /apiv3/pub/documents/{doc_id}/versions":                  {404, 413, 423},
-	"POST /apiv3/pub/documents/{doc_id}/lock":                      {404, 423},
-	"POST /apiv3/pub/documents/{doc_id}/unlock":                    {404, 423},
-	"PUT /apiv3/pub/documents/{doc_id}/customfields/{template_id}": {404, 422, 423},
-	"GET /apiv2/pub/folders":                                       {404},
-	"POST /apiv2/pub/folders":                                      {404, 422},
-	"POST /apiv2/pub/folders/{folder_id}/move":                     {404, 422},
-	"DELETE /apiv2/pub/folders/{folder_id}":                        {404},
-	"POST /apiv2/pub/search":                                       nil,
-	"GET /apiv2/pub/schema/fields":                                 nil,
-	"GET /apiv2/pub/schema/values/{field_name}":                    {404},
-	"GET " + healthzPath:                                           nil,
-	"GET " + readyzPath:                                            nil,
-	"GET " + metricsPath:                                           nil,
-	"GET " + openAPIPath:                                           nil,
+	"GET /apiv2/pub/documents/{doc_id}":                                        {404},
+	"POST /apiv2/pub/documents/upload":                                         {404, 409, 413, 422},
+	"GET /apiv2/pub/documents/{doc_id}/download":                               {404, 416},
+	"HEAD /apiv2/pub/documents/{doc_id}/download":                              {404, 416},
+	"PATCH /apiv3/pub/documents/{doc_id}":                                      {404, 422, 423},
+	"GET /apiv3/pub/documents/{doc_id}/versions":                               {404},
+	"POST /apiv3/pub/documents/{doc_id}/versions":                              {404, 413, 423},
+	"POST /apiv3/pub/documents/{doc_id}/lock":                                  {404, 423},
+	"POST /apiv3/pub/documents/{doc_id}/unlock":                                {404, 423},
+	"PUT /apiv3/pub/documents/{doc_id}/customfields/{template_id}":             {404, 422, 423},
+	"DELETE /apiv2/pub/documents/{doc_id}":                                     {404, 423},
+	"POST /apiv2/pub/documents/bulk":                                           {404},
+	"GET /apiv2/pub/trash":                                                     nil,
+	"POST /apiv2/pub/trash/{doc_id}/restore":                                   {404},
+	"DELETE /apiv2/pub/trash/{doc_id}":                                         {404},
+	"GET /apiv2/pub/folders":                                                   {404},
+	"POST /apiv2/pub/folders":                                                  {404, 422},
+	"POST /apiv2/pub/folders/{folder_id}/move":                                 {404, 422},
+	"DELETE /apiv2/pub/folders/{folder_id}":                                    {404},
+	"POST /apiv2/pub/search":                                                   nil,
+	"GET /apiv2/pub/schema/fields":                                             nil,
+	"GET /apiv2/pub/schema/values/{field_name}":                                {404},
+	"GET /apiv3/pub/documents/{doc_id}/history":                                {404},
+	"GET /apiv2/pub/audit":                                                     nil,
+	"POST /apiv2/pub/webhooks":                                                 {404, 422},
+	"GET /apiv2/pub/webhooks":                                                  nil,
+	"DELETE /apiv2/pub/webhooks/{webhook_id}":                                  {404},
+	"GET /apiv2/pub/webhooks/{webhook_id}/deliveries":                          {404},
+	"POST /apiv2/pub/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver": {404},
+	"POST /apiv2/pub/webhooks/{webhook_id}/resume":                             {404},
+	"GET " + healthzPath:                                                       nil,
+	"GET " + readyzPath:                                                        nil,
+	"GET " + openAPIPath:                                                       nil,
 }
 
 const (
 	healthzPath = "/healthz"
 	readyzPath  = "/readyz"
-	metricsPath = "/metrics"
 	openAPIPath = "/openapi.json"
 )
 
@@ -131,8 +142,9 @@ var uploadLimits = map[string]uint64{
 // services check; the document requires bodyRequired's too (marshal.go:
 // the gateway checks those).
 var requestRequired = map[protoreflect.FullName][]string{
-	"docrepo.folder.v1.CreateFolderRequest": {"name"},
-	"docrepo.folder.v1.MoveFolderRequest":   {"new_parent_id"},
+	"docrepo.folder.v1.CreateFolderRequest":   {"name"},
+	"docrepo.folder.v1.MoveFolderRequest":     {"new_parent_id"},
+	"docrepo.webhook.v1.CreateWebhookRequest": {"url", "event_types", "owner"},
 }
 
 // schemaMode says which side of the API a schema describes.
@@ -671,9 +683,15 @@ func (b *builder) handWritten() error {
 	if upload == nil || version == nil || download == nil {
 		return errors.New("openapi: the document service's streaming RPCs are not registered")
 	}
+	b.uploadRoute(upload)
+	b.versionRoute(version)
+	b.downloadRoutes(download)
+	return nil
+}
 
-	// POST /apiv2/pub/documents/upload (docs/api.md §4.1): the form fields are
-	// UploadMetadata's, the file part is "file".
+// uploadForm is the multipart form of an upload: the form fields are
+// UploadMetadata's, the file part is "file".
+func (b *builder) uploadForm() *openapi3.Schema {
 	meta := (&documentv1.UploadMetadata{}).ProtoReflect().Descriptor()
 	form := openapi3.NewObjectSchema()
 	form.Properties = openapi3.Schemas{"file": openapi3.NewSchemaRef("", describe(openapi3.NewStringSchema().WithFormat("binary"),
@@ -704,6 +722,12 @@ func (b *builder) handWritten() error {
 		}
 		form.Properties[string(fd.Name())] = openapi3.NewSchemaRef("", s)
 	}
+	return form
+}
+
+// uploadRoute adds POST /apiv2/pub/documents/upload (docs/api.md §4.1).
+func (b *builder) uploadRoute(upload protoreflect.MethodDescriptor) {
+	form := b.uploadForm()
 	uploadOp := &openapi3.Operation{
 		OperationID: "DocumentService_UploadDocument",
 		Tags:        []string{"DocumentService"},
@@ -719,8 +743,11 @@ func (b *builder) handWritten() error {
 	}
 	setScopes(uploadOp, upload)
 	b.addOperation(http.MethodPost, "/apiv2/pub/documents/upload", uploadOp)
+}
 
-	// POST /apiv3/pub/documents/{doc_id}/versions: one part named file.
+// versionRoute adds POST /apiv3/pub/documents/{doc_id}/versions: one part
+// named file.
+func (b *builder) versionRoute(version protoreflect.MethodDescriptor) {
 	vform := openapi3.NewObjectSchema()
 	vform.Properties = openapi3.Schemas{"file": openapi3.NewSchemaRef("", openapi3.NewStringSchema().WithFormat("binary"))}
 	vform.Required = []string{"file"}
@@ -738,8 +765,11 @@ func (b *builder) handWritten() error {
 	}
 	setScopes(versionOp, version)
 	b.addOperation(http.MethodPost, "/apiv3/pub/documents/{doc_id}/versions", versionOp)
+}
 
-	// GET /apiv2/pub/documents/{doc_id}/download (docs/design.md §4).
+// downloadRoutes adds GET and HEAD /apiv2/pub/documents/{doc_id}/download
+// (docs/design.md §4).
+func (b *builder) downloadRoutes(download protoreflect.MethodDescriptor) {
 	binary := func(desc string, k downloadKind) *openapi3.ResponseRef {
 		r := openapi3.NewResponse().WithDescription(desc).WithContent(openapi3.Content{
 			"*/*": &openapi3.MediaType{Schema: openapi3.NewSchemaRef("", openapi3.NewStringSchema().WithFormat("binary"))}})
@@ -774,43 +804,30 @@ func (b *builder) handWritten() error {
 	headOp.OperationID = downloadOp.OperationID + "Head"
 	headOp.Summary = "The headers a download would send, without the body (extension)."
 	b.addOperation(http.MethodHead, "/apiv2/pub/documents/{doc_id}/download", &headOp)
-	return nil
 }
 
-// operational adds /healthz, /readyz, /metrics and /openapi.json: no
-// token needed.
+// operational adds /healthz, /readyz and /openapi.json: no token needed.
+// /metrics and the detailed /readyz are on the admin listener, not in this
+// API (Config.AdminAddr).
 func (b *builder) operational() {
 	none := &openapi3.SecurityRequirements{}
-	status := func(desc string, withServices bool) *openapi3.ResponseRef {
+	status := func(desc string) *openapi3.ResponseRef {
 		s := openapi3.NewObjectSchema()
 		s.Required = []string{"status"}
 		s.Properties = openapi3.Schemas{"status": openapi3.NewSchemaRef("", openapi3.NewStringSchema().WithEnum("ok", "unavailable"))}
-		if withServices {
-			svc := openapi3.NewObjectSchema()
-			svc.AdditionalProperties = openapi3.AdditionalProperties{Schema: openapi3.NewSchemaRef("", describe(openapi3.NewStringSchema(),
-				"ok, unavailable, or the service's gRPC health status"))}
-			s.Properties["services"] = openapi3.NewSchemaRef("", describe(svc, "Each backend service's gRPC health."))
-			s.Required = append(s.Required, "services")
-		}
 		s.AdditionalProperties = openapi3.AdditionalProperties{Has: openapi3.Ptr(false)}
 		return okJSON(desc, openapi3.NewSchemaRef("", s))
 	}
 	b.addOperation(http.MethodGet, healthzPath, &openapi3.Operation{
 		OperationID: "healthz", Summary: "Liveness: the gateway process answers.", Security: none,
-		Responses: openapi3.NewResponses(openapi3.WithStatus(200, status("Alive.", false))),
+		Responses: openapi3.NewResponses(openapi3.WithStatus(200, status("Alive."))),
 	})
 	b.addOperation(http.MethodGet, readyzPath, &openapi3.Operation{
-		OperationID: "readyz", Summary: "Readiness: every backend service answers its gRPC health check.", Security: none,
+		OperationID: "readyz", Summary: "Readiness: every backend service answers its gRPC health check (which one does not is on the admin listener's /readyz).", Security: none,
 		Responses: openapi3.NewResponses(
-			openapi3.WithStatus(200, status("Every backend is serving.", true)),
-			openapi3.WithStatus(503, status("A backend is not serving.", true)),
+			openapi3.WithStatus(200, status("Every backend is serving.")),
+			openapi3.WithStatus(503, status("A backend is not serving.")),
 		),
-	})
-	b.addOperation(http.MethodGet, metricsPath, &openapi3.Operation{
-		OperationID: "metrics", Summary: "Prometheus metrics.", Security: none,
-		Responses: openapi3.NewResponses(openapi3.WithStatus(200, &openapi3.ResponseRef{Value: openapi3.NewResponse().
-			WithDescription("The Prometheus text exposition format.").
-			WithContent(openapi3.Content{"text/plain": &openapi3.MediaType{Schema: openapi3.NewSchemaRef("", openapi3.NewStringSchema())}})})),
 	})
 	b.addOperation(http.MethodGet, openAPIPath, &openapi3.Operation{
 		OperationID: "openapi", Summary: "This OpenAPI 3 document.", Security: none,

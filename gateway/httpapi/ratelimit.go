@@ -63,9 +63,22 @@ const (
 // allow reports whether a request with this token may proceed and, if not,
 // how long to wait.
 func (rl *rateLimiter) allow(token string, now time.Time) (bool, time.Duration) {
-	sum := sha256.Sum256([]byte(token))
+	_, ok, wait := rl.reserve(keyID(token), now)
+	return ok, wait
+}
+
+// keyID is the limiter key of a string (a token, a client address).
+func keyID(s string) [16]byte {
+	sum := sha256.Sum256([]byte(s))
 	var id [16]byte
 	copy(id[:], sum[:16])
+	return id
+}
+
+// reserve takes one request from the bucket of id. When the bucket is
+// empty it takes nothing and says how long to wait; otherwise the
+// reservation can be cancelled to give the request back.
+func (rl *rateLimiter) reserve(id [16]byte, now time.Time) (*rate.Reservation, bool, time.Duration) {
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
 	kl, ok := rl.limiters[id]
@@ -78,13 +91,22 @@ func (rl *rateLimiter) allow(token string, now time.Time) (bool, time.Duration) 
 	}
 	r := kl.lim.ReserveN(now, 1)
 	if !r.OK() {
-		return false, time.Second
+		return nil, false, time.Second
 	}
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
-		return false, d
+		return nil, false, d
 	}
-	return true, 0
+	return r, true, 0
+}
+
+// retryAfter sets Retry-After to wait, in whole seconds (at least 1).
+func retryAfter(w http.ResponseWriter, wait time.Duration) {
+	secs := int(math.Ceil(wait.Seconds()))
+	if secs < 1 {
+		secs = 1
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
 }
 
 // collect forgets the keys whose bucket is full again, then, over the cap,
@@ -123,11 +145,7 @@ func (rl *rateLimiter) middleware(next http.Handler) http.Handler {
 			return
 		}
 		if allowed, wait := rl.allow(token, time.Now()); !allowed {
-			secs := int(math.Ceil(wait.Seconds()))
-			if secs < 1 {
-				secs = 1
-			}
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			retryAfter(w, wait)
 			writeDetail(w, http.StatusTooManyRequests, "Too many requests: rate limit exceeded")
 			return
 		}

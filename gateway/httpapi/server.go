@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"google.golang.org/grpc"
@@ -27,13 +25,16 @@ import (
 
 	"github.com/docrepo/docrepo/pkg/auth"
 	"github.com/docrepo/docrepo/pkg/config"
+	auditv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/audit/v1"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
 	folderv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/folder/v1"
 	schemav1 "github.com/docrepo/docrepo/pkg/gen/docrepo/schema/v1"
 	searchv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/search/v1"
+	webhookv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/webhook/v1"
 	"github.com/docrepo/docrepo/pkg/grpcclient"
 	"github.com/docrepo/docrepo/pkg/grpctls"
 	"github.com/docrepo/docrepo/pkg/logging"
+	"github.com/docrepo/docrepo/pkg/metrics"
 	"github.com/docrepo/docrepo/pkg/profiling"
 	"github.com/docrepo/docrepo/pkg/tracing"
 )
@@ -57,35 +58,66 @@ type Config struct {
 	// (0: no limit); RateBurst the burst above it.
 	RateLimit float64
 	RateBurst int
+	// AuthFailureRate is the sustained failed authentications per second
+	// allowed per client address, AuthFailureBurst the burst above it
+	// (authGate); 0 takes the defaults.
+	AuthFailureRate  float64
+	AuthFailureBurst int
+	// MaxStreams bounds the uploads and downloads in progress at once
+	// (0: DefaultMaxStreams); more are answered 503.
+	MaxStreams int
 	// PprofAddr, when set, serves Go's runtime profiles (pkg/profiling)
 	// on an address of its own, never on the REST port.
 	PprofAddr string
+	// AdminAddr, when set, is the admin listener: /metrics, /readyz with
+	// each backend's state, /healthz (AdminHandler). The REST port keeps
+	// /healthz and a /readyz that only says ok or unavailable.
+	AdminAddr string
 	// GRPCTLS is how the gateway dials the services (pkg/grpctls).
 	GRPCTLS grpctls.Config
+	// Tracing is the export of OpenTelemetry traces (pkg/tracing).
+	Tracing config.Tracing
 
-	// Listener, when set, replaces listening on HTTPAddr (tests).
-	Listener net.Listener
+	// Listener, when set, replaces listening on HTTPAddr (tests);
+	// AdminListener on AdminAddr.
+	Listener      net.Listener
+	AdminListener net.Listener
 	// Logger, when set, replaces the configured logger (tests).
 	Logger *slog.Logger
 }
 
 // Register adds the gateway's settings to l.
 func (c *Config) Register(l *config.Loader) {
-	l.String(&c.HTTPAddr, "http-addr", "DOCREPO_HTTP_ADDR", "127.0.0.1:8080", "REST listen address")
-	l.String(&c.DocumentAddr, "document-addr", "DOCREPO_DOCUMENT_ADDR", "127.0.0.1:9101", "document service gRPC address")
-	l.String(&c.FolderAddr, "folder-addr", "DOCREPO_FOLDER_ADDR", "127.0.0.1:9102", "folder service gRPC address")
-	l.String(&c.SearchAddr, "search-addr", "DOCREPO_SEARCH_ADDR", "127.0.0.1:9103", "search service gRPC address")
-	l.String(&c.SchemaAddr, "schema-addr", "DOCREPO_SCHEMA_ADDR", "127.0.0.1:9104", "schema service gRPC address")
-	l.Int64(&c.MaxUploadBytes, "max-upload-bytes", "DOCREPO_MAX_UPLOAD_BYTES", 10<<30, "largest accepted upload in bytes (413 above)")
+	l.RegisterGatewayAddr(&c.HTTPAddr)
+	l.ServiceAddr(&c.DocumentAddr, "document")
+	l.ServiceAddr(&c.FolderAddr, "folder")
+	l.ServiceAddr(&c.SearchAddr, "search")
+	l.ServiceAddr(&c.SchemaAddr, "schema")
+	l.RegisterMaxUploadBytes(&c.MaxUploadBytes)
 	l.Duration(&c.RequestTimeout, "request-timeout", "DOCREPO_REQUEST_TIMEOUT", 60*time.Second, "deadline of each forwarded unary call")
 	l.Duration(&c.StallTimeout, "stall-timeout", "DOCREPO_HTTP_STALL_TIMEOUT", DefaultStallTimeout, "a request body or response that moves no byte for this long is cut (long transfers that keep moving are fine)")
 	l.Float64(&c.RateLimit, "rate-limit", "DOCREPO_RATE_LIMIT", 0, "requests per second per API key (0: unlimited)")
 	l.Int(&c.RateBurst, "rate-burst", "DOCREPO_RATE_BURST", 0, "burst allowed above the rate (default: the rate, at least 1)")
-	l.String(&c.LogLevel, "log-level", "DOCREPO_LOG_LEVEL", "info", "log level")
-	l.String(&c.LogFormat, "log-format", "DOCREPO_LOG_FORMAT", "json", "log format: json or text")
-	l.String(&c.PprofAddr, "pprof-addr", "DOCREPO_PPROF_ADDR", "", "listen address for Go's pprof profiles (empty: off; keep it private)")
+	l.Float64(&c.AuthFailureRate, "auth-failure-rate", "DOCREPO_AUTH_FAILURE_RATE", DefaultAuthFailureRate, "failed authentications per second allowed per client address (more are answered 429 before any work, except for tokens a service accepted recently)")
+	l.Int(&c.AuthFailureBurst, "auth-failure-burst", "DOCREPO_AUTH_FAILURE_BURST", DefaultAuthFailureBurst, "burst of failed authentications allowed per client address above the rate")
+	l.Int(&c.MaxStreams, "max-streams", "DOCREPO_MAX_STREAMS", DefaultMaxStreams, "uploads and downloads in progress at once (more are answered 503 with Retry-After)")
+	l.RegisterLogging(&c.LogLevel, &c.LogFormat)
+	l.RegisterPprof(&c.PprofAddr)
+	l.String(&c.AdminAddr, "admin-addr", "DOCREPO_GATEWAY_ADMIN_ADDR", DefaultAdminAddr, "the gateway's admin listener: /metrics, /readyz with each service's state, /healthz (empty: off); keep it off the public network (the REST port serves only /healthz and a bare /readyz)")
 	l.RegisterGRPCTLS(&c.GRPCTLS)
+	l.RegisterTracing(&c.Tracing)
 }
+
+// DefaultAdminAddr is the gateway's default admin listener: beside the
+// services' metrics ports (9111…9115), on loopback.
+const DefaultAdminAddr = "127.0.0.1:9116"
+
+// Defaults of the pre-authentication limits (Config).
+const (
+	DefaultAuthFailureRate  = 1.0
+	DefaultAuthFailureBurst = 20
+	DefaultMaxStreams       = 64
+)
 
 // backend is one service connection.
 type backend struct {
@@ -101,23 +133,44 @@ type Gateway struct {
 	mux      *runtime.ServeMux
 	docs     documentv1.DocumentServiceClient
 	handler  http.Handler
+	gate     *authGate
+	// streams holds a slot per upload or download in progress.
+	streams chan struct{}
+	// metrics is the registry /metrics serves.
+	metrics *prometheus.Registry
 }
 
 var (
-	httpRequests = promauto.NewCounterVec(prometheus.CounterOpts{
+	httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "docrepo_http_requests_total",
 		Help: "REST requests, by route and status.",
 	}, []string{"method", "route", "status"})
-	httpDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
+	httpDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "docrepo_http_request_duration_seconds",
 		Help:    "REST request latency, by route.",
-		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 120},
+		Buckets: metrics.LatencyBuckets,
 	}, []string{"method", "route"})
 )
 
 // New dials every service (lazily) and builds the HTTP handler.
 func New(ctx context.Context, cfg Config) (*Gateway, error) {
-	g := &Gateway{cfg: cfg, log: cfg.Logger}
+	g := &Gateway{cfg: cfg, log: cfg.Logger, metrics: metrics.NewRegistry()}
+	if err := RegisterMetrics(g.metrics); err != nil {
+		return nil, err
+	}
+	rate, burst := cfg.AuthFailureRate, cfg.AuthFailureBurst
+	if rate <= 0 {
+		rate = DefaultAuthFailureRate
+	}
+	if burst <= 0 {
+		burst = DefaultAuthFailureBurst
+	}
+	g.gate = newAuthGate(rate, burst)
+	maxStreams := cfg.MaxStreams
+	if maxStreams <= 0 {
+		maxStreams = DefaultMaxStreams
+	}
+	g.streams = make(chan struct{}, maxStreams)
 	if g.log == nil {
 		g.log = logging.New("gateway", cfg.LogLevel, cfg.LogFormat)
 	}
@@ -133,19 +186,33 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 			// else from the client becomes metadata.
 			return "", false
 		}),
-		runtime.WithOutgoingHeaderMatcher(func(string) (string, bool) { return "", false }),
+		runtime.WithOutgoingHeaderMatcher(func(key string) (string, bool) {
+			// One backend header reaches the client: the search service's
+			// notice that the index is being re-embedded and which
+			// embedder's vectors ranked the search (docs/api.md §4.8).
+			if key == "docrepo-reembedding" {
+				return "Docrepo-Reembedding", true
+			}
+			return "", false
+		}),
 		runtime.WithMiddlewares(g.routeMetrics),
 	)
+	type registerFunc func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error
 	type registration struct {
 		name     string
 		addr     string
-		register func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error
+		register []registerFunc
 	}
 	regs := []registration{
-		{"document", cfg.DocumentAddr, documentv1.RegisterDocumentServiceHandler},
-		{"folder", cfg.FolderAddr, folderv1.RegisterFolderServiceHandler},
-		{"search", cfg.SearchAddr, searchv1.RegisterSearchServiceHandler},
-		{"schema", cfg.SchemaAddr, schemav1.RegisterSchemaServiceHandler},
+		// The document service also serves the trash and bulk
+		// operations, the audit trail and the webhook subscriptions
+		// (docs/design.md §9).
+		{"document", cfg.DocumentAddr, []registerFunc{documentv1.RegisterDocumentServiceHandler,
+			documentv1.RegisterDocumentLifecycleServiceHandler, auditv1.RegisterAuditServiceHandler,
+			webhookv1.RegisterWebhookServiceHandler}},
+		{"folder", cfg.FolderAddr, []registerFunc{folderv1.RegisterFolderServiceHandler}},
+		{"search", cfg.SearchAddr, []registerFunc{searchv1.RegisterSearchServiceHandler}},
+		{"schema", cfg.SchemaAddr, []registerFunc{schemav1.RegisterSchemaServiceHandler}},
 	}
 	var dialOpts []grpcclient.Option
 	creds, err := cfg.GRPCTLS.Client()
@@ -162,9 +229,11 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 			return nil, err
 		}
 		g.backends = append(g.backends, backend{name: reg.name, conn: conn})
-		if err := reg.register(ctx, g.mux, conn); err != nil {
-			g.Close()
-			return nil, fmt.Errorf("register %s: %w", reg.name, err)
+		for _, register := range reg.register {
+			if err := register(ctx, g.mux, conn); err != nil {
+				g.Close()
+				return nil, fmt.Errorf("register %s: %w", reg.name, err)
+			}
 		}
 		if reg.name == "document" {
 			g.docs = documentv1.NewDocumentServiceClient(conn)
@@ -179,10 +248,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		{http.MethodHead, "/apiv2/pub/documents/{doc_id}/download", g.download},
 		{http.MethodPost, "/apiv3/pub/documents/{doc_id}/versions", g.uploadVersion},
 		{http.MethodGet, "/healthz", g.healthz},
-		{http.MethodGet, "/readyz", g.readyz},
-		{http.MethodGet, "/metrics", func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
-			promhttp.Handler().ServeHTTP(w, r)
-		}},
+		{http.MethodGet, "/readyz", g.publicReadyz},
 		{http.MethodGet, "/openapi.json", g.openapi},
 	}
 	for _, rt := range routes {
@@ -226,6 +292,19 @@ func oneAuthorization(next http.Handler) http.Handler {
 // Handler is the complete HTTP handler.
 func (g *Gateway) Handler() http.Handler { return g.handler }
 
+// AdminHandler is the admin listener's handler: /metrics (Prometheus),
+// /readyz with each backend's gRPC health, /healthz. It needs no token,
+// so it belongs on an address only operators and the metrics scraper
+// reach (Config.AdminAddr), never the REST port: the metrics name every
+// route's traffic and errors, and /readyz which backend is down.
+func (g *Gateway) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { g.healthz(w, r, nil) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { g.readyz(w, r, nil) })
+	return mux
+}
+
 // Close closes every backend connection.
 func (g *Gateway) Close() {
 	for _, b := range g.backends {
@@ -236,7 +315,7 @@ func (g *Gateway) Close() {
 // Run serves HTTP until ctx is done, then shuts down gracefully: in-flight
 // requests (uploads included) get up to 30 s to finish.
 func Run(ctx context.Context, cfg Config) error {
-	stopTracing, err := tracing.Setup(ctx, "gateway", os.Getenv)
+	stopTracing, err := tracing.Setup(ctx, "gateway", tracing.Options(cfg.Tracing))
 	if err != nil {
 		return err
 	}
@@ -264,6 +343,19 @@ func Run(ctx context.Context, cfg Config) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(lis) }()
 	g.log.Info("gateway listening", "addr", lis.Addr().String())
+	adminLis := cfg.AdminListener
+	if adminLis == nil && cfg.AdminAddr != "" {
+		if adminLis, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
+			_ = hs.Close()
+			return fmt.Errorf("gateway: listen %s (admin): %w", cfg.AdminAddr, err)
+		}
+	}
+	if adminLis != nil {
+		admin := &http.Server{Handler: g.AdminHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+		go func() { _ = admin.Serve(adminLis) }()
+		defer admin.Close()
+		g.log.Info("gateway admin listener (/metrics, /readyz, /healthz)", "addr", adminLis.Addr().String())
+	}
 	if cfg.PprofAddr != "" {
 		pctx, stopProfiling := context.WithCancel(ctx)
 		defer stopProfiling()
@@ -345,7 +437,7 @@ func (g *Gateway) middleware(next http.Handler) http.Handler {
 			method := metricMethod(r.Method)
 			httpRequests.WithLabelValues(method, route, fmt.Sprint(sw.status)).Inc()
 			httpDuration.WithLabelValues(method, route).Observe(elapsed.Seconds())
-			if !strings.HasPrefix(r.URL.Path, "/healthz") && !strings.HasPrefix(r.URL.Path, "/metrics") {
+			if !strings.HasPrefix(r.URL.Path, "/healthz") {
 				g.log.InfoContext(ctx, "http", "method", r.Method, "path", r.URL.Path, "route", route,
 					"status", sw.status, "duration_ms", float64(elapsed.Microseconds())/1000)
 			}
@@ -376,6 +468,20 @@ func (g *Gateway) routeMetrics(next runtime.HandlerFunc) runtime.HandlerFunc {
 			if sw, ok := w.(*statusWriter); ok {
 				sw.route = route
 			}
+		}
+		// Nothing is read or called for a request the gate refuses.
+		if !publicRoute(route) {
+			done, ok := g.gate.admit(w, r)
+			if !ok {
+				return
+			}
+			defer func() {
+				status := http.StatusOK
+				if sw, ok := w.(*statusWriter); ok && sw.status != 0 {
+					status = sw.status
+				}
+				done(status)
+			}()
 		}
 		query := r.URL.Query()
 		if name := unknownQueryParam(r.Method, route, query); name != "" {
@@ -438,9 +544,39 @@ func (g *Gateway) healthz(w http.ResponseWriter, _ *http.Request, _ map[string]s
 	_, _ = w.Write([]byte(`{"status":"ok"}`))
 }
 
-// readyz is ready when every backend answers its gRPC health check.
+// readyz is ready when every backend answers its gRPC health check, and
+// says each one's state (the admin listener's).
 func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request, _ map[string]string) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	ready, out := g.ready(r.Context())
+	code := http.StatusOK
+	status := "ok"
+	if !ready {
+		code = http.StatusServiceUnavailable
+		status = "unavailable"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	b, _ := Marshaler{}.Marshal(map[string]any{"status": status, "services": out})
+	_, _ = w.Write(b)
+}
+
+// publicReadyz is the REST port's readiness: the same check, answered
+// only as ok (200) or unavailable (503), for load balancers; which
+// service is down is for the admin listener.
+func (g *Gateway) publicReadyz(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+	ready, _ := g.ready(r.Context())
+	w.Header().Set("Content-Type", "application/json")
+	if !ready {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"status":"unavailable"}`))
+		return
+	}
+	_, _ = w.Write([]byte(`{"status":"ok"}`))
+}
+
+// ready asks every backend's gRPC health check.
+func (g *Gateway) ready(ctx context.Context) (bool, map[string]string) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	out := map[string]string{}
 	ready := true
@@ -457,16 +593,7 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request, _ map[string]st
 			out[b.name] = "ok"
 		}
 	}
-	code := http.StatusOK
-	status := "ok"
-	if !ready {
-		code = http.StatusServiceUnavailable
-		status = "unavailable"
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	b, _ := Marshaler{}.Marshal(map[string]any{"status": status, "services": out})
-	_, _ = w.Write(b)
+	return ready, out
 }
 
 //go:embed openapi/docrepo.swagger.json
@@ -475,4 +602,12 @@ var openapiDoc []byte
 // openapi serves the OpenAPI 3 document built from it (openapi.go).
 func (g *Gateway) openapi(w http.ResponseWriter, r *http.Request, _ map[string]string) {
 	serveOpenAPI(w, r)
+}
+
+// RegisterMetrics registers the httpapi metrics on reg (pkg/metrics).
+func RegisterMetrics(reg prometheus.Registerer) error {
+	return metrics.Register(reg,
+		httpRequests,
+		httpDuration,
+	)
 }

@@ -3,18 +3,17 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
-	"mime/multipart"
 	"net"
-	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 
+	"github.com/docrepo/docrepo/pkg/auth"
+	"github.com/docrepo/docrepo/pkg/client"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
 	"github.com/docrepo/docrepo/pkg/logging"
 )
@@ -47,6 +46,13 @@ func (d *countingDocs) UploadDocument(stream grpc.ClientStreamingServer[document
 	}
 }
 
+// anyToken authenticates every well-formed token as a writer.
+type anyToken struct{}
+
+func (anyToken) Authenticate(context.Context, string) (*auth.Principal, error) {
+	return &auth.Principal{UserID: 1, Username: "u", Scopes: []string{auth.ScopeDocumentsWrite}}, nil
+}
+
 // TestShutdownWaitsForInFlightUpload stops the gateway while an upload is
 // half sent: the listener closes at once (no new connections), the upload
 // still completes with 200 and every byte reaches the service, and Run
@@ -57,7 +63,7 @@ func TestShutdownWaitsForInFlightUpload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(grpc.StreamInterceptor(auth.NewInterceptor(anyToken{}).Stream))
 	documentv1.RegisterDocumentServiceServer(srv, docs)
 	go func() { _ = srv.Serve(grpcLis) }()
 	t.Cleanup(srv.Stop)
@@ -79,37 +85,25 @@ func TestShutdownWaitsForInFlightUpload(t *testing.T) {
 	}()
 
 	const half = 1 << 20
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	type result struct {
-		status int
-		body   []byte
-		err    error
-	}
-	respc := make(chan result, 1)
-	go func() {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/apiv2/pub/documents/upload", pr)
-		req.Header.Set("Content-Type", mw.FormDataContentType())
-		req.Header.Set("Authorization", "Bearer test")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			respc <- result{err: err}
-			return
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		respc <- result{status: resp.StatusCode, body: b, err: err}
-	}()
-	if err := mw.WriteField("folder_id", "1"); err != nil {
-		t.Fatal(err)
-	}
-	fw, err := mw.CreateFormFile("file", "big.bin")
+	// The file's first half is sent at once, the second only after gate
+	// closes: shutdown begins with the upload half sent.
+	gate := make(chan struct{})
+	file := io.MultiReader(bytes.NewReader(bytes.Repeat([]byte("a"), half)), gatedReader{gate: gate},
+		bytes.NewReader(bytes.Repeat([]byte("b"), half)))
+	token, _ := auth.NewToken() // well-formed: the gateway lets it through to the service
+	api, err := client.New("http://"+addr, token, client.Options{Retry: client.NoRetry})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fw.Write(bytes.Repeat([]byte("a"), half)); err != nil {
-		t.Fatal(err)
+	type result struct {
+		res *client.UploadResult
+		err error
 	}
+	respc := make(chan result, 1)
+	go func() {
+		res, err := api.Upload(context.Background(), client.Upload{FolderID: 1, File: file, Filename: "big.bin"})
+		respc <- result{res: res, err: err}
+	}()
 	select {
 	case <-docs.started:
 	case <-time.After(10 * time.Second):
@@ -135,23 +129,10 @@ func TestShutdownWaitsForInFlightUpload(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 
-	if _, err := fw.Write(bytes.Repeat([]byte("b"), half)); err != nil {
-		t.Fatal(err)
-	}
-	if err := mw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	pw.Close()
-
+	close(gate)
 	res := <-respc
-	if res.err != nil || res.status != http.StatusOK {
-		t.Fatalf("upload during shutdown: status %d, body %s, err %v", res.status, res.body, res.err)
-	}
-	var out struct {
-		DocID int64 `json:"doc_id"`
-	}
-	if err := json.Unmarshal(res.body, &out); err != nil || out.DocID != 42 {
-		t.Fatalf("upload response %s (%v)", res.body, err)
+	if res.err != nil || res.res.DocID != 42 {
+		t.Fatalf("upload during shutdown: %+v, %v", res.res, res.err)
 	}
 	if got := docs.received.Load(); got != 2*half {
 		t.Fatalf("the service received %d bytes, want %d", got, 2*half)
@@ -164,4 +145,12 @@ func TestShutdownWaitsForInFlightUpload(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after the last request finished")
 	}
+}
+
+// gatedReader yields nothing until gate closes, then ends.
+type gatedReader struct{ gate chan struct{} }
+
+func (g gatedReader) Read([]byte) (int, error) {
+	<-g.gate
+	return 0, io.EOF
 }

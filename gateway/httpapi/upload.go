@@ -15,6 +15,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -320,29 +321,14 @@ func (e errClientBody) detail() string {
 // messages, the file as a header and chunks, so nothing but one chunk is
 // ever held in memory.
 func (g *Gateway) upload(w http.ResponseWriter, r *http.Request, _ map[string]string) {
-	// Cancelling (not CloseSend) abandons the upload: the service must not
-	// mistake a broken request for a complete one.
-	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(r.Context(), forwardMD(r)))
-	defer cancel()
-	stream, err := g.docs.UploadDocument(ctx)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	fileStarted := false
-	sendErr := func() error {
-		// Checked after the stream opened, so that finishUpload reports a
-		// refused caller (401/403) before a bad body (400/413).
-		mr, err := g.multipartReader(r)
-		if err != nil {
-			return err
+	streamUpload(g, w, r, g.docs.UploadDocument, func(send func(*documentv1.UploadDocumentRequest) error, mr *formReader, fileStarted *bool) error {
+		sendMetadata := func(m *documentv1.UploadMetadata) error {
+			return send(&documentv1.UploadDocumentRequest{Part: &documentv1.UploadDocumentRequest_Metadata{Metadata: m}})
 		}
-		defer mr.release()
 		if keys := r.Header.Values("Idempotency-Key"); len(keys) > 1 {
 			return apierr.Invalid("Only one Idempotency-Key header is allowed")
 		} else if len(keys) == 1 {
-			m := &documentv1.UploadMetadata{IdempotencyKey: &keys[0]}
-			if err := stream.Send(&documentv1.UploadDocumentRequest{Part: &documentv1.UploadDocumentRequest_Metadata{Metadata: m}}); err != nil {
+			if err := sendMetadata(&documentv1.UploadMetadata{IdempotencyKey: &keys[0]}); err != nil {
 				return err
 			}
 		}
@@ -359,10 +345,10 @@ func (g *Gateway) upload(w http.ResponseWriter, r *http.Request, _ map[string]st
 			case name == "":
 				return apierr.Invalid("Malformed multipart body: a part has no field name")
 			case name == "file":
-				if err := forwardFile(part, &fileStarted, func(hdr *documentv1.FileHeader) error {
-					return stream.Send(&documentv1.UploadDocumentRequest{Part: &documentv1.UploadDocumentRequest_File{File: hdr}})
+				if err := forwardFile(part, fileStarted, func(hdr *documentv1.FileHeader) error {
+					return send(&documentv1.UploadDocumentRequest{Part: &documentv1.UploadDocumentRequest_File{File: hdr}})
 				}, func(b []byte) error {
-					return stream.Send(&documentv1.UploadDocumentRequest{Part: &documentv1.UploadDocumentRequest_Chunk{Chunk: b}})
+					return send(&documentv1.UploadDocumentRequest{Part: &documentv1.UploadDocumentRequest_Chunk{Chunk: b}})
 				}); err != nil {
 					return err
 				}
@@ -375,17 +361,97 @@ func (g *Gateway) upload(w http.ResponseWriter, r *http.Request, _ map[string]st
 				if err != nil {
 					return err
 				}
-				if err := stream.Send(&documentv1.UploadDocumentRequest{Part: &documentv1.UploadDocumentRequest_Metadata{Metadata: m}}); err != nil {
+				if err := sendMetadata(m); err != nil {
 					return err
 				}
 			}
 		}
+	}, func(resp *documentv1.UploadDocumentResponse) any { return resp })
+}
+
+// streamUpload is what both uploads (a document, a version) share: it
+// opens the document service's client stream with the caller's metadata,
+// waits until the service has accepted the caller, then reads the
+// multipart body — only then, so that a refused caller (401/403) is
+// reported before a bad body (400/413), and no body is read for one —
+// and has sendBody forward it part by part; finishUpload answers with
+// answer(the service's response). Cancelling the stream's context (not
+// CloseSend) abandons the upload: the service must not mistake a broken
+// request for a complete one.
+func streamUpload[Req, Resp any](g *Gateway, w http.ResponseWriter, r *http.Request,
+	open func(context.Context, ...grpc.CallOption) (grpc.ClientStreamingClient[Req, Resp], error),
+	sendBody func(send func(*Req) error, mr *formReader, fileStarted *bool) error,
+	answer func(*Resp) any,
+) {
+	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(r.Context(), forwardMD(r)))
+	defer cancel()
+	stream, err := open(ctx)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	release, err := g.acceptStream(stream, func() error {
+		_, err := stream.CloseAndRecv()
+		return err
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	defer release()
+	fileStarted := false
+	sendErr := func() error {
+		mr, err := g.multipartReader(r)
+		if err != nil {
+			return err
+		}
+		defer mr.release()
+		return sendBody(stream.Send, mr, &fileStarted)
 	}()
 	g.finishUpload(w, r, sendErr, fileStarted, func() (any, error) {
 		resp, err := stream.CloseAndRecv()
-		return resp, err
+		if err != nil {
+			return nil, err
+		}
+		return answer(resp), nil
 	}, cancel)
 }
+
+// acceptStream waits until the service has accepted an upload stream (its
+// AcceptedHeader) or refused it (then the refusal is returned: closeAndRecv
+// reads the stream's status), and takes a stream slot. Only then is the
+// request's body read and are buffers allocated for it, so a caller the
+// service refuses costs no more than the call. release gives the slot back.
+func (g *Gateway) acceptStream(stream grpc.ClientStream, closeAndRecv func() error) (release func(), err error) {
+	md, err := stream.Header()
+	if err == nil && len(md.Get(auth.AcceptedHeader)) == 0 {
+		err = closeAndRecv()
+		if err == nil {
+			err = apierr.Internal(errors.New("upload stream ended before the service accepted it"))
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return g.takeStream()
+}
+
+// takeStream takes one of the MaxStreams slots of transfers in progress,
+// or refuses with errBusy (503) when none is free.
+func (g *Gateway) takeStream() (release func(), err error) {
+	select {
+	case g.streams <- struct{}{}:
+		return func() { <-g.streams }, nil
+	default:
+		return nil, errBusy{}
+	}
+}
+
+// errBusy refuses a transfer when MaxStreams are in progress: 503 with
+// Retry-After (writeError).
+type errBusy struct{}
+
+func (errBusy) Error() string { return "Too many uploads and downloads in progress; retry shortly" }
 
 // finishUpload ends an upload stream.
 //
@@ -436,20 +502,7 @@ func (g *Gateway) uploadVersion(w http.ResponseWriter, r *http.Request, params m
 		writeError(w, r, apierr.Invalid("Invalid value for doc_id: expected an integer"))
 		return
 	}
-	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(r.Context(), forwardMD(r)))
-	defer cancel()
-	stream, err := g.docs.UploadVersion(ctx)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	fileStarted := false
-	sendErr := func() error {
-		mr, err := g.multipartReader(r)
-		if err != nil {
-			return err
-		}
-		defer mr.release()
+	streamUpload(g, w, r, g.docs.UploadVersion, func(send func(*documentv1.UploadVersionRequest) error, mr *formReader, fileStarted *bool) error {
 		for {
 			part, err := mr.next()
 			if errors.Is(err, io.EOF) {
@@ -461,21 +514,14 @@ func (g *Gateway) uploadVersion(w http.ResponseWriter, r *http.Request, params m
 			if part.FormName() != "file" {
 				return apierr.Invalid("Unknown field: %s", part.FormName())
 			}
-			if err := forwardFile(part, &fileStarted, func(fh *documentv1.FileHeader) error {
+			if err := forwardFile(part, fileStarted, func(fh *documentv1.FileHeader) error {
 				hdr := &documentv1.UploadVersionHeader{DocId: docID, File: fh}
-				return stream.Send(&documentv1.UploadVersionRequest{Part: &documentv1.UploadVersionRequest_Header{Header: hdr}})
+				return send(&documentv1.UploadVersionRequest{Part: &documentv1.UploadVersionRequest_Header{Header: hdr}})
 			}, func(b []byte) error {
-				return stream.Send(&documentv1.UploadVersionRequest{Part: &documentv1.UploadVersionRequest_Chunk{Chunk: b}})
+				return send(&documentv1.UploadVersionRequest{Part: &documentv1.UploadVersionRequest_Chunk{Chunk: b}})
 			}); err != nil {
 				return err
 			}
 		}
-	}()
-	g.finishUpload(w, r, sendErr, fileStarted, func() (any, error) {
-		resp, err := stream.CloseAndRecv()
-		if err != nil {
-			return nil, err
-		}
-		return resp.GetListing(), nil
-	}, cancel)
+	}, func(resp *documentv1.UploadVersionResponse) any { return resp.GetListing() })
 }

@@ -5,7 +5,7 @@
 //
 // Two kinds of credential exist. An API key ("drk_<43 url-safe
 // characters>", 32 random bytes) belongs to a user and holds user scopes
-// only: documents_read, documents_write, search. A service credential
+// only: documents_read, documents_write, search, audit, webhooks. A service credential
 // ("drs_<43 characters>") belongs to one of docrepo's own processes or to
 // an operator's tool, holds the service scopes internal and admin only,
 // has no user and no groups, and is refused for REST calls. Only the
@@ -27,6 +27,13 @@ const (
 	ScopeDocumentsRead  = "documents_read"
 	ScopeDocumentsWrite = "documents_write"
 	ScopeSearch         = "search"
+	// ScopeAudit reads the whole audit trail (GET /apiv2/pub/audit): every
+	// user's changes, whatever they can see. A user scope, so that an
+	// administrator's API key can hold it over REST.
+	ScopeAudit = "audit"
+	// ScopeWebhooks manages webhook subscriptions, each of which receives
+	// what its owner can see: an administrator's scope too.
+	ScopeWebhooks = "webhooks"
 	// ScopeInternal is for docrepo's own services (the indexer): it reads
 	// every document regardless of groups.
 	ScopeInternal = "internal"
@@ -35,7 +42,7 @@ const (
 )
 
 // UserScopes are the scopes an API key (a user's credential) may hold.
-var UserScopes = []string{ScopeDocumentsRead, ScopeDocumentsWrite, ScopeSearch}
+var UserScopes = []string{ScopeDocumentsRead, ScopeDocumentsWrite, ScopeSearch, ScopeAudit, ScopeWebhooks}
 
 // ServiceScopes are the scopes only a service credential may hold.
 var ServiceScopes = []string{ScopeInternal, ScopeAdmin}

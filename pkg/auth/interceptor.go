@@ -30,9 +30,23 @@ func ErrInvalidToken() error { return apierr.Unauthenticated("Invalid or expired
 var publicMethods = map[string]bool{"/grpc.health.v1.Health/Check": true, "/grpc.health.v1.Health/List": true}
 
 // infrastructure is what every gRPC server exposes beside its API: a
-// health Watch stream and reflection (which describes the whole API). They
-// need a valid token, but no scope.
-var infrastructure = []string{"/grpc.health.v1.Health/", "/grpc.reflection.v1.ServerReflection/", "/grpc.reflection.v1alpha.ServerReflection/"}
+// health Watch stream, which needs a valid token but no scope, and
+// reflection, which describes the whole API (every method, every internal
+// and admin RPC) and so answers service credentials only: operators'
+// tools (grpcurl) and docrepo's own processes, never a user's API key.
+var infrastructure = []struct {
+	prefix      string
+	serviceOnly bool
+}{
+	{prefix: "/grpc.health.v1.Health/"},
+	{prefix: "/grpc.reflection.v1.ServerReflection/", serviceOnly: true},
+	{prefix: "/grpc.reflection.v1alpha.ServerReflection/", serviceOnly: true},
+}
+
+// ErrReflectionForServices refuses reflection to a user's API key.
+func ErrReflectionForServices() error {
+	return apierr.PermissionDenied("gRPC reflection is for service credentials only")
+}
 
 // Interceptor enforces the access option of every RPC.
 type Interceptor struct {
@@ -80,11 +94,14 @@ func (i *Interceptor) Authorize(ctx context.Context, fullMethod string) (context
 	if publicMethods[fullMethod] {
 		return ctx, nil
 	}
-	for _, p := range infrastructure {
-		if strings.HasPrefix(fullMethod, p) {
+	for _, inf := range infrastructure {
+		if strings.HasPrefix(fullMethod, inf.prefix) {
 			pr, err := i.authenticate(ctx)
 			if err != nil {
 				return ctx, err
+			}
+			if inf.serviceOnly && pr.Service == "" {
+				return ctx, ErrReflectionForServices()
 			}
 			return WithPrincipal(ctx, pr), nil
 		}
@@ -177,11 +194,22 @@ func (i *Interceptor) Unary(ctx context.Context, req any, info *grpc.UnaryServer
 	return handler(ctx, req)
 }
 
+// AcceptedHeader is the header metadata key a server sends at the start of
+// a client-streaming call it has authenticated and authorised: a client
+// that waits for it (the gateway's uploads) reads and buffers nothing for
+// a call that would be refused.
+const AcceptedHeader = "docrepo-accepted"
+
 // Stream is the streaming server interceptor.
 func (i *Interceptor) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	ctx, err := i.Authorize(ss.Context(), info.FullMethod)
 	if err != nil {
 		return err
+	}
+	if info.IsClientStream {
+		if err := ss.SendHeader(metadata.Pairs(AcceptedHeader, "1")); err != nil {
+			return err
+		}
 	}
 	return handler(srv, &contextStream{ServerStream: ss, ctx: ctx})
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/blob"
 )
 
-func TestValidateKey(t *testing.T) {
+func TestValidateKeyAcceptsSafePathsOnly(t *testing.T) {
 	tests := []struct {
 		name  string
 		key   string

@@ -16,7 +16,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -34,6 +33,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/grpcserver"
 	"github.com/docrepo/docrepo/pkg/identity"
 	"github.com/docrepo/docrepo/pkg/logging"
+	"github.com/docrepo/docrepo/pkg/metrics"
 	"github.com/docrepo/docrepo/pkg/profiling"
 	"github.com/docrepo/docrepo/pkg/tracing"
 )
@@ -49,6 +49,10 @@ type Service struct {
 	// notifications from Postgres empty (see identity.TokenCache).
 	Tokens *identity.TokenCache
 	Server *grpcserver.Server
+	// Metrics is the registry the side port's /metrics serves: the Go
+	// runtime, the process, the gRPC server, the token cache and what
+	// Options.Metrics registered.
+	Metrics *prometheus.Registry
 
 	// Listener, when set before Run, is used instead of listening on
 	// Config.GRPCAddr (tests pass pre-bound listeners).
@@ -58,6 +62,10 @@ type Service struct {
 	// ReadyInfo, when set, is added to /readyz's JSON answer (e.g. which
 	// embedder the search service runs, and whether it is the fallback).
 	ReadyInfo map[string]any
+	// ReadyState, when set, is called at each /readyz and its entries are
+	// added to the answer: what changes while the service runs (the
+	// search service's re-embedding and its progress).
+	ReadyState func() map[string]any
 
 	tasks       []func(ctx context.Context) error
 	stopTracing func(context.Context) error
@@ -79,6 +87,9 @@ type Options struct {
 	Migrations []database.MigrationSet
 	// Logger, when set, replaces the configured logger (tests).
 	Logger *slog.Logger
+	// Metrics are the RegisterMetrics functions of the packages the
+	// service runs (pkg/metrics), e.g. outbox.RegisterMetrics.
+	Metrics []func(prometheus.Registerer) error
 }
 
 // Start opens the database in the service's schema, applies its migrations
@@ -96,7 +107,7 @@ func Start(ctx context.Context, name string, cfg config.Common, opts Options) (_
 			s.Close()
 		}
 	}()
-	if s.stopTracing, err = tracing.Setup(ctx, name, os.Getenv); err != nil {
+	if s.stopTracing, err = tracing.Setup(ctx, name, tracing.Options(cfg.Tracing)); err != nil {
 		return nil, err
 	}
 	if s.Pool, err = database.Open(ctx, cfg.DatabaseURL, opts.Schema); err != nil {
@@ -118,9 +129,12 @@ func Start(ctx context.Context, name string, cfg config.Common, opts Options) (_
 	s.Identity = identity.NewStore(s.Pool)
 	s.Tokens = identity.NewTokenCache(s.Identity, identity.DefaultCacheTTL, logger)
 	s.Go(s.Tokens.Run)
-	// One service per process; a second Start in the same process (tests)
-	// keeps the first one's counters.
-	_ = s.Tokens.RegisterMetrics(prometheus.DefaultRegisterer)
+	s.Metrics = metrics.NewRegistry()
+	for _, register := range append([]func(prometheus.Registerer) error{grpcserver.RegisterMetrics, s.Tokens.RegisterMetrics}, opts.Metrics...) {
+		if err := register(s.Metrics); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+	}
 	serverCreds, err := cfg.GRPCTLS.Server()
 	if err != nil {
 		return nil, err
@@ -223,7 +237,11 @@ func (s *Service) Run(ctx context.Context) error {
 // Handler returns the side-port HTTP handler: /metrics, /healthz, /readyz.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.Handler())
+	reg := s.Metrics
+	if reg == nil {
+		reg = metrics.NewRegistry()
+	}
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}`))
@@ -239,6 +257,11 @@ func (s *Service) Handler() http.Handler {
 		body := map[string]any{"status": "ok"}
 		for k, v := range s.ReadyInfo {
 			body[k] = v
+		}
+		if s.ReadyState != nil {
+			for k, v := range s.ReadyState() {
+				body[k] = v
+			}
 		}
 		if err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)

@@ -14,13 +14,14 @@ import (
 
 // TestReadyzNamesWhatItRuns: /readyz answers 200 or 503 with its status
 // and the service's ReadyInfo (the search service names its embedder and
-// whether it is the lexical fallback).
+// whether it is the lexical fallback) and ReadyState (its re-embedding).
 func TestReadyzNamesWhatItRuns(t *testing.T) {
 	pool := pgtest.NewPool(t, "")
 	var readyErr error
 	s := &Service{Pool: pool, Logger: slog.New(slog.DiscardHandler),
-		Ready:     func(context.Context) error { return readyErr },
-		ReadyInfo: map[string]any{"embedder": "hash:hash:v1:256", "embedder_fallback": true}}
+		Ready:      func(context.Context) error { return readyErr },
+		ReadyInfo:  map[string]any{"embedder": "hash:hash:v1:256", "embedder_fallback": true},
+		ReadyState: func() map[string]any { return map[string]any{"reembedding": map[string]any{"done": 3}} }}
 	tests := []struct {
 		name       string
 		err        error
@@ -39,8 +40,10 @@ func TestReadyzNamesWhatItRuns(t *testing.T) {
 			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 				t.Fatalf("body %q: %v", rec.Body, err)
 			}
-			if rec.Code != tt.wantCode || body["status"] != tt.wantStatus || body["embedder"] != "hash:hash:v1:256" || body["embedder_fallback"] != true {
-				t.Fatalf("/readyz = %d %v, want %d with status %s and the embedder", rec.Code, body, tt.wantCode, tt.wantStatus)
+			re, _ := body["reembedding"].(map[string]any)
+			if rec.Code != tt.wantCode || body["status"] != tt.wantStatus || body["embedder"] != "hash:hash:v1:256" || body["embedder_fallback"] != true ||
+				re["done"] != 3.0 {
+				t.Fatalf("/readyz = %d %v, want %d with status %s, the embedder and the re-embedding", rec.Code, body, tt.wantCode, tt.wantStatus)
 			}
 		})
 	}

@@ -15,7 +15,7 @@ import (
 // A NATS server that requires a user and password accepts the services'
 // connections only with NATS_USER and NATS_PASSWORD set, as compose and
 // kustomize configure them.
-func TestNATSCredentials(t *testing.T) {
+func TestNATSConnectsOnlyWithConfiguredUserAndPassword(t *testing.T) {
 	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, Username: "docrepo", Password: "s3cret", NoLog: true, NoSigs: true})
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io/fs"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -91,6 +92,21 @@ type MigrationSet struct {
 	Component string
 	// FS holds the SQL files NNNN_<what>.sql at its root.
 	FS fs.FS
+	// With are sets applied right after this one wherever it is applied:
+	// its companions in the same schema, such as the identity schema's
+	// audit log, which the identity code writes.
+	With []MigrationSet
+}
+
+// Expand lists sets in the order Migrate applies them: each one followed
+// by its With sets (and theirs).
+func Expand(sets []MigrationSet) []MigrationSet {
+	var out []MigrationSet
+	for _, s := range sets {
+		out = append(out, s)
+		out = append(out, Expand(s.With)...)
+	}
+	return out
 }
 
 // Embedded is the set of the SQL files in the directory migrations of
@@ -157,8 +173,9 @@ type Applied struct {
 
 func (a Applied) String() string { return a.Schema + "/" + a.Component + "/" + a.Name }
 
-// Migrate applies, set by set in the order given, every migration not yet
-// recorded in its schema's schema_migrations. It returns what it applied.
+// Migrate applies, set by set in the order given (each followed by its
+// With sets), every migration not yet recorded in its schema's
+// schema_migrations. It returns what it applied.
 func Migrate(ctx context.Context, pool Querier, sets ...MigrationSet) ([]Applied, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -181,7 +198,7 @@ func Migrate(ctx context.Context, pool Querier, sets ...MigrationSet) ([]Applied
 		_, _ = conn.Exec(unlockCtx, `RESET statement_timeout`)
 	}()
 	var done []Applied
-	for _, set := range sets {
+	for _, set := range Expand(sets) {
 		applied, err := migrateSet(ctx, conn.Conn(), set)
 		done = append(done, applied...)
 		if err != nil {
@@ -191,14 +208,53 @@ func Migrate(ctx context.Context, pool Querier, sets ...MigrationSet) ([]Applied
 	return done, nil
 }
 
+// setComplete reports whether every migration of set is recorded in its
+// schema's schema_migrations (false when that table does not exist yet).
+func setComplete(ctx context.Context, conn *pgx.Conn, set MigrationSet, migrations []Migration) (bool, error) {
+	var table *string
+	if err := conn.QueryRow(ctx, `SELECT to_regclass($1)::text`, set.Schema+".schema_migrations").Scan(&table); err != nil {
+		return false, fmt.Errorf("database: %s.schema_migrations: %w", set.Schema, err)
+	}
+	if table == nil {
+		return false, nil
+	}
+	var versions []int
+	rows, err := conn.Query(ctx, `SELECT version FROM `+pgx.Identifier{set.Schema}.Sanitize()+`.schema_migrations WHERE component = $1`, set.Component)
+	if err != nil {
+		return false, fmt.Errorf("database: read %s.schema_migrations: %w", set.Schema, err)
+	}
+	if versions, err = pgx.CollectRows(rows, pgx.RowTo[int]); err != nil {
+		return false, fmt.Errorf("database: read %s.schema_migrations: %w", set.Schema, err)
+	}
+	for _, m := range migrations {
+		if !slices.Contains(versions, m.Version) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 func migrateSet(ctx context.Context, conn *pgx.Conn, set MigrationSet) ([]Applied, error) {
 	migrations, err := set.Migrations()
 	if err != nil {
 		return nil, err
 	}
 	schema := pgx.Identifier{set.Schema}.Sanitize()
-	if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema); err != nil {
-		return nil, fmt.Errorf("database: create schema %s: %w", set.Schema, err)
+	// A set that is complete needs no DDL at all: a service connecting as
+	// its own role (pkg/dbroles) passes over the identity schema, which
+	// it may read but not change, and its own existing schema, which it
+	// owns but could not create (no CREATE on the database).
+	if complete, err := setComplete(ctx, conn, set, migrations); err != nil || complete {
+		return nil, err
+	}
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, set.Schema).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("database: schema %s: %w", set.Schema, err)
+	}
+	if !exists {
+		if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema); err != nil {
+			return nil, fmt.Errorf("database: create schema %s: %w", set.Schema, err)
+		}
 	}
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+schema+`.schema_migrations (
 		component text NOT NULL,

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-func TestUnreachable(t *testing.T) {
+func TestUnreachableTellsLostServerFromBadStatement(t *testing.T) {
 	// A real failed connection attempt: nothing listens on the port.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

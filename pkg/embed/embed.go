@@ -29,8 +29,33 @@ const (
 	KindLocal  = "local"
 )
 
+// Fallback is the hash embedder standing in for a use embedder whose
+// model could not be loaded: Reason says why. Its vectors and identity
+// are the hash embedder's, so an index it writes is a hash index.
+type Fallback struct {
+	*Hash
+	// Wanted is the kind that was configured ("use").
+	Wanted string
+	// Reason is why the wanted embedder could not start.
+	Reason error
+}
+
+// FallbackReason reports whether e stands in for another embedder, and
+// why.
+func FallbackReason(e Embedder) (error, bool) {
+	if f, ok := e.(*Fallback); ok {
+		return f.Reason, true
+	}
+	return nil, false
+}
+
 // ErrConfig reports an unusable configuration.
 var ErrConfig = errors.New("embed: bad configuration")
+
+// ErrNoModel reports a use model directory that is not configured,
+// missing, incomplete or unreadable; New falls back to the hash
+// embedder on it.
+var ErrNoModel = errors.New("no sentence encoder model")
 
 // Config selects and configures an embedder; it is what a service reads
 // from its configuration. Fields that do not apply to Kind are ignored.
@@ -65,6 +90,20 @@ type Config struct {
 	Pooling                    string
 	QueryPrefix, PassagePrefix string
 	MaxTokens                  int
+
+	// USEModelDir, USEWeight and USEPassagePieces configure the use
+	// embedder (see USEConfig); Dimensions is its lexical part's length.
+	// USEWeight is taken as given (callers set the default).
+	USEModelDir      string
+	USEWeight        float64
+	USEPassagePieces int
+	// USEShortQueryWords, USEShortQueryWeight, USEQueryWeight, USEQueryIDF
+	// and USEUnmatchedWeight: see USEConfig (query side only).
+	USEShortQueryWords  int
+	USEShortQueryWeight float64
+	USEQueryWeight      float64
+	USEQueryIDF         float64
+	USEUnmatchedWeight  float64
 }
 
 // New returns the embedder cfg describes.
@@ -76,6 +115,27 @@ func New(cfg Config) (Embedder, error) {
 			dim = DefaultHashDimensions
 		}
 		return NewHash(dim)
+	case KindUSE:
+		u, err := NewUSE(USEConfig{ModelDir: cfg.USEModelDir, Weight: cfg.USEWeight, WeightSet: true,
+			LexicalDimensions: cfg.Dimensions, PassagePieces: cfg.USEPassagePieces,
+			ShortQueryWords: cfg.USEShortQueryWords, ShortQueryWeight: cfg.USEShortQueryWeight,
+			QueryWeight: cfg.USEQueryWeight, QueryIDF: cfg.USEQueryIDF, UnmatchedWeight: cfg.USEUnmatchedWeight})
+		if err == nil {
+			return u, nil
+		}
+		if !errors.Is(err, ErrNoModel) {
+			return nil, err
+		}
+		// No model (not fetched, no npm): the lexical half alone.
+		dim := cfg.Dimensions
+		if dim == 0 {
+			dim = DefaultHashDimensions
+		}
+		h, herr := NewHash(dim)
+		if herr != nil {
+			return nil, herr
+		}
+		return &Fallback{Hash: h, Wanted: KindUSE, Reason: err}, nil
 	case KindOpenAI:
 		return NewOpenAI(OpenAIConfig{
 			BaseURL:        cfg.BaseURL,
@@ -103,5 +163,5 @@ func New(cfg Config) (Embedder, error) {
 		}
 		return l, nil
 	}
-	return nil, fmt.Errorf("%w: unknown embedder kind %q (want %q, %q or %q)", ErrConfig, cfg.Kind, KindHash, KindOpenAI, KindLocal)
+	return nil, fmt.Errorf("%w: unknown embedder kind %q (want %q, %q, %q or %q)", ErrConfig, cfg.Kind, KindUSE, KindHash, KindOpenAI, KindLocal)
 }

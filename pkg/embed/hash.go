@@ -77,11 +77,20 @@ func (h *Hash) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 
 // Vector embeds one text. The result has unit L2 norm, or is all zeros for
 // a text without words.
-func (h *Hash) Vector(text string) []float32 {
+func (h *Hash) Vector(text string) []float32 { return h.WeightedVector(text, nil) }
+
+// WeightedVector is Vector with each word's features (the word and its
+// character n-grams) scaled by weight(word), the lowercased word (nil:
+// 1 for every word): a query's words weighted by their rarity in an
+// index make a query vector whose dot product with Vector's document
+// vectors is a tf-idf-like score. A feature that several words share
+// takes the largest of their weights. A word weighing 0 is left out.
+func (h *Hash) WeightedVector(text string, weight func(word string) float64) []float32 {
 	p := h.p
 	t := tables.Get().(*featureTable)
 	defer tables.Put(t)
 	t.reset()
+	t.weighted = weight != nil
 	words := tokenize(text, maxHashTokens)
 	prevStem := ""
 	var starts []int
@@ -89,6 +98,13 @@ func (h *Hash) Vector(text string) []float32 {
 		if stopWords[w] {
 			prevStem = ""
 			continue
+		}
+		t.weight = 1
+		if weight != nil {
+			if t.weight = weight(w); t.weight <= 0 {
+				prevStem = ""
+				continue
+			}
 		}
 		stem := stems.stem(w)
 		t.add(xxhash.Sum64String(stem)^saltWord, kindWord)
@@ -124,6 +140,9 @@ func (h *Hash) Vector(text string) []float32 {
 		// Sublinear term frequency: repeated features count, but a word
 		// said ten times is not ten times as important.
 		weight := kindWeight[t.kind[i]] * (1 + logCount(n))
+		if t.weighted {
+			weight *= t.scale[i]
+		}
 		idx := key % uint64(p.dim)
 		if key>>63 == 1 {
 			// The sign bit makes collisions cancel out on average
@@ -162,12 +181,17 @@ type featureTable struct {
 	n    []uint32 // occurrences; 0 marks a free slot
 	kind []uint8
 	used int
+	// Weighted vectors only: the weight of the word being added, and
+	// each feature's largest.
+	weighted bool
+	weight   float64
+	scale    []float64
 }
 
 var tables = sync.Pool{New: func() any { return newFeatureTable(1024) }}
 
 func newFeatureTable(size int) *featureTable {
-	return &featureTable{keys: make([]uint64, size), n: make([]uint32, size), kind: make([]uint8, size)}
+	return &featureTable{keys: make([]uint64, size), n: make([]uint32, size), kind: make([]uint8, size), scale: make([]float64, size)}
 }
 
 func (t *featureTable) reset() {
@@ -187,8 +211,12 @@ func (t *featureTable) add(key uint64, kind uint8) {
 	if t.n[i] == 0 {
 		t.keys[i], t.kind[i] = key, kind
 		t.used++
+		t.scale[i] = 0
 	}
 	t.n[i]++
+	if t.weighted {
+		t.scale[i] = max(t.scale[i], t.weight)
+	}
 }
 
 // slot returns the index of key, or of the free slot where it goes.
@@ -205,10 +233,11 @@ func (t *featureTable) slot(key uint64) uint64 {
 func (t *featureTable) grow() {
 	old := *t
 	*t = *newFeatureTable(2 * len(old.n))
+	t.weighted, t.weight = old.weighted, old.weight
 	for i, n := range old.n {
 		if n != 0 {
 			j := t.slot(old.keys[i])
-			t.keys[j], t.n[j], t.kind[j] = old.keys[i], n, old.kind[i]
+			t.keys[j], t.n[j], t.kind[j], t.scale[j] = old.keys[i], n, old.kind[i], old.scale[i]
 			t.used++
 		}
 	}

@@ -186,3 +186,48 @@ func TestNew(t *testing.T) {
 		})
 	}
 }
+
+// TestHashWeightedVector checks the query side's weighted hash vector:
+// no weights is Vector, equal weights are Vector (it is normalised), a
+// word weighing 0 is left out, and a heavier word moves the vector
+// towards the documents holding it.
+func TestHashWeightedVector(t *testing.T) {
+	h, err := NewHash(DefaultHashDimensions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const text = "measles vaccination children"
+	for _, tc := range []struct {
+		name   string
+		weight func(string) float64
+		want   []float32
+	}{
+		{name: "nil", weight: nil, want: h.Vector(text)},
+		{name: "equal", weight: func(string) float64 { return 3 }, want: h.Vector(text)},
+		{name: "a word left out", weight: func(w string) float64 {
+			if w == "children" {
+				return 0
+			}
+			return 1
+		}, want: h.Vector("measles vaccination")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := h.WeightedVector(text, tc.weight)
+			if d := squaredL2(got, tc.want); d > 1e-10 {
+				t.Errorf("squared distance %g from the expected vector", d)
+			}
+		})
+	}
+	heavy := h.WeightedVector(text, func(w string) float64 {
+		if w == "measles" {
+			return 5
+		}
+		return 1
+	})
+	plain := h.Vector(text)
+	measles, children := h.Vector("measles outbreak"), h.Vector("children playing")
+	if !(dot(heavy, measles) > dot(plain, measles) && dot(heavy, children) < dot(plain, children)) {
+		t.Errorf("weighting measles: cos with a measles text %.3f (unweighted %.3f), with a children text %.3f (unweighted %.3f)",
+			dot(heavy, measles), dot(plain, measles), dot(heavy, children), dot(plain, children))
+	}
+}

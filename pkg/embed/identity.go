@@ -75,3 +75,20 @@ func EmbedQueries(ctx context.Context, e Embedder, queries []string) ([][]float3
 	}
 	return e.Embed(ctx, queries)
 }
+
+// MetadataEmbedder is implemented by embedders that embed a document's
+// metadata text (engine.MetadataText) differently from its content: the
+// use embedder gives it only its lexical half, so that the write path,
+// where metadata vectors are made, runs no sentence encoder.
+type MetadataEmbedder interface {
+	EmbedMetadata(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// Metadata embeds metadata texts with e: through EmbedMetadata where e
+// has it, else with Embed.
+func Metadata(ctx context.Context, e Embedder, texts []string) ([][]float32, error) {
+	if m, ok := e.(MetadataEmbedder); ok {
+		return m.EmbedMetadata(ctx, texts)
+	}
+	return e.Embed(ctx, texts)
+}

@@ -1,6 +1,7 @@
 package embed
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -98,17 +99,61 @@ type LocalInfo struct {
 // is an ErrConfig error that names it.
 func NewLocal(cfg LocalConfig) (*Local, error) {
 	dir := cfg.ModelDir
+	if err := checkModelDir(dir); err != nil {
+		return nil, err
+	}
+	model, tok, st, err := loadLocalModel(dir)
+	if err != nil {
+		return nil, err
+	}
+	pooling, err := localPooling(cfg.Pooling, st.pooling)
+	if err != nil {
+		return nil, err
+	}
+	l := &Local{tok: tok, model: model, pooling: pooling}
+	qp, pp := cmp.Or(cfg.QueryPrefix, st.queryPrompt), cmp.Or(cfg.PassagePrefix, st.passagePrompt)
+	l.queryPre, l.passPre = tok.IDs(qp), tok.IDs(pp)
+	maxTokens, err := localMaxTokens(cfg.MaxTokens, st.maxSeqLength, model.MaxTokens())
+	if err != nil {
+		return nil, err
+	}
+	window, overlap, err := passageWindow(maxTokens, max(len(l.queryPre), len(l.passPre)), cfg.Overlap)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	c := model.Config()
+	l.info = LocalInfo{
+		Dir: abs, Pooling: l.pooling.String(), MaxTokens: maxTokens, Window: window, Overlap: overlap,
+		QueryPrefix: qp, PassagePrefix: pp, BatchTokens: max(cmp.Or(cfg.BatchTokens, DefaultBatchTokens), maxTokens),
+		Kernel: bert.Kernel(), WeightsSHA256: model.WeightsSHA256(), Layers: c.NumHiddenLayers, Hidden: c.HiddenSize,
+	}
+	version, err := localVersion(dir, l.info)
+	if err != nil {
+		return nil, fmt.Errorf("%w: local model: %v", ErrConfig, err)
+	}
+	l.id = Identity{Kind: KindLocal, Model: filepath.Base(abs), Version: version, Dimensions: model.Dimensions()}
+	return l, nil
+}
+
+// checkModelDir fails with an ErrConfig error naming what is wrong unless
+// dir is a directory holding the encoder's config and weights and a
+// tokenizer file.
+func checkModelDir(dir string) error {
 	if strings.TrimSpace(dir) == "" {
-		return nil, fmt.Errorf("%w: the local embedder needs a model directory", ErrConfig)
+		return fmt.Errorf("%w: the local embedder needs a model directory", ErrConfig)
 	}
 	st, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("%w: local model directory %s does not exist", ErrConfig, dir)
+		return fmt.Errorf("%w: local model directory %s does not exist", ErrConfig, dir)
 	case err != nil:
-		return nil, fmt.Errorf("%w: local model directory: %v", ErrConfig, err)
+		return fmt.Errorf("%w: local model directory: %v", ErrConfig, err)
 	case !st.IsDir():
-		return nil, fmt.Errorf("%w: local model directory %s is not a directory", ErrConfig, dir)
+		return fmt.Errorf("%w: local model directory %s is not a directory", ErrConfig, dir)
 	}
 	var missing []string
 	for _, names := range [][]string{{bert.ConfigFile}, {bert.WeightsFile}, {wordpiece.TokenizerJSON, wordpiece.VocabTxt}} {
@@ -123,89 +168,68 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("%w: local model directory %s lacks %s", ErrConfig, dir, strings.Join(missing, ", "))
+		return fmt.Errorf("%w: local model directory %s lacks %s", ErrConfig, dir, strings.Join(missing, ", "))
 	}
+	return nil
+}
+
+// loadLocalModel reads the encoder, the tokenizer (whose vocabulary must
+// fit the encoder's) and the sentence-transformers settings of dir.
+func loadLocalModel(dir string) (*bert.Model, *wordpiece.Tokenizer, stSettings, error) {
 	model, err := bert.Load(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: local model: %v", ErrConfig, err)
+		return nil, nil, stSettings{}, fmt.Errorf("%w: local model: %v", ErrConfig, err)
 	}
 	tok, err := wordpiece.Load(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: local model: %v", ErrConfig, err)
+		return nil, nil, stSettings{}, fmt.Errorf("%w: local model: %v", ErrConfig, err)
 	}
 	if tok.VocabSize() > model.Config().VocabSize {
-		return nil, fmt.Errorf("%w: local model %s: the tokenizer has %d tokens, the model's vocab_size is %d", ErrConfig, dir, tok.VocabSize(), model.Config().VocabSize)
+		return nil, nil, stSettings{}, fmt.Errorf("%w: local model %s: the tokenizer has %d tokens, the model's vocab_size is %d", ErrConfig, dir, tok.VocabSize(), model.Config().VocabSize)
 	}
-	st2, err := readSentenceTransformers(dir)
+	st, err := readSentenceTransformers(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: local model: %v", ErrConfig, err)
+		return nil, nil, stSettings{}, fmt.Errorf("%w: local model: %v", ErrConfig, err)
 	}
-	l := &Local{tok: tok, model: model}
-	poolName := cfg.Pooling
-	if poolName == "" {
-		poolName = st2.pooling
+	return model, tok, st, nil
+}
+
+// localPooling is the configured pooling, else the directory's, else mean.
+func localPooling(configured, fromDir string) (bert.Pooling, error) {
+	p, err := bert.ParsePooling(cmp.Or(configured, fromDir, "mean"))
+	if err != nil {
+		return p, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	if poolName == "" {
-		poolName = "mean"
+	return p, nil
+}
+
+// localMaxTokens is the longest sequence given to the model: the
+// configured one, which may not exceed the model's positions, else the
+// directory's max_seq_length or DefaultLocalMaxTokens, capped by them.
+func localMaxTokens(configured, fromDir, positions int) (int, error) {
+	maxTokens := cmp.Or(configured, fromDir, DefaultLocalMaxTokens)
+	if configured == 0 {
+		maxTokens = min(maxTokens, positions)
 	}
-	if l.pooling, err = bert.ParsePooling(poolName); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	if maxTokens > positions {
+		return 0, fmt.Errorf("%w: max tokens %d is more than the model's %d positions", ErrConfig, maxTokens, positions)
 	}
-	qp, pp := cfg.QueryPrefix, cfg.PassagePrefix
-	if qp == "" {
-		qp = st2.queryPrompt
-	}
-	if pp == "" {
-		pp = st2.passagePrompt
-	}
-	l.queryPre, l.passPre = tok.IDs(qp), tok.IDs(pp)
-	maxTokens := cfg.MaxTokens
-	if maxTokens == 0 {
-		maxTokens = st2.maxSeqLength
-	}
-	if maxTokens == 0 {
-		maxTokens = DefaultLocalMaxTokens
-	}
-	if cfg.MaxTokens == 0 {
-		maxTokens = min(maxTokens, model.MaxTokens())
-	}
-	if maxTokens > model.MaxTokens() {
-		return nil, fmt.Errorf("%w: max tokens %d is more than the model's %d positions", ErrConfig, maxTokens, model.MaxTokens())
-	}
-	window := maxTokens - 2 - max(len(l.queryPre), len(l.passPre))
+	return maxTokens, nil
+}
+
+// passageWindow is the number of text tokens a sequence of maxTokens holds
+// after [CLS], [SEP] and the longer prefix, and the overlap of consecutive
+// windows (configured, else a quarter of the window; at most half).
+func passageWindow(maxTokens, prefixTokens, configuredOverlap int) (window, overlap int, err error) {
+	window = maxTokens - 2 - prefixTokens
 	if window < minWindow {
-		return nil, fmt.Errorf("%w: max tokens %d leaves %d tokens for text after [CLS], [SEP] and the prefixes (want at least %d)", ErrConfig, maxTokens, window, minWindow)
+		return 0, 0, fmt.Errorf("%w: max tokens %d leaves %d tokens for text after [CLS], [SEP] and the prefixes (want at least %d)", ErrConfig, maxTokens, window, minWindow)
 	}
-	overlap := cfg.Overlap
-	if overlap == 0 {
-		overlap = window / 4
-	}
+	overlap = cmp.Or(configuredOverlap, window/4)
 	if overlap < 0 || overlap > window/2 {
-		return nil, fmt.Errorf("%w: passage overlap %d outside [0, %d]", ErrConfig, overlap, window/2)
+		return 0, 0, fmt.Errorf("%w: passage overlap %d outside [0, %d]", ErrConfig, overlap, window/2)
 	}
-	batch := cfg.BatchTokens
-	if batch == 0 {
-		batch = DefaultBatchTokens
-	}
-	if batch < maxTokens {
-		batch = maxTokens
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		abs = dir
-	}
-	c := model.Config()
-	l.info = LocalInfo{
-		Dir: abs, Pooling: l.pooling.String(), MaxTokens: maxTokens, Window: window, Overlap: overlap,
-		QueryPrefix: qp, PassagePrefix: pp, BatchTokens: batch, Kernel: bert.Kernel(),
-		WeightsSHA256: model.WeightsSHA256(), Layers: c.NumHiddenLayers, Hidden: c.HiddenSize,
-	}
-	version, err := localVersion(dir, l.info)
-	if err != nil {
-		return nil, fmt.Errorf("%w: local model: %v", ErrConfig, err)
-	}
-	l.id = Identity{Kind: KindLocal, Model: filepath.Base(abs), Version: version, Dimensions: model.Dimensions()}
-	return l, nil
+	return window, overlap, nil
 }
 
 // stSettings are what a sentence-transformers directory says about how

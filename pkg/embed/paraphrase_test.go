@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,7 +22,19 @@ type paraphrasePair struct {
 
 func loadParaphrases(t testing.TB) []paraphrasePair {
 	t.Helper()
-	f, err := os.Open("testdata/paraphrase.tsv")
+	return loadParaphraseFile(t, "testdata/paraphrase.tsv")
+}
+
+// loadHeldOutParaphrases reads the pairs written after the use
+// embedder's settings were chosen, for reporting only.
+func loadHeldOutParaphrases(t testing.TB) []paraphrasePair {
+	t.Helper()
+	return loadParaphraseFile(t, "testdata/paraphrase_heldout.tsv")
+}
+
+func loadParaphraseFile(t testing.TB, path string) []paraphrasePair {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +48,7 @@ func loadParaphrases(t testing.TB) []paraphrasePair {
 		}
 		query, doc, ok := strings.Cut(text, "\t")
 		if !ok || strings.TrimSpace(query) == "" || strings.TrimSpace(doc) == "" {
-			t.Fatalf("paraphrase.tsv:%d: want a query, a tab and a document: %q", line, text)
+			t.Fatalf("%s:%d: want a query, a tab and a document: %q", path, line, text)
 		}
 		pairs = append(pairs, paraphrasePair{query, doc})
 	}
@@ -61,9 +74,21 @@ func contentStems(text string) map[string]bool {
 // at least 50 pairs, and no query shares a content word with its
 // document, so word matching alone cannot pair them.
 func TestParaphraseSet(t *testing.T) {
-	pairs := loadParaphrases(t)
-	if len(pairs) < 50 {
-		t.Errorf("%d pairs, want at least 50", len(pairs))
+	for _, tc := range []struct {
+		name    string
+		pairs   []paraphrasePair
+		atLeast int
+	}{
+		{name: "paraphrase.tsv", pairs: loadParaphrases(t), atLeast: 50},
+		{name: "paraphrase_heldout.tsv", pairs: loadHeldOutParaphrases(t), atLeast: 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkParaphraseSet(t, tc.pairs, tc.atLeast) })
+	}
+}
+
+func checkParaphraseSet(t *testing.T, pairs []paraphrasePair, atLeast int) {
+	if len(pairs) < atLeast {
+		t.Errorf("%d pairs, want at least %d", len(pairs), atLeast)
 	}
 	seen := map[string]bool{}
 	for _, p := range pairs {
@@ -190,3 +215,15 @@ func TestParaphraseRetrieval(t *testing.T) {
 		}
 	}
 }
+
+// splitPairs returns the pairs' queries and documents, in order.
+func splitPairs(pairs []paraphrasePair) (queries, docs []string) {
+	for _, p := range pairs {
+		queries, docs = append(queries, p.query), append(docs, p.doc)
+	}
+	return queries, docs
+}
+
+// tuneCacheDir holds the tuning tests' cached vectors (TestUSETune writes
+// them; the others read them).
+var tuneCacheDir = filepath.Join(os.TempDir(), "docrepo-use-tune")

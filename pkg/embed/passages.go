@@ -51,7 +51,8 @@ type PassageEmbedder interface {
 	// EmbedPassages returns, per text, its passages in order: at least
 	// one (one for an empty text), at most maxPassages (0: no limit),
 	// together covering the text or, when the limit cuts it, its
-	// beginning. A text longer than maxPassages windows is not read past
+	// beginning (the use embedder leaves out windows without a content
+	// word when a text has others). A text longer than maxPassages windows is not read past
 	// them.
 	EmbedPassages(ctx context.Context, texts []string, maxPassages int) ([][]Passage, error)
 }

@@ -55,9 +55,15 @@ const (
 	KindUnlocked            = "unlocked"
 	KindFoldersChanged      = "folders_changed"
 	KindCustomFieldsChanged = "customfields_changed"
+	// A document moved to the trash (KindDeleted, below), back out of it,
+	// or purged for good: for search, the first and the last remove it,
+	// restored brings it back.
+	KindRestored = "restored"
+	KindPurged   = "purged"
 )
 
-// Folder event kinds (besides KindCreated).
+// Folder event kinds (besides KindCreated); KindDeleted is also the
+// document event of a move to the trash.
 const (
 	KindMoved   = "moved"
 	KindDeleted = "deleted"

@@ -24,7 +24,8 @@ const docxMaxEntries = 10000
 // The archive is read through its central directory with io.ReaderAt, one
 // part at a time; every inflated byte counts against
 // Options.MaxDecompressedBytes, so a zip bomb stops with ErrLimit instead of
-// filling memory.
+// filling memory, and every XML token against Options.MaxMarkupTokens, so
+// one of empty elements stops before it costs minutes of CPU.
 func extractDOCX(ctx context.Context, r io.ReaderAt, size int64, opts Options, out *sink) error {
 	zr, err := zip.NewReader(r, size)
 	if err != nil {
@@ -37,7 +38,7 @@ func extractDOCX(ctx context.Context, r io.ReaderAt, size int64, opts Options, o
 	for _, f := range zr.File {
 		files[strings.TrimPrefix(f.Name, "/")] = f
 	}
-	budget := opts.MaxDecompressedBytes
+	budget, tokens := opts.MaxDecompressedBytes, opts.MaxMarkupTokens
 
 	main := docxMainPart(files, &budget)
 	if files[main] == nil {
@@ -67,7 +68,7 @@ func extractDOCX(ctx context.Context, r io.ReaderAt, size int64, opts Options, o
 				return err
 			}
 		}
-		if err := docxPart(ctx, files[name], &budget, out); err != nil {
+		if err := docxPart(ctx, files[name], &budget, &tokens, out); err != nil {
 			if i > 0 && errors.Is(err, ErrMalformed) {
 				continue // a damaged header is not worth losing the body for
 			}
@@ -109,8 +110,9 @@ func docxMainPart(files map[string]*zip.File, budget *int64) string {
 	return def
 }
 
-// docxPart streams one WordprocessingML part into out.
-func docxPart(ctx context.Context, f *zip.File, budget *int64, out *sink) error {
+// docxPart streams one WordprocessingML part into out; budget and tokens
+// are the inflated bytes and markup tokens left.
+func docxPart(ctx context.Context, f *zip.File, budget, tokens *int64, out *sink) error {
 	rc, err := f.Open()
 	if err != nil {
 		return fmt.Errorf("%w: DOCX part %s: %v", ErrMalformed, f.Name, err)
@@ -126,6 +128,9 @@ func docxPart(ctx context.Context, f *zip.File, budget *int64, out *sink) error 
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+		}
+		if *tokens--; *tokens < 0 {
+			return errMarkupTokens
 		}
 		tok, err := dec.RawToken()
 		if err == io.EOF {

@@ -20,6 +20,17 @@ const (
 	// DefaultMaxPDFBytes caps the size of a PDF that is parsed at all: the
 	// PDF parser holds the file's (still compressed) streams in memory.
 	DefaultMaxPDFBytes = 1 << 30
+	// DefaultMaxPDFOperators caps the content-stream operators run in one
+	// PDF, forms counted each time they are drawn (the real documents of
+	// the test set run at most a few hundred thousand).
+	DefaultMaxPDFOperators = 20_000_000
+	// DefaultMaxPDFForms caps the form XObjects drawn in one PDF (a
+	// letterhead on each of a thousand pages is a thousand).
+	DefaultMaxPDFForms = 50_000
+	// DefaultMaxMarkupTokens caps the XML tokens (tags, text, comments)
+	// read from one DOCX or XML file (about 2 CPU-seconds; the real
+	// documents of the test set have at most a few thousand).
+	DefaultMaxMarkupTokens = 10_000_000
 )
 
 // Errors callers may test with errors.Is.
@@ -32,6 +43,21 @@ var (
 	// ErrNotPDF: PageCount was given something that is not a PDF.
 	ErrNotPDF = errors.New("extract: not a PDF")
 )
+
+// The work budgets (Options.MaxPDFOperators, MaxPDFForms,
+// MaxMarkupTokens): past one, the extraction stops; the text read before
+// is kept (Result.Stopped), or, when there is none, the extraction fails
+// with the budget's error.
+var (
+	errPDFOperators = fmt.Errorf("%w: more content-stream operators than allowed", ErrLimit)
+	errPDFForms     = fmt.Errorf("%w: more form XObjects drawn than allowed", ErrLimit)
+	errMarkupTokens = fmt.Errorf("%w: more markup tokens than allowed", ErrLimit)
+)
+
+// overBudget reports whether err is one of the work budgets running out.
+func overBudget(err error) bool {
+	return errors.Is(err, errPDFOperators) || errors.Is(err, errPDFForms) || errors.Is(err, errMarkupTokens)
+}
 
 // Format is a document format Extract knows how to read.
 type Format string
@@ -62,6 +88,17 @@ type Options struct {
 	// MaxPDFBytes: larger PDFs are not parsed (ErrLimit). Default
 	// DefaultMaxPDFBytes.
 	MaxPDFBytes int64
+	// MaxPDFOperators and MaxPDFForms bound the work of one PDF's content
+	// streams: operators run, and form XObjects drawn (a form drawn twice
+	// counts twice, with its operators). Past either the extraction fails
+	// with ErrLimit: forms that draw each other a thousand times a level
+	// fit in a few KB. Defaults DefaultMaxPDFOperators, DefaultMaxPDFForms.
+	MaxPDFOperators, MaxPDFForms int64
+	// MaxMarkupTokens bounds the XML tokens of a DOCX or XML file (a zip
+	// of a few hundred KB can inflate to hundreds of MB of empty
+	// elements); past it the extraction fails with ErrLimit. Default
+	// DefaultMaxMarkupTokens.
+	MaxMarkupTokens int64
 	// Timeout, when positive, bounds the extraction in addition to ctx.
 	// OCR is not counted: the OCR implementation bounds its own time.
 	Timeout time.Duration
@@ -89,6 +126,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxPDFBytes <= 0 {
 		o.MaxPDFBytes = DefaultMaxPDFBytes
+	}
+	if o.MaxPDFOperators <= 0 {
+		o.MaxPDFOperators = DefaultMaxPDFOperators
+	}
+	if o.MaxPDFForms <= 0 {
+		o.MaxPDFForms = DefaultMaxPDFForms
+	}
+	if o.MaxMarkupTokens <= 0 {
+		o.MaxMarkupTokens = DefaultMaxMarkupTokens
 	}
 	return o.ocrDefaults()
 }
@@ -118,6 +164,10 @@ type Result struct {
 	// file's own text is still returned.
 	OCRPages, OCRFailed int
 	OCRErr              error
+	// Stopped is set when a work budget (Options.MaxPDFOperators,
+	// MaxPDFForms, MaxMarkupTokens) ended the extraction early: Text is
+	// what was read before it, and Truncated is set.
+	Stopped error
 }
 
 // Extract returns the plain text of the file in r (size bytes). mimeType is
@@ -169,6 +219,9 @@ func Extract(ctx context.Context, r io.ReaderAt, size int64, mimeType, filename 
 	case FormatPDF:
 		var spans []pageSpan
 		res.Pages, spans, err = extractPDF(ctx, r, size, opts, sink)
+		if overBudget(err) && sink.b.Len() > 0 {
+			res.Stopped, err = err, nil
+		}
 		if err == nil || errors.Is(err, errTextFull) {
 			old, _ := sink.result()
 			if ocrText := ocrPDF(ocrCtx, old, spans, opts, &res); len(ocrText) > 0 {
@@ -189,7 +242,7 @@ func Extract(ctx context.Context, r io.ReaderAt, size int64, mimeType, filename 
 	case FormatHTML:
 		err = extractHTML(ctx, io.NewSectionReader(r, 0, size), mimeType, sink)
 	case FormatXML:
-		err = extractXML(ctx, r, size, sink)
+		err = extractXML(ctx, r, size, opts, sink)
 	case FormatJSON:
 		err = extractJSON(ctx, r, size, sink)
 	case FormatText, FormatMarkdown, FormatCSV:
@@ -200,10 +253,14 @@ func Extract(ctx context.Context, r io.ReaderAt, size int64, mimeType, filename 
 	if errors.Is(err, errTextFull) {
 		err = nil
 	}
+	if overBudget(err) && sink.b.Len() > 0 {
+		res.Stopped, err = err, nil
+	}
 	if err != nil {
 		return Result{Format: res.Format, Pages: res.Pages}, err
 	}
 	res.Text, res.Truncated = sink.result()
+	res.Truncated = res.Truncated || res.Stopped != nil
 	switch {
 	case res.Text == "":
 		res.Source = SourceNone

@@ -64,7 +64,7 @@ func makeDOCX(t *testing.T, parts ...zipPart) []byte {
 
 const wNS = `xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"`
 
-func TestExtractGenerated(t *testing.T) {
+func TestExtractReturnsTheVisibleTextOfGeneratedFiles(t *testing.T) {
 	docx := makeDOCX(t,
 		zipPart{"word/document.xml", `<w:document ` + wNS + `><w:body>
 			<w:p><w:r><w:t>First</w:t></w:r><w:r><w:t xml:space="preserve"> paragraph &amp; more</w:t></w:r></w:p>
@@ -236,7 +236,7 @@ func TestExtractGenerated(t *testing.T) {
 	}
 }
 
-func TestExtractHostile(t *testing.T) {
+func TestExtractStopsHostileInputsAtLimitsOrAsMalformed(t *testing.T) {
 	// A DOCX whose document.xml inflates to 64 MiB from a few KiB.
 	var bomb bytes.Buffer
 	bomb.WriteString(`<w:document ` + wNS + `><w:body><w:p><w:r><w:t>`)
@@ -310,7 +310,7 @@ func TestExtractTextCap(t *testing.T) {
 	}
 }
 
-func TestExtractCancelled(t *testing.T) {
+func TestExtractWithCancelledContextFails(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	data := minimalPDF("BT /F1 12 Tf (x) Tj ET")
@@ -340,7 +340,7 @@ func TestPageCountGenerated(t *testing.T) {
 	}
 }
 
-func TestDetect(t *testing.T) {
+func TestDetectTrustsContentSignaturesOverDeclaredTypes(t *testing.T) {
 	tests := []struct {
 		name     string
 		mimeType string

@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"fmt"
@@ -55,8 +56,16 @@ func imageFormat(head []byte) Format {
 }
 
 // imageDim is the size of one page of an image file, in pixels, and the
-// index of its TIFF directory (0 for other formats).
-type imageDim struct{ w, h, dir int }
+// index of its TIFF directory (0 for other formats). pixels, when larger
+// than w x h, is what decoding the page costs (a GIF's frames are all
+// decoded).
+type imageDim struct {
+	w, h, dir int
+	pixels    int64
+}
+
+// area is the pixels decoding the page allocates.
+func (d imageDim) area() int64 { return max(int64(d.w)*int64(d.h), d.pixels) }
 
 // maxTIFFPages bounds the directories (pages) walked in a TIFF file.
 const maxTIFFPages = 10000
@@ -64,10 +73,13 @@ const maxTIFFPages = 10000
 // imageDims reads the pixel size of every page of an image from its headers
 // alone: nothing is decoded, so a decompression bomb is seen for what it is
 // before any pixel is allocated. GIF animations count as one page (the
-// first frame is what OCR reads).
+// first frame is what OCR reads), of every frame's pixels.
 func imageDims(r io.ReaderAt, size int64, f Format) ([]imageDim, error) {
-	if f == FormatTIFF {
+	switch f {
+	case FormatTIFF:
 		return tiffDims(r, size)
+	case FormatGIF:
+		return gifDims(r, size)
 	}
 	cfg, _, err := image.DecodeConfig(io.NewSectionReader(r, 0, size))
 	if err != nil {
@@ -151,4 +163,87 @@ func tiffDims(r io.ReaderAt, size int64) ([]imageDim, error) {
 		return nil, fmt.Errorf("%w: TIFF without pages", ErrMalformed)
 	}
 	return dims, nil
+}
+
+// maxGIFFrames bounds the frames walked in a GIF file.
+const maxGIFFrames = 10000
+
+// gifDims walks a GIF's blocks and reads the logical screen and every
+// frame's image descriptor: the screen says nothing of the frames (a frame
+// of 20,000 x 20,000 pixels fits on a screen of one), and the decoder
+// behind Tesseract allocates and decodes every frame. The page is the
+// screen grown to hold every frame; its pixels are every frame's.
+func gifDims(r io.ReaderAt, size int64) ([]imageDim, error) {
+	br := bufio.NewReader(io.NewSectionReader(r, 0, size))
+	var hdr [13]byte
+	if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		return nil, fmt.Errorf("%w: GIF header: %v", ErrMalformed, err)
+	}
+	le := binary.LittleEndian
+	w, h := int(le.Uint16(hdr[6:])), int(le.Uint16(hdr[8:]))
+	if hdr[10]&0x80 != 0 {
+		if _, err := br.Discard(3 << (hdr[10]&7 + 1)); err != nil {
+			return nil, fmt.Errorf("%w: GIF color table: %v", ErrMalformed, err)
+		}
+	}
+	var pixels int64
+	frames := 0
+	for done := false; !done; {
+		block, err := br.ReadByte()
+		if err != nil {
+			break // a truncated file: judge the frames described so far
+		}
+		switch block {
+		case 0x21: // extension: label, then data sub-blocks
+			if _, err := br.ReadByte(); err != nil {
+				done = true
+			} else if skipGIFSubBlocks(br) != nil {
+				done = true
+			}
+		case 0x2c: // image descriptor
+			var d [9]byte
+			if _, err := io.ReadFull(br, d[:]); err != nil {
+				return nil, fmt.Errorf("%w: GIF image descriptor: %v", ErrMalformed, err)
+			}
+			if frames++; frames > maxGIFFrames {
+				return nil, fmt.Errorf("%w: GIF with more than %d frames", ErrLimit, maxGIFFrames)
+			}
+			left, top, fw, fh := int(le.Uint16(d[0:])), int(le.Uint16(d[2:])), int(le.Uint16(d[4:])), int(le.Uint16(d[6:]))
+			w, h = max(w, left+fw), max(h, top+fh)
+			pixels += int64(fw) * int64(fh)
+			if d[8]&0x80 != 0 {
+				if _, err := br.Discard(3 << (d[8]&7 + 1)); err != nil {
+					done = true
+					break
+				}
+			}
+			// The LZW minimum code size, then the image data.
+			if _, err := br.ReadByte(); err != nil || skipGIFSubBlocks(br) != nil {
+				done = true
+			}
+		default: // 0x3b, the trailer, or damage after the last frame
+			done = true
+		}
+	}
+	if w <= 0 || h <= 0 || frames == 0 {
+		return nil, fmt.Errorf("%w: GIF of %d x %d pixels and %d frames", ErrMalformed, w, h, frames)
+	}
+	return []imageDim{{w: w, h: h, pixels: pixels}}, nil
+}
+
+// skipGIFSubBlocks moves past a sequence of data sub-blocks (each a size
+// byte and that many bytes; a size of 0 ends it).
+func skipGIFSubBlocks(br *bufio.Reader) error {
+	for {
+		n, err := br.ReadByte()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		if _, err := br.Discard(int(n)); err != nil {
+			return err
+		}
+	}
 }

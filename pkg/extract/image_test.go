@@ -38,7 +38,7 @@ func lastIFDNext(data []byte) int {
 	}
 }
 
-func TestTIFFDims(t *testing.T) {
+func TestTIFFDimsReadsEveryPageAndRejectsBrokenDirectories(t *testing.T) {
 	three := tiffOf(t, 3)
 	cycle := bytes.Clone(three)
 	binary.LittleEndian.PutUint32(cycle[lastIFDNext(cycle):], binary.LittleEndian.Uint32(cycle[4:]))
@@ -50,7 +50,7 @@ func TestTIFFDims(t *testing.T) {
 		wantDims []imageDim
 		wantErr  error
 	}{
-		{name: "three pages", data: three, wantDims: []imageDim{{40, 30, 0}, {41, 30, 1}, {42, 30, 2}}},
+		{name: "three pages", data: three, wantDims: []imageDim{{w: 40, h: 30, dir: 0}, {w: 41, h: 30, dir: 1}, {w: 42, h: 30, dir: 2}}},
 		{name: "directories in a cycle", data: cycle, wantErr: ErrMalformed},
 		{name: "directory outside the file", data: outside, wantErr: ErrMalformed},
 		{name: "header only", data: three[:8], wantErr: ErrMalformed},

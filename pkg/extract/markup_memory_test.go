@@ -76,7 +76,7 @@ func TestMarkupMemoryIsBoundedByTheTextCap(t *testing.T) {
 	}
 }
 
-func TestRunLimiter(t *testing.T) {
+func TestRunLimiterCutsLongRunsAcrossReads(t *testing.T) {
 	tests := []struct {
 		name  string
 		in    string

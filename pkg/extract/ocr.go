@@ -279,10 +279,10 @@ func ocrImage(ctx context.Context, format Format, dims []imageDim, opts Options,
 	}
 	var pages []OCRPage
 	for i, d := range dims {
-		if int64(d.w)*int64(d.h) > opts.OCRMaxPixels {
+		if d.area() > opts.OCRMaxPixels {
 			res.OCRFailed++
 			if res.OCRErr == nil {
-				res.OCRErr = fmt.Errorf("%w: image page %d of %d x %d pixels (limit %d pixels)", ErrOCRLimit, i+1, d.w, d.h, opts.OCRMaxPixels)
+				res.OCRErr = fmt.Errorf("%w: image page %d of %d x %d pixels, %d decoded (limit %d pixels)", ErrOCRLimit, i+1, d.w, d.h, d.area(), opts.OCRMaxPixels)
 			}
 			continue
 		}

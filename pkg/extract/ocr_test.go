@@ -15,7 +15,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/testenv"
 )
 
-func TestUsableText(t *testing.T) {
+func TestUsableTextNeedsLettersNotGlyphsOrPunctuation(t *testing.T) {
 	tests := []struct {
 		name string
 		text string
@@ -38,7 +38,7 @@ func TestUsableText(t *testing.T) {
 	}
 }
 
-func TestNeedsOCR(t *testing.T) {
+func TestNeedsOCRWhenAPageHasNoUsableText(t *testing.T) {
 	scan := pageSpan{widthPt: 612, heightPt: 792, imageDPI: 300}
 	drawing := pageSpan{widthPt: 612, heightPt: 792}
 	tests := []struct {
@@ -60,7 +60,7 @@ func TestNeedsOCR(t *testing.T) {
 	}
 }
 
-func TestPDFOCRPage(t *testing.T) {
+func TestPDFOCRPageChoosesDPIWithinPixelLimits(t *testing.T) {
 	opts := Options{}.withDefaults()
 	tests := []struct {
 		name    string

@@ -65,6 +65,8 @@ type pdfDoc struct {
 	x         *model.XRefTable
 	pageCount int
 	budget    int64 // decompressed bytes left
+	ops       int64 // content-stream operators left
+	formCalls int64 // form XObjects that may still be drawn
 	fonts     map[types.IndirectRef]*pdfFont
 	forms     map[types.IndirectRef][]byte
 }
@@ -88,6 +90,8 @@ func openPDF(ctx context.Context, r io.ReaderAt, size int64, opts Options) (*pdf
 		x:         pctx.XRefTable,
 		pageCount: pctx.PageCount,
 		budget:    opts.MaxDecompressedBytes,
+		ops:       opts.MaxPDFOperators,
+		formCalls: opts.MaxPDFForms,
 		fonts:     map[types.IndirectRef]*pdfFont{},
 		forms:     map[types.IndirectRef][]byte{},
 	}, nil

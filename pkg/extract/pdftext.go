@@ -113,6 +113,9 @@ func (in *interp) run(data []byte, res types.Dict, depth int) error {
 			skipDict(lx)
 			ops = append(ops, operand{})
 		case tkOp:
+			if in.doc.ops--; in.doc.ops < 0 {
+				return errPDFOperators
+			}
 			op := string(tok.b)
 			if op == "BI" {
 				for {
@@ -345,6 +348,9 @@ func (in *interp) form(name string, res types.Dict, depth int) error {
 	sd, ok := d.deref(o).(types.StreamDict)
 	if !ok || d.name(sd.Dict["Subtype"]) != "Form" {
 		return nil
+	}
+	if d.formCalls--; d.formCalls < 0 {
+		return errPDFForms
 	}
 	var data []byte
 	if cached, ok := d.forms[ref]; isRef && ok {

@@ -42,9 +42,9 @@ func extractFile(t *testing.T, path string) (Result, error) {
 	return Extract(context.Background(), f, st.Size(), "", filepath.Base(path), Options{})
 }
 
-// TestRealDocuments checks every file of the manifest: listed phrases are
+// TestRealDocumentsExtractWithTheirPhrasesAndPageCounts checks every file of the manifest: listed phrases are
 // found, PDFs have the listed page count, everything extracts without error.
-func TestRealDocuments(t *testing.T) {
+func TestRealDocumentsExtractWithTheirPhrasesAndPageCounts(t *testing.T) {
 	dir, docs := testenv.RealDocuments(t)
 	var passed, total int
 	for _, e := range docs {

@@ -98,18 +98,21 @@ func extractPlain(ctx context.Context, r io.Reader, out *sink) error {
 // extractXML returns the character data of an XML document, one element's
 // text per line. Malformed XML falls back to the plain text of the file (tags
 // included), which still indexes its words.
-func extractXML(ctx context.Context, r io.ReaderAt, size int64, out *sink) error {
+func extractXML(ctx context.Context, r io.ReaderAt, size int64, opts Options, out *sink) error {
 	dec := xml.NewDecoder(boundedTokens(textReader(io.NewSectionReader(r, 0, size)), out))
 	dec.Strict = false
 	dec.AutoClose = xml.HTMLAutoClose
 	dec.Entity = xml.HTMLEntity
 	dec.CharsetReader = charsetReader
 	written := false
-	for i := 0; ; i++ {
+	for i := int64(0); ; i++ {
 		if i&1023 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+		}
+		if i >= opts.MaxMarkupTokens {
+			return errMarkupTokens
 		}
 		tok, err := dec.Token()
 		if err == io.EOF {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -28,17 +27,18 @@ import (
 	"github.com/docrepo/docrepo/pkg/auth"
 	"github.com/docrepo/docrepo/pkg/database"
 	"github.com/docrepo/docrepo/pkg/logging"
+	"github.com/docrepo/docrepo/pkg/metrics"
 )
 
 var (
-	rpcTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+	rpcTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "docrepo_grpc_requests_total",
 		Help: "gRPC requests handled, by service, method and status code.",
 	}, []string{"service", "method", "code"})
-	rpcDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
+	rpcDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "docrepo_grpc_request_duration_seconds",
 		Help:    "gRPC request latency, by service and method.",
-		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		Buckets: metrics.LatencyBuckets,
 	}, []string{"service", "method"})
 )
 
@@ -247,3 +247,11 @@ type wrappedStream struct {
 }
 
 func (w *wrappedStream) Context() context.Context { return w.ctx }
+
+// RegisterMetrics registers the grpcserver metrics on reg (pkg/metrics).
+func RegisterMetrics(reg prometheus.Registerer) error {
+	return metrics.Register(reg,
+		rpcTotal,
+		rpcDuration,
+	)
+}

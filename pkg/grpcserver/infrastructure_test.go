@@ -20,14 +20,18 @@ import (
 	"github.com/docrepo/docrepo/pkg/grpcserver"
 )
 
-// testToken is a well-formed docrepo token the tests' authenticator knows.
-const testToken = "drk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+// testToken is a well-formed docrepo token the tests' authenticator knows
+// (a user's); serviceToken a service credential it knows.
+const (
+	testToken    = "drk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	serviceToken = "drs_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+)
 
 // serve runs a server with opts until the test ends and returns its address.
 func serve(t *testing.T, opts grpcserver.Options) (*grpcserver.Server, string) {
 	t.Helper()
 	if opts.Authenticator == nil {
-		opts.Authenticator = tokens{testToken: {UserID: 7}}
+		opts.Authenticator = tokens{testToken: {UserID: 7}, serviceToken: {KeyID: 3, Service: "ops", Scopes: []string{auth.ScopeAdmin}}}
 	}
 	opts.Name = "test"
 	srv := grpcserver.New(opts)
@@ -52,14 +56,16 @@ func dial(t *testing.T, addr string, opts ...grpcclient.Option) *grpc.ClientConn
 }
 
 // Probes keep working without a token (health Check), but the health
-// Watch stream and reflection, which describes the whole API, need one.
+// Watch stream needs one, and reflection, which describes the whole API
+// (internal and admin RPCs included), a service credential.
 func TestOnlyHealthCheckIsOpen(t *testing.T) {
-	if !auth.WellFormed(testToken) {
-		t.Fatal("the test token is not well formed")
+	if !auth.WellFormed(testToken) || !auth.WellFormed(serviceToken) {
+		t.Fatal("the test tokens are not well formed")
 	}
 	_, addr := serve(t, grpcserver.Options{})
 	anon := dial(t, addr)
 	withToken := dial(t, addr, grpcclient.WithServiceToken(testToken))
+	withService := dial(t, addr, grpcclient.WithServiceToken(serviceToken))
 	ctx := context.Background()
 	if _, err := healthpb.NewHealthClient(anon).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatalf("health Check without a token: %v", err)
@@ -86,12 +92,21 @@ func TestOnlyHealthCheckIsOpen(t *testing.T) {
 		}
 		return err
 	}
-	for name, call := range map[string]func(*grpc.ClientConn) error{"health Watch": watch, "reflection": reflect} {
-		if err := call(anon); status.Code(err) != codes.Unauthenticated {
-			t.Errorf("%s without a token: %v, want Unauthenticated", name, err)
-		}
-		if err := call(withToken); err != nil {
-			t.Errorf("%s with a token: %v", name, err)
+	tests := []struct {
+		name string
+		call func(*grpc.ClientConn) error
+		conn *grpc.ClientConn
+		want codes.Code
+	}{
+		{name: "health Watch without a token", call: watch, conn: anon, want: codes.Unauthenticated},
+		{name: "health Watch with a user's key", call: watch, conn: withToken, want: codes.OK},
+		{name: "reflection without a token", call: reflect, conn: anon, want: codes.Unauthenticated},
+		{name: "reflection with a user's key", call: reflect, conn: withToken, want: codes.PermissionDenied},
+		{name: "reflection with a service credential", call: reflect, conn: withService, want: codes.OK},
+	}
+	for _, tc := range tests {
+		if err := tc.call(tc.conn); status.Code(err) != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
 }

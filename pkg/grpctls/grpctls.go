@@ -26,7 +26,8 @@ import (
 	"google.golang.org/grpc/credentials"
 )
 
-// The environment variables of Config.
+// The environment variables of Config (registered by
+// config.Loader.RegisterGRPCTLS).
 const (
 	EnvCert = "DOCREPO_GRPC_TLS_CERT"
 	EnvKey  = "DOCREPO_GRPC_TLS_KEY"
@@ -36,11 +37,6 @@ const (
 // Config names the PEM files of a process's gRPC TLS settings.
 type Config struct {
 	CertFile, KeyFile, CAFile string
-}
-
-// FromEnv reads a Config from the environment.
-func FromEnv(getenv func(string) string) Config {
-	return Config{CertFile: getenv(EnvCert), KeyFile: getenv(EnvKey), CAFile: getenv(EnvCA)}
 }
 
 func (c Config) check() error {

@@ -4,13 +4,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/docrepo/docrepo/pkg/apierr"
 	"github.com/docrepo/docrepo/pkg/auth"
 )
 
@@ -33,13 +36,25 @@ const DefaultCacheTTL = 30 * time.Second
 // empties the cache. While that connection is down (not yet connected,
 // Postgres restarting) the cache is bypassed and every call goes to
 // Postgres, so a change can never be missed; entries also expire after the
-// TTL and at their key's expiry. Failures are not cached: a token that
-// does not resolve costs a round trip each time (the gateway's rate
-// limiter bounds that).
+// TTL and at their key's expiry. A token that does not resolve (unknown,
+// revoked, expired) is remembered as such for UnknownTTL, so a client
+// repeating a bad token (a script with a revoked key) costs one round trip
+// per UnknownTTL, not one per call; a change to the identity tables
+// forgets those answers too (inserts of keys and credentials notify, so a
+// hash inserted by hand is not refused for long). Every token differing
+// (random ones) still costs a round trip each: the gateway limits failed
+// authentications per client address.
+//
+// The LISTEN connection is pinged every listenPing: a connection that went
+// half-open (a dead peer or network path that sent no reset) would
+// otherwise deliver no notification and report no error, and revoked keys
+// would be served until their entries expire.
 type TokenCache struct {
 	store *Store
 	ttl   time.Duration
 	log   *slog.Logger
+	// dial opens the LISTEN connection (tests put a proxy in between).
+	dial func(ctx context.Context) (*pgx.Conn, error)
 
 	// listening is true while the LISTEN connection is up; only then are
 	// entries served and stored.
@@ -47,12 +62,35 @@ type TokenCache struct {
 
 	mu      sync.Mutex
 	entries map[[sha256.Size]byte]cacheEntry
+	// unknown holds the tokens that did not resolve, until when they are
+	// refused without asking.
+	unknown map[[sha256.Size]byte]time.Time
 	// gen counts flushes: an answer fetched before a flush is not stored
 	// after it (it may predate the change the flush was for).
 	gen uint64
 
 	hits, misses atomic.Int64
 }
+
+// listenerName is the application_name of the LISTEN connection, which
+// tells it apart in pg_stat_activity.
+const listenerName = "docrepo-token-cache"
+
+// UnknownTTL is how long a token that did not resolve is refused without
+// asking Postgres again.
+const UnknownTTL = 10 * time.Second
+
+// maxUnknown bounds the memory of tokens that did not resolve; reaching it
+// empties that memory (a flood of distinct tokens gains nothing from it).
+const maxUnknown = 10_000
+
+// Liveness of the LISTEN connection: a ping every listenPing without a
+// notification, failing after listenPingTimeout. A half-open connection
+// is noticed within their sum, and the cache bypassed from then on.
+const (
+	listenPing        = 2 * time.Second
+	listenPingTimeout = time.Second
+)
 
 type cacheEntry struct {
 	p       auth.Principal
@@ -69,7 +107,14 @@ func NewTokenCache(store *Store, ttl time.Duration, log *slog.Logger) *TokenCach
 	if ttl <= 0 {
 		ttl = DefaultCacheTTL
 	}
-	return &TokenCache{store: store, ttl: ttl, log: log, entries: make(map[[sha256.Size]byte]cacheEntry)}
+	c := &TokenCache{store: store, ttl: ttl, log: log,
+		entries: make(map[[sha256.Size]byte]cacheEntry), unknown: make(map[[sha256.Size]byte]time.Time)}
+	c.dial = func(ctx context.Context) (*pgx.Conn, error) {
+		cfg := store.pool.Config().ConnConfig.Copy()
+		cfg.RuntimeParams["application_name"] = listenerName
+		return pgx.ConnectConfig(ctx, cfg)
+	}
+	return c
 }
 
 // Authenticate resolves token like Store.Authenticate, from memory when it
@@ -80,7 +125,12 @@ func (c *TokenCache) Authenticate(ctx context.Context, token string) (*auth.Prin
 	if c.listening.Load() {
 		c.mu.Lock()
 		e, ok := c.entries[key]
+		refusedUntil, refused := c.unknown[key]
 		c.mu.Unlock()
+		if refused && now.Before(refusedUntil) {
+			c.hits.Add(1)
+			return nil, auth.ErrInvalidToken()
+		}
 		if ok && now.Before(e.until) {
 			c.hits.Add(1)
 			c.store.touch(&e.p, now)
@@ -95,6 +145,16 @@ func (c *TokenCache) Authenticate(ctx context.Context, token string) (*auth.Prin
 	gen := c.gen
 	c.mu.Unlock()
 	p, expires, err := c.store.resolve(ctx, token)
+	if apierr.IsKind(err, apierr.KindUnauthenticated) && c.listening.Load() {
+		c.mu.Lock()
+		if c.gen == gen {
+			if len(c.unknown) >= maxUnknown {
+				clear(c.unknown)
+			}
+			c.unknown[key] = now.Add(UnknownTTL)
+		}
+		c.mu.Unlock()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +186,7 @@ func (c *TokenCache) flush() {
 	c.mu.Lock()
 	c.gen++
 	clear(c.entries)
+	clear(c.unknown)
 	c.mu.Unlock()
 }
 
@@ -152,9 +213,10 @@ func (c *TokenCache) Run(ctx context.Context) error {
 	return nil
 }
 
-// listen holds one LISTEN connection until it fails or ctx ends.
+// listen holds one LISTEN connection until it fails or ctx ends, pinging
+// it every listenPing without a notification.
 func (c *TokenCache) listen(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, c.store.pool.Config().ConnConfig.Copy())
+	conn, err := c.dial(ctx)
 	if err != nil {
 		return err
 	}
@@ -170,16 +232,31 @@ func (c *TokenCache) listen(ctx context.Context) error {
 	c.flush()
 	c.listening.Store(true)
 	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+		waitCtx, cancel := context.WithTimeout(ctx, listenPing)
+		n, err := conn.WaitForNotification(waitCtx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case pgconn.Timeout(err):
+			// Quiet for listenPing: is the connection still there?
+			if err := c.ping(ctx, conn); err != nil {
+				return fmt.Errorf("listener ping: %w", err)
 			}
+		case err != nil:
 			return err
-		}
-		if n == nil {
+		case n == nil:
 			return errors.New("empty notification")
+		default:
+			c.flush()
 		}
-		c.flush()
 	}
+}
+
+// ping checks that the LISTEN connection answers within
+// listenPingTimeout.
+func (c *TokenCache) ping(ctx context.Context, conn *pgx.Conn) error {
+	pingCtx, cancel := context.WithTimeout(ctx, listenPingTimeout)
+	defer cancel()
+	return conn.Ping(pingCtx)
 }

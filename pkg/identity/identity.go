@@ -18,8 +18,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/docrepo/docrepo/pkg/apierr"
+	"github.com/docrepo/docrepo/pkg/audit"
 	"github.com/docrepo/docrepo/pkg/auth"
 )
+
+// auditLog is the identity schema's audit log: every change made through
+// the store appends its entry there in the change's transaction. The actor
+// is the call's principal, else the process named by audit.WithService
+// (docrepoctl names itself).
+var auditLog = audit.In(Schema)
 
 // Store is the identity store.
 type Store struct {
@@ -82,7 +89,12 @@ func (s *Store) CreateGroup(ctx context.Context, name string) (Group, error) {
 		return Group{}, err
 	}
 	g := Group{Name: name}
-	err := s.pool.QueryRow(ctx, `INSERT INTO identity.groups (name) VALUES ($1) RETURNING id`, name).Scan(&g.ID)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `INSERT INTO identity.groups (name) VALUES ($1) RETURNING id`, name).Scan(&g.ID); err != nil {
+			return err
+		}
+		return auditLog.Append(ctx, tx, audit.Entry{Action: "group.created", ObjectID: g.ID, Details: map[string]any{"name": name}})
+	})
 	if isUniqueViolation(err) {
 		return Group{}, fmt.Errorf("group %q: %w", name, ErrExists)
 	}
@@ -119,9 +131,18 @@ func (s *Store) CreateUser(ctx context.Context, username string, groups []string
 			}
 			u.Groups = append(u.Groups, g)
 		}
-		return nil
+		return auditLog.Append(ctx, tx, audit.Entry{Action: "user.created", ObjectID: u.ID,
+			Details: map[string]any{"username": username, "groups": groupNames(u.Groups)}})
 	})
 	return u, err
+}
+
+func groupNames(gs []Group) []string {
+	names := make([]string, 0, len(gs))
+	for _, g := range gs {
+		names = append(names, g.Name)
+	}
+	return names
 }
 
 // AddUserToGroups adds an existing user to groups, creating missing groups.
@@ -134,17 +155,26 @@ func (s *Store) AddUserToGroups(ctx context.Context, username string, groups []s
 			}
 			return err
 		}
+		var added []string
 		for _, name := range groups {
 			if err := validName("group", name); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `WITH g AS (INSERT INTO identity.groups (name) VALUES ($2)
+			tag, err := tx.Exec(ctx, `WITH g AS (INSERT INTO identity.groups (name) VALUES ($2)
 				ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id)
-				INSERT INTO identity.user_groups (user_id, group_id) SELECT $1, id FROM g ON CONFLICT DO NOTHING`, uid, name); err != nil {
+				INSERT INTO identity.user_groups (user_id, group_id) SELECT $1, id FROM g ON CONFLICT DO NOTHING`, uid, name)
+			if err != nil {
 				return err
 			}
+			if tag.RowsAffected() > 0 {
+				added = append(added, name)
+			}
 		}
-		return nil
+		if len(added) == 0 {
+			return nil
+		}
+		return auditLog.Append(ctx, tx, audit.Entry{Action: "user.groups_added", ObjectID: uid,
+			Details: map[string]any{"username": username, "groups": added}})
 	})
 }
 
@@ -190,9 +220,15 @@ func (s *Store) CreateKey(ctx context.Context, username string, scopes []string,
 	token, hash := auth.NewToken()
 	k := Key{Username: username, Prefix: auth.TokenPrefix(token), Scopes: scopes}
 	expires := s.expiry(expiresIn)
-	err := s.pool.QueryRow(ctx, `INSERT INTO identity.api_keys (user_id, token_hash, token_prefix, scopes, expires_at)
-		SELECT id, $2, $3, $4, $5 FROM identity.users WHERE username = $1
-		RETURNING id, created_at, expires_at`, username, hash, k.Prefix, scopes, expires).Scan(&k.ID, &k.CreatedAt, &k.ExpiresAt)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `INSERT INTO identity.api_keys (user_id, token_hash, token_prefix, scopes, expires_at)
+			SELECT id, $2, $3, $4, $5 FROM identity.users WHERE username = $1
+			RETURNING id, created_at, expires_at`, username, hash, k.Prefix, scopes, expires).Scan(&k.ID, &k.CreatedAt, &k.ExpiresAt); err != nil {
+			return err
+		}
+		return auditLog.Append(ctx, tx, audit.Entry{Action: "api_key.created", ObjectID: k.ID, Details: map[string]any{
+			"username": username, "scopes": scopes, "prefix": k.Prefix, "expires_at": k.ExpiresAt}})
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", Key{}, apierr.NotFound("no user %q", username)
 	}
@@ -204,20 +240,32 @@ func (s *Store) CreateKey(ctx context.Context, username string, scopes []string,
 
 // RevokeKey revokes a key by id. Revoking twice is not an error.
 func (s *Store) RevokeKey(ctx context.Context, id int64) error {
-	return s.revoke(ctx, "identity.api_keys", "key", id)
+	return s.revoke(ctx, id, "key", "api_key.revoked", "username",
+		`SELECT u.username, k.revoked_at IS NOT NULL FROM identity.api_keys k JOIN identity.users u ON u.id = k.user_id
+		WHERE k.id = $1 FOR UPDATE OF k`,
+		`UPDATE identity.api_keys SET revoked_at = now() WHERE id = $1`)
 }
 
-// revoke sets revoked_at of row id of table (api_keys or
-// service_credentials), keeping an earlier revocation's time.
-func (s *Store) revoke(ctx context.Context, table, what string, id int64) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE `+table+` SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1`, id)
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return apierr.NotFound("no %s with id %d", what, id)
-	}
-	return nil
+// revoke sets revoked_at of credential id (an API key or a service
+// credential), keeping an earlier revocation's time: lookup returns the
+// credential's holder (recorded as detail holder in the audit entry of
+// action) and whether it is revoked already; update revokes it.
+func (s *Store) revoke(ctx context.Context, id int64, what, action, holder, lookup, update string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var name string
+		var revoked bool
+		err := tx.QueryRow(ctx, lookup, id).Scan(&name, &revoked)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return apierr.NotFound("no %s with id %d", what, id)
+		}
+		if err != nil || revoked {
+			return err
+		}
+		if _, err := tx.Exec(ctx, update, id); err != nil {
+			return err
+		}
+		return auditLog.Append(ctx, tx, audit.Entry{Action: action, ObjectID: id, Details: map[string]any{holder: name}})
+	})
 }
 
 // expiry is when a credential created now with lifetime expiresIn
@@ -275,9 +323,15 @@ func (s *Store) CreateServiceCredential(ctx context.Context, name string, scopes
 	token, hash := auth.NewServiceToken()
 	c := ServiceCredential{Name: name, Prefix: auth.TokenPrefix(token), Scopes: scopes}
 	expires := s.expiry(expiresIn)
-	err := s.pool.QueryRow(ctx, `INSERT INTO identity.service_credentials (name, token_hash, token_prefix, scopes, expires_at)
-		VALUES ($1, $2, $3, $4, $5) RETURNING id, created_at, expires_at`, name, hash, c.Prefix, scopes, expires).
-		Scan(&c.ID, &c.CreatedAt, &c.ExpiresAt)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `INSERT INTO identity.service_credentials (name, token_hash, token_prefix, scopes, expires_at)
+			VALUES ($1, $2, $3, $4, $5) RETURNING id, created_at, expires_at`, name, hash, c.Prefix, scopes, expires).
+			Scan(&c.ID, &c.CreatedAt, &c.ExpiresAt); err != nil {
+			return err
+		}
+		return auditLog.Append(ctx, tx, audit.Entry{Action: "service_credential.created", ObjectID: c.ID, Details: map[string]any{
+			"name": name, "scopes": scopes, "prefix": c.Prefix, "expires_at": c.ExpiresAt}})
+	})
 	if err != nil {
 		return "", ServiceCredential{}, err
 	}
@@ -287,7 +341,9 @@ func (s *Store) CreateServiceCredential(ctx context.Context, name string, scopes
 // RevokeServiceCredential revokes a service credential by id. Revoking
 // twice is not an error.
 func (s *Store) RevokeServiceCredential(ctx context.Context, id int64) error {
-	return s.revoke(ctx, "identity.service_credentials", "service credential", id)
+	return s.revoke(ctx, id, "service credential", "service_credential.revoked", "name",
+		`SELECT name, revoked_at IS NOT NULL FROM identity.service_credentials WHERE id = $1 FOR UPDATE`,
+		`UPDATE identity.service_credentials SET revoked_at = now() WHERE id = $1`)
 }
 
 // ListServiceCredentials lists service credentials, of one name when name
@@ -354,9 +410,11 @@ func (s *Store) resolve(ctx context.Context, token string) (*auth.Principal, *ti
 // once per lastUsedResolution and process. Best effort and off the request
 // path: a lost update only makes last_used_at a little older.
 func (s *Store) touch(p *auth.Principal, now time.Time) {
-	table, keyID, slot := "identity.api_keys", p.KeyID, p.KeyID
+	// Two literal statements, not one with the table spliced in, so that
+	// pkg/walls reads which tables this names.
+	update, keyID, slot := `UPDATE identity.api_keys SET last_used_at = now() WHERE id = $1`, p.KeyID, p.KeyID
 	if p.Service != "" {
-		table, slot = "identity.service_credentials", -p.KeyID // negative: its own claimTouch slot
+		update, slot = `UPDATE identity.service_credentials SET last_used_at = now() WHERE id = $1`, -p.KeyID // negative: its own claimTouch slot
 	}
 	if !s.claimTouch(slot, now) {
 		return
@@ -364,7 +422,7 @@ func (s *Store) touch(p *auth.Principal, now time.Time) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, _ = s.pool.Exec(ctx, `UPDATE `+table+` SET last_used_at = now() WHERE id = $1`, keyID)
+		_, _ = s.pool.Exec(ctx, update, keyID)
 	}()
 }
 
@@ -387,4 +445,31 @@ func (s *Store) claimTouch(id int64, now time.Time) bool {
 			return true
 		}
 	}
+}
+
+// AuditEntries is the identity schema's part of the audit feed (see
+// audit.Log.List): the changes to users, groups, keys and credentials.
+func (s *Store) AuditEntries(ctx context.Context, f audit.Filter, after audit.Position, limit int) ([]audit.Record, error) {
+	return auditLog.List(ctx, s.pool, f, after, limit)
+}
+
+// ErrUnknownUser is returned by UserGroups for a username or id that names
+// no user.
+var ErrUnknownUser = errors.New("identity: unknown user")
+
+// UserGroups returns the id and the group ids of a user, by username (when
+// username is not empty) or else by id: what a webhook subscription's
+// owner can see (pkg/visibility).
+func (s *Store) UserGroups(ctx context.Context, username string, id int64) (int64, []int64, error) {
+	var groups []int64
+	err := s.pool.QueryRow(ctx, `SELECT u.id,
+			coalesce((SELECT array_agg(group_id ORDER BY group_id) FROM identity.user_groups WHERE user_id = u.id), '{}')
+		FROM identity.users u WHERE CASE WHEN $1 <> '' THEN u.username = $1 ELSE u.id = $2 END`, username, id).Scan(&id, &groups)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil, ErrUnknownUser
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("identity: user groups: %w", err)
+	}
+	return id, groups, nil
 }

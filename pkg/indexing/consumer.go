@@ -13,6 +13,8 @@ import (
 
 	"github.com/docrepo/docrepo/pkg/events"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+	eventv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/event/v1"
+	"github.com/docrepo/docrepo/pkg/outbox"
 	"github.com/docrepo/docrepo/pkg/tracing"
 )
 
@@ -36,6 +38,7 @@ const (
 	DefaultBackoffMax      = time.Minute
 	pendingInterval        = 2 * time.Second
 	streamWaitInterval     = time.Second
+	streamCallTimeout      = 10 * time.Second
 )
 
 // ConsumerOptions configure Consume. JetStream is required.
@@ -132,41 +135,146 @@ func ConsumerConfig(o ConsumerOptions) jetstream.ConsumerConfig {
 }
 
 // Consume indexes document events until ctx ends (then it returns nil). It
-// waits for the DOCREPO stream to exist (the services that publish create
-// it), creates or updates the durable consumer, and processes batches.
+// makes sure the DOCREPO stream, the durable consumer and the dead-letter
+// stream exist (creating what is missing), and processes batches. When
+// they vanish while it runs — a NATS server restarted with an empty store —
+// it creates them again, and has the anti-entropy pass repair the index for
+// the events that were lost with the store.
 func (ix *Indexer) Consume(ctx context.Context, o ConsumerOptions) error {
 	if o.JetStream == nil {
 		return errors.New("indexing: ConsumerOptions.JetStream is required")
 	}
 	o.defaults()
-	if err := ix.waitStream(ctx, o.JetStream); err != nil {
-		return err
-	}
-	cons, err := o.JetStream.CreateOrUpdateConsumer(ctx, events.StreamName, ConsumerConfig(o))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("indexing: create consumer %s: %w", o.Durable, err)
-	}
-	if o.Exclusive {
-		ix.reclaim(ctx, o.JetStream, cons, o)
-	}
-	ix.log.Info("indexer consuming", "stream", events.StreamName, "durable", o.Durable, "filter", events.SubjectDocuments)
-	go ix.reportPending(ctx, cons)
-	// Documents read by OCR in the background settle their events before
-	// Consume returns.
-	defer ix.deferred.Wait()
+	first := true
 	for ctx.Err() == nil {
-		if err := ix.consume(ctx, cons, o); err != nil && ctx.Err() == nil {
+		cons, err := ix.openConsumer(ctx, o)
+		if err != nil || cons == nil {
+			return err
+		}
+		if first && o.Exclusive {
+			ix.reclaim(ctx, o.JetStream, cons, o)
+		}
+		if !first {
+			ix.log.Warn("the event stream or the indexer's consumer was gone (a NATS server that lost its store?) and is back; repairing the index from the documents of record",
+				"stream", events.StreamName, "durable", o.Durable)
+			metricConsumerRecreated.Inc()
+			go ix.repairAfterLoss(ctx)
+		}
+		first = false
+		ix.log.Info("indexer consuming", "stream", events.StreamName, "durable", o.Durable, "filter", events.SubjectDocuments)
+		ix.consumeUntilLost(ctx, cons, o)
+	}
+	return nil
+}
+
+// openConsumer makes sure the event stream, the durable consumer and the
+// dead-letter stream exist, waiting (and retrying) while NATS does not
+// answer. It returns nil, nil when ctx ends.
+func (ix *Indexer) openConsumer(ctx context.Context, o ConsumerOptions) (jetstream.Consumer, error) {
+	logged := false
+	for {
+		cons, err := ix.ensureConsumer(ctx, o)
+		if err == nil {
+			return cons, nil
+		}
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		if !logged {
+			ix.log.Info("waiting for the event stream", "stream", events.StreamName, "error", err)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-time.After(streamWaitInterval):
+		}
+	}
+}
+
+// ensureConsumer creates what is missing of the event stream (as the
+// publishing services configure it), the dead-letter stream and the
+// consumer, in that order.
+func (ix *Indexer) ensureConsumer(ctx context.Context, o ConsumerOptions) (jetstream.Consumer, error) {
+	cctx, cancel := context.WithTimeout(ctx, streamCallTimeout)
+	defer cancel()
+	if _, err := o.JetStream.Stream(cctx, events.StreamName); errors.Is(err, jetstream.ErrStreamNotFound) {
+		if _, err := outbox.EnsureStream(cctx, o.JetStream, outbox.WithReplicas(max(1, o.StreamReplicas))); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	// The dead-letter stream first: once the consumer exists it can
+	// deliver a message that must be parked.
+	if err := ensureDeadLetterStream(cctx, o.JetStream, o.StreamReplicas); err != nil {
+		return nil, err
+	}
+	cons, err := o.JetStream.CreateOrUpdateConsumer(cctx, events.StreamName, ConsumerConfig(o))
+	if err != nil {
+		return nil, fmt.Errorf("create consumer %s: %w", o.Durable, err)
+	}
+	return cons, nil
+}
+
+// consumeUntilLost processes batches until ctx ends or the consumer is
+// found gone (watchConsumer): a pull iterator whose stream vanished with
+// the server's store does not fail, it only stops delivering.
+func (ix *Indexer) consumeUntilLost(ctx context.Context, cons jetstream.Consumer, o ConsumerOptions) {
+	lctx, lost := context.WithCancel(ctx)
+	defer lost()
+	go ix.watchConsumer(lctx, lost, cons)
+	for lctx.Err() == nil {
+		if err := ix.consume(ctx, lctx, cons, o); err != nil && lctx.Err() == nil {
 			ix.log.Warn("indexer message iterator stopped; restarting", "error", err)
 			select {
-			case <-ctx.Done():
+			case <-lctx.Done():
 			case <-time.After(time.Second):
 			}
 		}
 	}
-	return nil
+}
+
+// watchConsumer reports the consumer's backlog every pendingInterval and
+// calls lost once the server says the consumer or its stream does not
+// exist.
+func (ix *Indexer) watchConsumer(ctx context.Context, lost func(), cons jetstream.Consumer) {
+	t := time.NewTicker(pendingInterval)
+	defer t.Stop()
+	for {
+		info, err := cons.Info(ctx)
+		switch {
+		case err == nil:
+			metricPending.Set(float64(info.NumPending) + float64(info.NumAckPending))
+		case errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound):
+			if ctx.Err() == nil {
+				ix.log.Warn("the indexer's consumer is gone; creating it again", "error", err)
+				lost()
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// repairAfterLoss runs the anti-entropy pass once the event stream was
+// found lost: the events it held that were not yet indexed are gone, and
+// the pass indexes what they would have.
+func (ix *Indexer) repairAfterLoss(ctx context.Context) {
+	if !ix.repairing.CompareAndSwap(false, true) {
+		return
+	}
+	defer ix.repairing.Store(false)
+	res, err := ix.Verify(ctx, nil)
+	if err != nil && ctx.Err() == nil {
+		ix.log.Warn("repair after the event stream was lost failed; the periodic pass tries again", "error", err)
+		return
+	}
+	ix.log.Info("repaired the index after the event stream was lost", "repaired", res.Repaired(), "checked", res.Checked)
 }
 
 // reclaimTimeout bounds the consumer reset at start-up (a server before
@@ -197,45 +305,9 @@ func (ix *Indexer) reclaim(ctx context.Context, js jetstream.JetStream, cons jet
 	ix.log.Info("reclaimed the events a previous process held unacknowledged", "durable", o.Durable, "held", held, "from_stream_seq", resp.ResetSeq)
 }
 
-func (ix *Indexer) waitStream(ctx context.Context, js jetstream.JetStream) error {
-	logged := false
-	for {
-		_, err := js.Stream(ctx, events.StreamName)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		if !logged {
-			ix.log.Info("waiting for the event stream", "stream", events.StreamName, "error", err)
-			logged = true
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(streamWaitInterval):
-		}
-	}
-}
-
-func (ix *Indexer) reportPending(ctx context.Context, cons jetstream.Consumer) {
-	t := time.NewTicker(pendingInterval)
-	defer t.Stop()
-	for {
-		if info, err := cons.Info(ctx); err == nil {
-			metricPending.Set(float64(info.NumPending) + float64(info.NumAckPending))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// consume runs one message iterator until it fails or ctx ends.
-func (ix *Indexer) consume(ctx context.Context, cons jetstream.Consumer, o ConsumerOptions) error {
+// consume runs one message iterator until it fails or next ends; batches
+// are processed under ctx.
+func (ix *Indexer) consume(ctx, next context.Context, cons jetstream.Consumer, o ConsumerOptions) error {
 	it, err := cons.Messages(jetstream.PullMaxMessages(o.BatchSize * o.Pipeline))
 	if err != nil {
 		return err
@@ -246,7 +318,7 @@ func (ix *Indexer) consume(ctx context.Context, cons jetstream.Consumer, o Consu
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		first, err := it.Next(jetstream.NextContext(ctx))
+		first, err := it.Next(jetstream.NextContext(next))
 		if err != nil {
 			return err
 		}
@@ -282,21 +354,38 @@ type pendingMsg struct {
 }
 
 // processBatch indexes the documents of a batch and acknowledges each
-// message once the engine write covering it is done.
+// message once the engine write covering it is done: decode the events
+// into one item per document, keep them in progress, handle the items
+// (suspects one by one), settle every message.
 func (ix *Indexer) processBatch(ctx context.Context, batch []jetstream.Msg, o ConsumerOptions) {
 	start := time.Now()
+	items, byDoc := ix.decodeBatch(ctx, batch, o)
+	if len(items) == 0 {
+		return
+	}
+	stopProgress := ix.keepInProgress(batch, o.AckWait/3)
+	defer stopProgress()
+	// Events delivered several times already are handled one by one: if
+	// one of them makes the process fail, it fails alone, and only its
+	// deliveries count up to MaxDeliver.
+	batched, alone := splitSuspects(items, byDoc, o.IsolateAfter)
+	ix.handleItems(ctx, batched, byDoc, o)
+	for _, it := range alone {
+		ix.handleItems(ctx, []Item{it}, byDoc, o)
+	}
+	metricBatch.Observe(time.Since(start).Seconds())
+}
+
+// decodeBatch turns a batch's messages into one Item per document (the
+// highest rev of its events, the newest writer's trace) and the messages
+// each item settles. Messages that are no valid document event, or that
+// were delivered too often, are parked at once.
+func (ix *Indexer) decodeBatch(ctx context.Context, batch []jetstream.Msg, o ConsumerOptions) ([]Item, map[int64][]pendingMsg) {
 	var items []Item
 	byDoc := map[int64][]pendingMsg{}
 	pos := map[int64]int{}
 	for _, m := range batch {
-		pm := pendingMsg{msg: m, delivered: 1}
-		if md, err := m.Metadata(); err == nil {
-			pm.delivered = md.NumDelivered
-		}
-		ev, err := events.DecodeDocumentEvent(m)
-		if err == nil && ev.GetDocId() <= 0 {
-			err = fmt.Errorf("document event without a document id")
-		}
+		pm, ev, err := decodeMessage(m)
 		if err != nil {
 			metricFailed.WithLabelValues("bad_event").Inc()
 			ix.park(ctx, o, m, pm.delivered, fmt.Errorf("not a valid document event: %w", err))
@@ -306,91 +395,100 @@ func (ix *Indexer) processBatch(ctx context.Context, batch []jetstream.Msg, o Co
 			ix.park(ctx, o, m, pm.delivered, errDeliveredTooOften{pm.delivered})
 			continue
 		}
-		if ev.GetOccurredAt() != nil {
-			pm.occurred = ev.GetOccurredAt().AsTime()
-		}
 		id := ev.GetDocId()
 		i, ok := pos[id]
 		if !ok {
 			i = len(items)
 			pos[id] = i
-			items = append(items, Item{ID: id})
+			items = append(items, Item{ID: id, DeferOCR: ix.defersOCR()})
 		}
 		if ev.GetRev() >= items[i].Rev {
 			// The newest event's writer is the cause of what gets indexed.
 			items[i].Cause = trace.SpanContextFromContext(tracing.Extract(ctx, events.HeaderCarrier(m.Headers())))
 		}
 		items[i].Rev = max(items[i].Rev, ev.GetRev())
+		items[i].EraseFilehashes = append(items[i].EraseFilehashes, ev.GetErasedFilehashes()...)
 		if pm.delivered >= uint64(o.ContentAttempts) {
 			items[i].DegradeContent = true
 		}
 		byDoc[id] = append(byDoc[id], pm)
 	}
-	if len(items) == 0 {
-		return
+	return items, byDoc
+}
+
+// decodeMessage reads a message's delivery count, event and occurrence
+// time; the error says why it is no valid document event.
+func decodeMessage(m jetstream.Msg) (pendingMsg, *eventv1.DocumentEvent, error) {
+	pm := pendingMsg{msg: m, delivered: 1}
+	if md, err := m.Metadata(); err == nil {
+		pm.delivered = md.NumDelivered
 	}
-	if ix.o.OCR != nil {
-		for i := range items {
-			items[i].DeferOCR = true
-		}
+	ev, err := events.DecodeDocumentEvent(m)
+	if err == nil && ev.GetDocId() <= 0 {
+		err = errors.New("document event without a document id")
 	}
-	stopProgress := ix.keepInProgress(batch, o.AckWait/3)
-	// Events delivered several times already are handled one by one: if
-	// one of them makes the process fail, it fails alone, and only its
-	// deliveries count up to MaxDeliver.
-	var batched, alone []Item
+	if err != nil {
+		return pm, nil, err
+	}
+	if ev.GetOccurredAt() != nil {
+		pm.occurred = ev.GetOccurredAt().AsTime()
+	}
+	return pm, ev, nil
+}
+
+// splitSuspects separates the items whose events were delivered
+// isolateAfter times or more (handled alone) from the others.
+func splitSuspects(items []Item, byDoc map[int64][]pendingMsg, isolateAfter int) (batched, alone []Item) {
 	for _, it := range items {
-		if suspect(byDoc[it.ID], o.IsolateAfter) {
+		if suspect(byDoc[it.ID], isolateAfter) {
 			alone = append(alone, it)
 		} else {
 			batched = append(batched, it)
 		}
 	}
-	handle := func(its []Item) {
-		if len(its) == 0 {
+	return batched, alone
+}
+
+// handleItems indexes its and settles their messages. Items failing for a
+// transient reason are tried again at once while an outage of what every
+// document needs lasts (holdThroughOutage: the index catches up as soon as
+// it ends, and a long one counts no deliveries towards the dead-letter
+// stream); otherwise they are redelivered with a growing delay.
+func (ix *Indexer) handleItems(ctx context.Context, its []Item, byDoc map[int64][]pendingMsg, o ConsumerOptions) {
+	for len(its) > 0 {
+		results := ix.Index(ctx, its)
+		again := ix.settleResults(ctx, its, results, byDoc, o)
+		if len(again) == 0 {
 			return
 		}
-		for len(its) > 0 {
-			results := ix.Index(ctx, its)
-			var again []int
-			for i, it := range its {
-				switch {
-				case results[i].Outcome == Deferred:
-					ix.readLater(ctx, it, byDoc[it.ID], o)
-				case results[i].Outcome == Failed && transient(results[i].Err) && ctx.Err() == nil:
-					again = append(again, i)
-				default:
-					ix.settle(ctx, it, results[i], byDoc[it.ID], o)
-				}
-			}
-			if len(again) == 0 {
-				return
-			}
-			// An outage of what every document needs holds the events
-			// (in progress) until it is over and tries them again at
-			// once, instead of redelivering them with a growing delay: the
-			// index catches up as soon as the outage ends, and a long one
-			// does not count deliveries up to the dead-letter stream.
-			if ix.holdThroughOutage(ctx) {
-				retry := make([]Item, len(again))
-				for j, i := range again {
-					retry[j] = its[i]
-				}
-				its = retry
-				continue
-			}
+		if !ix.holdThroughOutage(ctx) {
 			for _, i := range again {
 				ix.settle(ctx, its[i], results[i], byDoc[its[i].ID], o)
 			}
 			return
 		}
+		retry := make([]Item, len(again))
+		for j, i := range again {
+			retry[j] = its[i]
+		}
+		its = retry
 	}
-	handle(batched)
-	for _, it := range alone {
-		handle([]Item{it})
+}
+
+// settleResults settles the messages of every item whose result is final
+// and returns the positions of those that failed transiently (left
+// unsettled for the caller).
+func (ix *Indexer) settleResults(ctx context.Context, its []Item, results []Result, byDoc map[int64][]pendingMsg, o ConsumerOptions) []int {
+	var again []int
+	for i, it := range its {
+		switch {
+		case results[i].Outcome == Failed && transient(results[i].Err) && ctx.Err() == nil:
+			again = append(again, i)
+		default:
+			ix.settle(ctx, it, results[i], byDoc[it.ID], o)
+		}
 	}
-	stopProgress()
-	metricBatch.Observe(time.Since(start).Seconds())
+	return again
 }
 
 // suspect reports whether any of msgs has been delivered isolateAfter
@@ -402,34 +500,6 @@ func suspect(msgs []pendingMsg, isolateAfter int) bool {
 		}
 	}
 	return false
-}
-
-// readLater indexes a document that needs OCR off the batch path: its
-// events stay in progress (heartbeats) until the OCR engine has a slot for
-// it, the document is indexed with OCR, and they are settled then. The
-// consumer goes on with other batches meanwhile.
-func (ix *Indexer) readLater(ctx context.Context, it Item, msgs []pendingMsg, o ConsumerOptions) {
-	raw := make([]jetstream.Msg, len(msgs))
-	for i, pm := range msgs {
-		raw[i] = pm.msg
-	}
-	stop := ix.keepInProgress(raw, o.AckWait/3)
-	ix.deferred.Add(1)
-	go func() {
-		defer ix.deferred.Done()
-		defer stop()
-		release, err := ix.o.OCR.Acquire(ctx)
-		if err != nil {
-			for _, pm := range msgs {
-				_ = pm.msg.Nak() // shutting down
-			}
-			return
-		}
-		defer release()
-		it.DeferOCR = false
-		r := ix.Index(ctx, []Item{it})[0]
-		ix.settle(ctx, it, r, msgs, o)
-	}()
 }
 
 // settle acknowledges the messages of an item after its result: ack when

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/docrepo/docrepo/pkg/events"
@@ -37,8 +38,14 @@ func newStream(t testing.TB) (*natstest.Server, jetstream.JetStream, *publisher)
 
 func (p *publisher) event(docID, rev int64, kind string) {
 	p.t.Helper()
+	p.send(&eventv1.DocumentEvent{DocId: docID, Rev: rev, Kind: kind})
+}
+
+// send publishes ev with the next event id and the time now.
+func (p *publisher) send(ev *eventv1.DocumentEvent) {
+	p.t.Helper()
 	p.nextID++
-	ev := &eventv1.DocumentEvent{EventId: p.nextID, DocId: docID, Rev: rev, Kind: kind, OccurredAt: timestamppb.Now()}
+	ev.EventId, ev.OccurredAt = p.nextID, timestamppb.Now()
 	m, err := events.Encode(ev)
 	if err != nil {
 		p.t.Fatal(err)
@@ -331,5 +338,43 @@ func TestBackoff(t *testing.T) {
 		if got := backoff(tc.delivered, 100*time.Millisecond, time.Second); got != tc.want {
 			t.Errorf("backoff(%d) = %v, want %v", tc.delivered, got, tc.want)
 		}
+	}
+}
+
+// TestConsumerRecoversFromNATSLosingItsStore: the NATS server comes back
+// with an empty store while the indexer runs. Without a restart of the
+// indexer, the event stream, its consumer and the dead-letter stream
+// exist again, a new event is indexed, and a document whose event was
+// lost with the store is indexed by the repair pass.
+func TestConsumerRecoversFromNATSLosingItsStore(t *testing.T) {
+	srv, js, pub := newStream(t)
+	store := newDocStore()
+	store.put(1, textDoc(1, "before the loss"))
+	pub.event(1, 1, events.KindCreated)
+	eng := newMemEngine(t)
+	ix := newTestIndexer(t, eng, store.serve(t), nil)
+	opts := ConsumerOptions{JetStream: js, Durable: "lossy", AckWait: 3 * time.Second}
+	runConsumer(t, ix, opts)
+	waitFor(t, 30*time.Second, "the first document", func() bool { _, ok := eng.get(1); return ok })
+	recreated := testutil.ToFloat64(metricConsumerRecreated)
+
+	// Document 2's event was in the store that is lost.
+	store.put(2, textDoc(1, "its event was lost"))
+	srv.RestartEmpty(t)
+
+	ctx := context.Background()
+	waitFor(t, 30*time.Second, "the consumer created again", func() bool {
+		_, err := js.Consumer(ctx, events.StreamName, opts.Durable)
+		return err == nil
+	})
+	if _, err := js.Stream(ctx, DeadLetterStream); err != nil {
+		t.Errorf("the dead-letter stream is not back: %v", err)
+	}
+	store.put(3, textDoc(1, "after the loss"))
+	pub.event(3, 1, events.KindCreated)
+	waitFor(t, 30*time.Second, "the event published after the loss", func() bool { _, ok := eng.get(3); return ok })
+	waitFor(t, 30*time.Second, "the document whose event was lost", func() bool { _, ok := eng.get(2); return ok })
+	if got := testutil.ToFloat64(metricConsumerRecreated); got != recreated+1 {
+		t.Errorf("docrepo_indexer_consumer_recreated_total went from %v to %v, want one more", recreated, got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/extract"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
 	"github.com/docrepo/docrepo/pkg/ocr"
+	"github.com/docrepo/docrepo/pkg/tempfiles"
 )
 
 // errTooLarge: the file is over Options.MaxFileBytes.
@@ -32,62 +33,124 @@ type extracted struct {
 	// for some or all of them (the text is what could be read).
 	ocrNeeded int
 	ocrErr    error
+	// ocrPending: pages need OCR, which the OCR stage owes (the text is
+	// the file's text layer alone).
+	ocrPending bool
 }
 
-// content fetches the current file into a temporary file and extracts its
-// text, with OCR when withOCR and the indexer has an OCR engine. A
-// downloadError means the file could not be fetched; any other error means
-// it was fetched but yields no text.
-func (ix *Indexer) content(ctx context.Context, docID int64, docType string, f *documentv1.IndexFile, withOCR bool) (extracted, error) {
+// fetched is a file's bytes for extraction: in memory when they came
+// inline, else in a temporary file.
+type fetched struct {
+	r          io.ReaderAt
+	size       int64
+	mime, name string
+	inline     []byte
+	tmp        *os.File
+}
+
+// file returns the path of a temporary file holding the bytes (OCR
+// programs read files), writing inline bytes out first.
+func (ft *fetched) file(dir string) (string, error) {
+	if ft.tmp == nil {
+		tmp, err := os.CreateTemp(dir, tempfiles.Pattern(TempPrefix))
+		if err != nil {
+			return "", fmt.Errorf("temporary file: %w", err)
+		}
+		ft.tmp = tmp
+		if _, err := tmp.Write(ft.inline); err != nil {
+			return "", fmt.Errorf("write temporary file: %w", err)
+		}
+	}
+	return ft.tmp.Name(), nil
+}
+
+func (ft *fetched) close() {
+	if ft.tmp != nil {
+		ft.tmp.Close()
+		os.Remove(ft.tmp.Name())
+	}
+}
+
+// TempPrefix starts the names of the indexer's temporary files (with the
+// process id: tempfiles.Pattern); New removes those a process that is gone
+// left behind.
+const TempPrefix = "docrepo-index-"
+
+// content fetches the current file and extracts its text layer. When pages
+// need OCR (and the indexer has an OCR engine), the text read by OCR comes
+// from the cache when this file was read with the same settings before;
+// otherwise, with it.DeferOCR and a queue, the text layer is returned with
+// ocrPending set (the caller enqueues the job), and without, the pages are
+// read now and the result cached. A downloadError means the file could not
+// be fetched; any other error means it was fetched but yields no text.
+func (ix *Indexer) content(ctx context.Context, it Item, docType string, f *documentv1.IndexFile) (extracted, error) {
 	if f.GetImageSize() > ix.o.MaxFileBytes {
 		return extracted{}, fmt.Errorf("%w: %d bytes", errTooLarge, f.GetImageSize())
 	}
-	// A small file that came inline is read from memory, unless OCR may
-	// need it as a file.
-	if f.GetInline() && !(withOCR && ix.o.OCR != nil) {
-		return ix.extract(ctx, bytes.NewReader(f.GetContent()), int64(len(f.GetContent())), f.GetImageType(), f.GetOrigname(), nil)
-	}
-	tmp, err := os.CreateTemp(ix.o.TempDir, "docrepo-index-*")
+	ft, err := ix.fetch(ctx, it.ID, f)
 	if err != nil {
-		return extracted{}, &downloadError{fmt.Errorf("temporary file: %w", err)}
+		return extracted{}, err
 	}
-	defer func() {
-		tmp.Close()
-		os.Remove(tmp.Name())
-	}()
-	var size int64
-	mime, name := f.GetImageType(), f.GetOrigname()
-	if f.GetInline() {
-		if _, err := tmp.Write(f.GetContent()); err != nil {
-			return extracted{}, &downloadError{fmt.Errorf("write temporary file: %w", err)}
-		}
-		size = int64(len(f.GetContent()))
-	} else {
-		var hdr *documentv1.DownloadHeader
-		size, hdr, err = ix.download(ctx, docID, f.GetOwnid(), tmp)
-		if err != nil {
-			if errors.Is(err, errTooLarge) {
-				return extracted{}, err
-			}
-			return extracted{}, &downloadError{err}
-		}
-		if mime == "" {
-			mime = hdr.GetContentType()
-		}
-		if name == "" {
-			name = hdr.GetFilename()
-		}
+	defer ft.close()
+	ex, err := ix.extract(ctx, ft.r, ft.size, ft.mime, ft.name, nil)
+	if err != nil || ex.ocrNeeded == 0 || ix.o.OCR == nil {
+		return ex, err
 	}
-	var ocrOf func() extract.OCR
-	if withOCR && ix.o.OCR != nil {
-		ocrOf = func() extract.OCR { return ix.o.OCR.File(tmp.Name(), ix.o.OCRDocTypeLangs[docType], docID) }
+	settings := ix.ocrSettings(docType)
+	if hit, ok := ix.cachedOCR(ctx, f.GetFilehash(), settings); ok {
+		return hit, nil
 	}
-	return ix.extract(ctx, tmp, size, mime, name, ocrOf)
+	if it.DeferOCR && ix.o.OCRQueue != nil {
+		ex.ocrPending = true
+		return ex, nil
+	}
+	path, err := ft.file(ix.o.TempDir)
+	if err != nil {
+		return extracted{}, &downloadError{err}
+	}
+	langs := ix.o.OCRDocTypeLangs[docType]
+	ex, err = ix.extract(ctx, ft.r, ft.size, ft.mime, ft.name, ix.o.OCR.File(path, langs, it.ID))
+	if err == nil && ix.cacheOCR(ctx, f.GetFilehash(), settings, ex) {
+		ix.uncacheIfGone(ctx, it.ID, f.GetFilehash())
+	}
+	return ex, err
 }
 
-// extract reads the text of a file of size bytes from r; ocr, when not
-// nil, gives the OCR of its pages.
-func (ix *Indexer) extract(ctx context.Context, r io.ReaderAt, size int64, mime, name string, ocrOf func() extract.OCR) (extracted, error) {
+// fetch makes the file's bytes readable: inline bytes as they are, others
+// downloaded into a temporary file.
+func (ix *Indexer) fetch(ctx context.Context, docID int64, f *documentv1.IndexFile) (*fetched, error) {
+	ft := &fetched{mime: f.GetImageType(), name: f.GetOrigname()}
+	if f.GetInline() {
+		ft.inline = f.GetContent()
+		ft.r, ft.size = bytes.NewReader(ft.inline), int64(len(ft.inline))
+		return ft, nil
+	}
+	tmp, err := os.CreateTemp(ix.o.TempDir, tempfiles.Pattern(TempPrefix))
+	if err != nil {
+		return nil, &downloadError{fmt.Errorf("temporary file: %w", err)}
+	}
+	ft.tmp, ft.r = tmp, tmp
+	size, hdr, err := ix.download(ctx, docID, f.GetOwnid(), tmp)
+	if err != nil {
+		ft.close()
+		if errors.Is(err, errTooLarge) {
+			return nil, err
+		}
+		return nil, &downloadError{err}
+	}
+	ft.size = size
+	if ft.mime == "" {
+		ft.mime = hdr.GetContentType()
+	}
+	if ft.name == "" {
+		ft.name = hdr.GetFilename()
+	}
+	return ft, nil
+}
+
+// extract reads the text of a file of size bytes from r; reader, when
+// not nil, reads the pages that need OCR.
+func (ix *Indexer) extract(ctx context.Context, r io.ReaderAt, size int64, mime, name string, reader extract.OCR) (extracted, error) {
 	opts := extract.Options{
 		MaxTextBytes: ix.o.MaxTextBytes,
 		Timeout:      ix.o.ExtractTimeout,
@@ -95,8 +158,8 @@ func (ix *Indexer) extract(ctx context.Context, r io.ReaderAt, size int64, mime,
 		OCRMaxPixels: ix.o.OCRMaxPixels,
 		OCRDPI:       ix.o.OCRDPI,
 	}
-	if ocrOf != nil {
-		opts.OCR = ocrOf()
+	if reader != nil {
+		opts.OCR = reader
 	}
 	res, err := extract.Extract(ctx, r, size, mime, name, opts)
 	if err != nil {
@@ -104,6 +167,12 @@ func (ix *Indexer) extract(ctx context.Context, r io.ReaderAt, size int64, mime,
 			return extracted{}, &downloadError{ctx.Err()}
 		}
 		return extracted{}, err
+	}
+	if res.Stopped != nil {
+		// A work budget ended the extraction: the text read before it is
+		// indexed.
+		ix.log.Warn("text extraction stopped by its work budget; indexing the text read before", "file", name, "error", res.Stopped)
+		metricFailed.WithLabelValues("extract_limit").Inc()
 	}
 	return extracted{text: res.Text, source: res.Source, ocrNeeded: res.OCRNeeded, ocrErr: res.OCRErr}, nil
 }

@@ -64,15 +64,23 @@ func (ix *Indexer) park(ctx context.Context, o ConsumerOptions, m jetstream.Msg,
 	_ = m.Term()
 }
 
-func parkMsg(ctx context.Context, js jetstream.JetStream, durable string, m jetstream.Msg, delivered uint64, reason error, replicas int) error {
-	// Created when missing, never updated: an operator may have changed
-	// it (replicas, age), and that stays.
+// ensureDeadLetterStream creates the dead-letter stream when it is
+// missing, and never updates it: an operator may have changed it
+// (replicas, age), and that stays.
+func ensureDeadLetterStream(ctx context.Context, js jetstream.JetStream, replicas int) error {
 	if _, err := js.Stream(ctx, DeadLetterStream); errors.Is(err, jetstream.ErrStreamNotFound) {
 		if _, err := js.CreateStream(ctx, DeadLetterStreamConfig(replicas)); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			return fmt.Errorf("dead-letter stream: %w", err)
 		}
 	} else if err != nil {
 		return fmt.Errorf("dead-letter stream: %w", err)
+	}
+	return nil
+}
+
+func parkMsg(ctx context.Context, js jetstream.JetStream, durable string, m jetstream.Msg, delivered uint64, reason error, replicas int) error {
+	if err := ensureDeadLetterStream(ctx, js, replicas); err != nil {
+		return err
 	}
 	out := nats.NewMsg(DeadLetterSubjectPrefix + "." + durable + "." + m.Subject())
 	for k, vs := range m.Headers() {

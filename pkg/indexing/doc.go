@@ -25,14 +25,16 @@
 //  3. A file that did not come inline is streamed through
 //     DocumentService.DownloadFile into a temporary file (never into
 //     memory); its text is extracted
-//     (pkg/extract) under a timeout. Files over Options.MaxFileBytes are
+//     (pkg/extract) under a timeout and its work budgets (operators, forms,
+//     markup tokens). Files over Options.MaxFileBytes are
 //     indexed without content. A file that cannot be extracted (malformed,
 //     hostile, too slow) is a poison input: the document is indexed with
 //     its metadata and no content, and the failure is logged and counted,
 //     so it never blocks the stream. With an OCR engine (Options.OCR,
-//     pkg/ocr), pages without a text layer and images are read by OCR;
-//     an OCR failure keeps the text that could be read and counts in
-//     docrepo_indexer_ocr_failed_total. Where the text came from (text,
+//     pkg/ocr), pages without a text layer and images are read by OCR
+//     (from the cache, by the OCR stage, or at once when the item does
+//     not defer OCR: reindex and verify); an OCR failure keeps the text
+//     that could be read and counts in docrepo_indexer_ocr_failed_total. Where the text came from (text,
 //     ocr, none) is reported to the document service
 //     (DocumentService.SetContentSources, one call per batch, for GET's
 //     content_source) before the engine write, so a failed report is
@@ -82,12 +84,26 @@
 // with its reason, counted in docrepo_indexer_deadlettered_total, and
 // listed and retried with docrepoctl deadletter.
 //
-// OCR never runs inside a batch: when a document needs OCR, the batch
-// leaves it (Item.DeferOCR, outcome Deferred) and a background reader
-// takes it once the OCR engine grants a document slot (ocr.Engine.Acquire),
-// downloads it again and indexes it with OCR; its messages are kept in
-// progress meanwhile and settled when it is written. A 300-page scan
-// therefore delays nothing but itself.
+// OCR never holds an event: when a document needs OCR and its file's OCR
+// text is not cached (pkg/ocrjobs, by the file's SHA-256 and the OCR
+// settings), the consumer writes the document with its text layer,
+// enqueues an OCR job in the same step (Item.DeferOCR) and acknowledges
+// the event. The job queue is durable (Postgres, the schema of the
+// process that writes the engine), holds at most one job per document
+// (the newest revision wins) and hands jobs out fairly between users;
+// the OCR stage (ocrstage.go, RunOCRStage) reads the documents again
+// with OCR, a few at a time, and writes them with their OCR text. A scan
+// therefore delays nothing but its own OCR text, and a flood of scans
+// never fills the consumer's MaxAckPending.
+//
+// The consumer creates what it needs that is missing — the DOCREPO stream
+// (configured as the publishing services configure it), its durable
+// consumer and the dead-letter stream — and checks every two seconds that
+// the server still has them: a pull consumer whose stream vanished (a NATS
+// server restarted with an empty store) does not fail, it only stops
+// delivering. When they are gone it creates them again and runs the
+// anti-entropy pass, which indexes what the events lost with the store
+// would have (docrepo_indexer_consumer_recreated_total).
 //
 // Since acknowledgements follow engine writes and writes are idempotent by
 // revision, a consumer killed at any point and restarted loses nothing and
@@ -118,6 +134,8 @@
 // docrepo_indexer_pending (messages the consumer has not yet processed),
 // docrepo_indexer_indexed_total{result} and docrepo_indexer_failed_total{reason};
 // docrepo_indexer_vector_backlog (documents waiting for their vectors),
+// docrepo_indexer_ocr_jobs{state} and docrepo_indexer_ocr_jobs_total{event}
+// (the OCR queue), docrepo_indexer_ocr_cache_total{result},
 // docrepo_indexer_vectors_withheld_total (batches written without vectors
 // into an index of another embedder), docrepo_indexer_reembed_running,
 // _done and _total (an online re-embedding).

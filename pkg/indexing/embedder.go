@@ -31,9 +31,12 @@ import (
 //     and the index is re-embedded online (Reembed): the current index
 //     goes on answering full-text and metadata searches, the indexer
 //     writes new documents into it without vectors (never a mix: see
-//     Indexer.vectorsFit), vector searches answer 503 until the new
-//     index is in use, and progress is logged and exported as
-//     docrepo_indexer_reembed_*.
+//     Indexer.vectorsFit), vector searches are answered from it with
+//     queries embedded by the embedder it records when the search
+//     service can build that one (Settings.EmbedderFor: always for hash)
+//     and 503 otherwise, until the new index is in use; progress is
+//     logged, exported as docrepo_indexer_reembed_* and shown in /readyz
+//     (Server.Reembedding).
 
 // Embedder change policies (DOCREPO_EMBEDDER_CHANGE).
 const (
@@ -104,7 +107,7 @@ func CheckEmbedder(ctx context.Context, eng engine.Engine, id embed.Identity, po
 		return 0, fmt.Errorf("%w: the index was built with %s, this process embeds with %s, and their vectors cannot be compared. "+
 			"Either configure the embedder the index was built with (DOCREPO_EMBEDDER and its settings), "+
 			"or re-embed the index with the new one: restart with DOCREPO_EMBEDDER_CHANGE=rebuild, which starts the service and rebuilds the index online "+
-			"(full-text search keeps working; vector search returns 503 until the new index is in use; progress in the log and docrepo_indexer_reembed_*; "+
+			"(full-text search keeps working; vector search answers from the old index meanwhile where its embedder can still be built, hash always, else 503; progress in the log and docrepo_indexer_reembed_*; "+
 			"docrepoctl reindex -recreate runs the same rebuild again if it fails)",
 			ErrEmbedderChanged, got, id)
 	case ok:
@@ -154,7 +157,11 @@ const reembedRetry = time.Minute
 func (s *Server) Reembed(ctx context.Context) {
 	log := s.ix.log.With("reembed", true)
 	metricReembedRunning.Set(1)
-	defer metricReembedRunning.Set(0)
+	s.reembed.running.Store(true)
+	defer func() {
+		metricReembedRunning.Set(0)
+		s.reembed.running.Store(false)
+	}()
 	for {
 		err := s.reembedOnce(ctx, log)
 		if err == nil || ctx.Err() != nil {
@@ -167,6 +174,12 @@ func (s *Server) Reembed(ctx context.Context) {
 		case <-time.After(reembedRetry):
 		}
 	}
+}
+
+// Reembedding reports whether Reembed is running and its progress
+// (documents done of total, as last reported; total is 0 until counted).
+func (s *Server) Reembedding() (running bool, done, total int64) {
+	return s.reembed.running.Load(), s.reembed.done.Load(), s.reembed.total.Load()
 }
 
 func (s *Server) reembedOnce(ctx context.Context, log *slog.Logger) error {
@@ -184,6 +197,8 @@ func (s *Server) reembedOnce(ctx context.Context, log *slog.Logger) error {
 	report := func(p Progress) error {
 		metricReembedDone.Set(float64(p.Done))
 		metricReembedTotal.Set(float64(p.Total))
+		s.reembed.done.Store(p.Done)
+		s.reembed.total.Store(p.Total)
 		if time.Since(last) >= 10*time.Second || p.Finished {
 			last = time.Now()
 			log.Info("re-embedding the index", "done", p.Done, "total", p.Total, "failed", p.Failed, "finished", p.Finished,
@@ -204,6 +219,6 @@ func (s *Server) reembedOnce(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	log.Info("the index is re-embedded: vector search is back", "documents", p.Done, "took", time.Since(started).Round(time.Second))
+	log.Info("the index is re-embedded: vector search uses the new embedder", "documents", p.Done, "took", time.Since(started).Round(time.Second))
 	return nil
 }

@@ -2,6 +2,8 @@ package indexing
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"sort"
@@ -18,8 +20,10 @@ import (
 
 	"github.com/docrepo/docrepo/pkg/embed"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+	"github.com/docrepo/docrepo/pkg/ocrjobs"
 	"github.com/docrepo/docrepo/pkg/search/bleveengine"
 	"github.com/docrepo/docrepo/pkg/search/engine"
+	"github.com/docrepo/docrepo/pkg/testenv/pgtest"
 )
 
 // docStore is a document service for the indexer's tests: a real gRPC
@@ -37,6 +41,10 @@ type docStore struct {
 	failDownloads atomic.Bool
 	// failGets makes GetIndexDocument fail with Unavailable.
 	failGets atomic.Bool
+	// failLists makes that many ListDocumentIds calls fail with
+	// Unavailable (counting down); lists counts the calls.
+	failLists atomic.Int64
+	lists     atomic.Int64
 	// sources records SetContentSource calls by file id.
 	sources map[int64]string
 	// noBatch makes it a document service without the batch calls.
@@ -54,7 +62,8 @@ type storedDoc struct {
 	file     []byte
 	mime     string
 	name     string
-	declared int64 // image_size reported; len(file) when 0
+	declared int64  // image_size reported; len(file) when 0
+	owner    string // entry person; alice when empty
 }
 
 func newDocStore() *docStore {
@@ -112,9 +121,13 @@ func (s *docStore) GetIndexDocument(_ context.Context, req *documentv1.GetIndexD
 		return &documentv1.GetIndexDocumentResponse{Deleted: true}, nil
 	}
 	dt := d.docType
+	owner := d.owner
+	if owner == "" {
+		owner = "alice"
+	}
 	out := &documentv1.IndexDocument{
 		Document: &documentv1.Document{
-			Id: req.GetDocId(), Description: d.desc, DocType: &dt, EntryPerson: "alice",
+			Id: req.GetDocId(), Description: d.desc, DocType: &dt, EntryPerson: owner,
 			EntryDate: timestamppb.New(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)),
 		},
 		Rev:       d.rev,
@@ -126,8 +139,9 @@ func (s *docStore) GetIndexDocument(_ context.Context, req *documentv1.GetIndexD
 		if size == 0 {
 			size = int64(len(d.file))
 		}
+		sum := sha256.Sum256(d.file)
 		out.File = &documentv1.IndexFile{Ownid: req.GetDocId()*10 + d.rev, Origname: d.name, ImageType: d.mime, ImageSize: size,
-			ContentSource: s.sources[req.GetDocId()*10+d.rev]}
+			ContentSource: s.sources[req.GetDocId()*10+d.rev], Filehash: hex.EncodeToString(sum[:])}
 	}
 	return &documentv1.GetIndexDocumentResponse{Document: out}, nil
 }
@@ -173,6 +187,10 @@ func (s *docStore) SetContentSources(ctx context.Context, req *documentv1.SetCon
 }
 
 func (s *docStore) ListDocumentIds(_ context.Context, req *documentv1.ListDocumentIdsRequest) (*documentv1.ListDocumentIdsResponse, error) {
+	s.lists.Add(1)
+	if s.failLists.Add(-1) >= 0 {
+		return nil, status.Error(codes.Unavailable, "document service not listening yet")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var ids []int64
@@ -332,6 +350,22 @@ func newTestIndexer(t testing.TB, eng engine.Engine, src Source, mod func(*Optio
 		t.Fatal(err)
 	}
 	return ix
+}
+
+// newOCRQueue is an OCR job queue and text cache in a fresh database.
+func newOCRQueue(t testing.TB) *ocrjobs.Store {
+	t.Helper()
+	pool := pgtest.NewPool(t, "indexing_test", ocrjobs.Migrations("indexing_test"))
+	return ocrjobs.New(pool, "indexer")
+}
+
+// runOCRStage runs ix's OCR stage until the test ends.
+func runOCRStage(t testing.TB, ix *Indexer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); ix.RunOCRStage(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
 }
 
 // waitFor polls cond until it holds or the deadline passes.

@@ -19,7 +19,9 @@ import (
 	"github.com/docrepo/docrepo/pkg/extract"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
 	"github.com/docrepo/docrepo/pkg/ocr"
+	"github.com/docrepo/docrepo/pkg/ocrjobs"
 	"github.com/docrepo/docrepo/pkg/search/engine"
+	"github.com/docrepo/docrepo/pkg/tempfiles"
 	"github.com/docrepo/docrepo/pkg/tracing"
 )
 
@@ -43,6 +45,7 @@ const (
 	DefaultMaxEmbedBytes  = 32 << 10
 	DefaultWorkers        = 8
 	DefaultVectorBatch    = 16
+	DefaultVectorYield    = 5 * time.Second
 	// DefaultCallTimeout bounds each unary call to the document service.
 	DefaultCallTimeout = 30 * time.Second
 	// DefaultEngineTimeout bounds each engine call (revision, delete,
@@ -84,6 +87,11 @@ type Options struct {
 	// VectorBatch is the number of documents the vector stage embeds and
 	// writes at a time (default DefaultVectorBatch).
 	VectorBatch int
+	// VectorYield is the longest the vector stage rests between two
+	// documents while text is indexed (default DefaultVectorYield;
+	// negative: never rest, always embed whole batches). See
+	// vectorstage.go.
+	VectorYield time.Duration
 	// TempDir holds downloaded files while they are extracted (default the
 	// system's temporary directory).
 	TempDir string
@@ -99,6 +107,14 @@ type Options struct {
 
 	// OCR reads scanned pages and images; nil turns OCR off.
 	OCR *ocr.Engine
+	// OCRQueue holds the OCR jobs and caches OCR text (see ocrstage.go).
+	// Without it, documents are read by OCR when they are indexed, also
+	// by the event consumer.
+	OCRQueue *ocrjobs.Store
+	// OCRCache is where a purge erases the cached OCR text of its files
+	// (Item.EraseFilehashes); default OCRQueue. It is set also when OCR
+	// is off, so that text cached while it was on is erased too.
+	OCRCache *ocrjobs.Store
 	// OCRDocTypeLangs gives the OCR languages of documents by doc type
 	// ("invoice" -> "deu+eng"); other documents use the engine's.
 	OCRDocTypeLangs map[string]string
@@ -107,6 +123,13 @@ type Options struct {
 	OCRMaxPages  int
 	OCRMaxPixels int64
 	OCRDPI       int
+
+	// VerifyRetry and VerifyRetryMax bound the back-off of VerifyLoop
+	// after a failed pass: it tries again after VerifyRetry, doubling up
+	// to VerifyRetryMax, until a pass succeeds (defaults
+	// DefaultVerifyRetry, DefaultVerifyRetryMax).
+	VerifyRetry    time.Duration
+	VerifyRetryMax time.Duration
 }
 
 // Indexer writes documents of record into a search engine.
@@ -121,9 +144,19 @@ type Indexer struct {
 	withheld atomic.Int64
 	// wake tells the vector stage that documents wait for vectors.
 	wake chan struct{}
-	// deferred counts documents the consumer is reading with OCR in the
-	// background.
-	deferred sync.WaitGroup
+	// textRunning counts Index calls in progress and textDone is when
+	// the last one ended (unix nanoseconds): the vector stage gives way
+	// to them (vectorstage.go).
+	textRunning atomic.Int64
+	textDone    atomic.Int64
+	// ocrWake tells the OCR stage that jobs were enqueued.
+	ocrWake chan struct{}
+	// repairing is set while the anti-entropy pass after a lost event
+	// stream runs.
+	repairing atomic.Bool
+	// inlineOCR: read pages needing OCR when the document is indexed,
+	// never through the queue (a rebuild's new index).
+	inlineOCR bool
 	// outages counts batches held through an outage (holdThroughOutage).
 	outages atomic.Int64
 	// noBatch is set once the document service turned out not to know the
@@ -151,6 +184,9 @@ func New(o Options) (*Indexer, error) {
 	if o.MaxPassages <= 0 {
 		o.MaxPassages = embed.DefaultMaxPassages
 	}
+	if o.VectorYield == 0 {
+		o.VectorYield = DefaultVectorYield
+	}
 	if o.VectorBatch <= 0 {
 		o.VectorBatch = DefaultVectorBatch
 	}
@@ -169,11 +205,27 @@ func New(o Options) (*Indexer, error) {
 	if o.DownloadIdle <= 0 {
 		o.DownloadIdle = DefaultDownloadIdle
 	}
+	if o.VerifyRetry <= 0 {
+		o.VerifyRetry = DefaultVerifyRetry
+	}
+	if o.VerifyRetryMax < o.VerifyRetry {
+		o.VerifyRetryMax = max(DefaultVerifyRetryMax, o.VerifyRetry)
+	}
+	if o.OCRCache == nil {
+		o.OCRCache = o.OCRQueue
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Indexer{o: o, log: log, id: embed.IdentityOf(o.Embedder), wake: make(chan struct{}, 1)}, nil
+	// Downloads a killed predecessor left are removed.
+	if removed, err := tempfiles.Sweep(o.TempDir, TempPrefix); err != nil {
+		log.Warn("could not sweep the temporary files of earlier processes", "error", err)
+	} else if len(removed) > 0 {
+		log.Info("removed the temporary files of earlier processes", "files", len(removed))
+	}
+	return &Indexer{o: o, log: log, id: embed.IdentityOf(o.Embedder), wake: make(chan struct{}, 1),
+		ocrWake: make(chan struct{}, 1)}, nil
 }
 
 // Engine returns the engine the indexer writes.
@@ -189,16 +241,20 @@ type Item struct {
 	// DegradeContent: when the file cannot be downloaded, index the
 	// document without content instead of failing (last attempts).
 	DegradeContent bool
-	// DeferOCR: when the document needs OCR, do not read it now; the
-	// outcome is Deferred and the caller indexes the item again without
-	// DeferOCR, off its fast path (the event consumer does, so that a long
-	// scan never holds back the documents of its batch).
+	// DeferOCR: when the document needs OCR and its text is not cached,
+	// write its text layer now and enqueue an OCR job (Options.OCRQueue)
+	// instead of reading it (the event consumer does, so that no scan
+	// ever holds an event).
 	DeferOCR bool
 	// Reread: index the document also when the engine holds its revision
 	// already, because that revision was written without its file's text
 	// (the anti-entropy pass sets it for documents whose file the
 	// document service records as not read).
 	Reread bool
+	// EraseFilehashes are files (SHA-256, hex) whose cached OCR text goes
+	// once the item is handled: a purge's files that no other document
+	// has (the purged event's erased_filehashes).
+	EraseFilehashes []string
 	// Cause is the trace context of the write that caused the event (from
 	// its traceparent header): indexing continues that trace, so the calls
 	// to the document service carry it too. Zero when unknown.
@@ -218,9 +274,6 @@ const (
 	Current
 	// Deleted: the document no longer exists and was removed.
 	Deleted
-	// Deferred: nothing was written because the document needs OCR and
-	// the item asked to defer it (Item.DeferOCR).
-	Deferred
 )
 
 func (o Outcome) String() string {
@@ -231,8 +284,6 @@ func (o Outcome) String() string {
 		return "current"
 	case Deleted:
 		return "deleted"
-	case Deferred:
-		return "deferred"
 	}
 	return "failed"
 }
@@ -251,6 +302,9 @@ type Result struct {
 	// OCRErr is set when OCR failed for some or all pages; the document
 	// was written with the text that could be read.
 	OCRErr error
+	// OCRQueued: the document was written with its text layer and an OCR
+	// job was enqueued for the pages that need OCR (Item.DeferOCR).
+	OCRQueued bool
 }
 
 // prepared is one item after loading.
@@ -263,13 +317,18 @@ type prepared struct {
 	doc        *engine.Document
 	// report is the content source to record before the write, if any.
 	report *documentv1.SetContentSourceRequest
+	// ocrJob is the OCR job to enqueue before the write, if any.
+	ocrJob *ocrjobs.Job
 }
 
 // Index brings the items' documents up to date in the engine and reports
 // one Result per item, in order. Items of the same document should be
 // merged by the caller (keep the highest Rev); Index handles them anyway.
 func (ix *Indexer) Index(ctx context.Context, items []Item) []Result {
+	ix.textBegin()
+	defer ix.textEnd()
 	preps := ix.prepareAll(ctx, items)
+	ix.eraseOCRText(ctx, items, preps)
 
 	// Embed everything to write in two batched calls.
 	var docs []*engine.Document
@@ -282,7 +341,7 @@ func (ix *Indexer) Index(ctx context.Context, items []Item) []Result {
 	}
 	results := make([]Result, len(items))
 	for i, p := range preps {
-		results[i] = Result{Outcome: p.outcome, Err: p.err, ContentErr: p.contentErr, OCRErr: p.ocrErr}
+		results[i] = Result{Outcome: p.outcome, Err: p.err, ContentErr: p.contentErr, OCRErr: p.ocrErr, OCRQueued: p.ocrJob != nil}
 	}
 	if len(docs) == 0 {
 		return results
@@ -329,7 +388,8 @@ func (ix *Indexer) Index(ctx context.Context, items []Item) []Result {
 // engine holds already costs nothing more), then the documents in batched
 // GetIndexDocuments calls with small files inline, then each document's
 // content (Workers at once), and last the content sources in one
-// SetContentSources call. A nil doc with a nil err means nothing to write.
+// SetContentSources call and the OCR jobs in one enqueue. A nil doc with a
+// nil err means nothing to write.
 func (ix *Indexer) prepareAll(ctx context.Context, items []Item) []prepared {
 	preps := make([]prepared, len(items))
 	states := make([]loadState, len(items))
@@ -366,7 +426,40 @@ func (ix *Indexer) prepareAll(ctx context.Context, items []Item) []prepared {
 	}
 	wg.Wait()
 	ix.reportSources(ctx, preps)
+	ix.enqueueOCR(ctx, preps)
 	return preps
+}
+
+// eraseOCRText erases the cached OCR text of the items' EraseFilehashes
+// (a purge's) in one statement, once their engine delete is done; a
+// failure fails those items, whose events then come again.
+func (ix *Indexer) eraseOCRText(ctx context.Context, items []Item, preps []prepared) {
+	var hashes []string
+	var idx []int
+	for i, it := range items {
+		if len(it.EraseFilehashes) > 0 && preps[i].err == nil {
+			hashes = append(hashes, it.EraseFilehashes...)
+			idx = append(idx, i)
+		}
+	}
+	if len(hashes) == 0 {
+		return
+	}
+	if ix.o.OCRCache == nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, ix.o.CallTimeout)
+	n, err := ix.o.OCRCache.Erase(cctx, hashes)
+	cancel()
+	if err != nil {
+		for _, i := range idx {
+			preps[i] = prepared{err: fmt.Errorf("erase cached OCR text: %w", err)}
+		}
+		return
+	}
+	if n > 0 {
+		ix.log.Info("erased the cached OCR text of purged files", "files", len(hashes), "entries", n)
+	}
 }
 
 // loadState is what checkRevision found of an item in the engine.
@@ -497,46 +590,53 @@ func (ix *Indexer) prepare(ctx context.Context, it Item, st loadState, resp *doc
 	}
 	doc := toEngineDocument(src)
 	doc.Reread = it.Reread
-	var contentErr error
-	source := extract.SourceNone
-	var ocrErr error
-	var report *documentv1.SetContentSourceRequest
+	p := prepared{doc: doc, source: extract.SourceNone}
 	if f := src.GetFile(); f != nil && f.GetOwnid() != 0 {
-		var ex extracted
-		ex, contentErr = ix.content(ctx, it.ID, src.GetDocument().GetDocType(), f, !it.DeferOCR)
-		if contentErr == nil && it.DeferOCR && ex.ocrNeeded > 0 && ix.o.OCR != nil {
-			return prepared{outcome: Deferred}
-		}
-		doc.Content, source, ocrErr = ex.text, ex.source, ex.ocrErr
-		if ocrErr != nil {
-			ix.log.Warn("OCR failed for some or all pages; indexing the text that could be read", "doc_id", it.ID, "rev", doc.Rev,
-				"pages_needing_ocr", ex.ocrNeeded, "source", source, "error", ocrErr)
-			metricOCRFailed.WithLabelValues(ocrFailureReason(ocrErr)).Inc()
-		}
-		if contentErr != nil {
-			var dl *downloadError
-			unreadable := errors.As(contentErr, &dl)
-			if unreadable && !it.DegradeContent {
-				return prepared{err: contentErr}
-			}
-			if !unreadable {
-				// The file was read and has no usable text (too large,
-				// not extractable): that is its content source. A file
-				// that could not be downloaded stays unrecorded, so the
-				// anti-entropy pass reads it again later.
-				source = extract.SourceNone
-			}
-			if ctx.Err() != nil {
-				return prepared{err: ctx.Err()}
-			}
-			ix.log.Warn("indexing document without content", "doc_id", it.ID, "rev", doc.Rev, "error", contentErr)
-			metricFailed.WithLabelValues(failureReason(contentErr)).Inc()
-		}
-		if string(source) != f.GetContentSource() && source != "" {
-			report = &documentv1.SetContentSourceRequest{DocId: it.ID, FileId: f.GetOwnid(), Source: string(source)}
+		if failed := ix.prepareContent(ctx, it, src, &p); failed != nil {
+			return *failed
 		}
 	}
-	return prepared{doc: doc, contentErr: contentErr, ocrErr: ocrErr, source: source, report: report}
+	return p
+}
+
+// prepareContent reads the content of a document's file into p: its
+// text, where it came from, the report of that to the document service
+// and the OCR job it owes. A non-nil result replaces p: the item failed.
+func (ix *Indexer) prepareContent(ctx context.Context, it Item, src *documentv1.IndexDocument, p *prepared) *prepared {
+	f, doc := src.GetFile(), p.doc
+	ex, contentErr := ix.content(ctx, it, src.GetDocument().GetDocType(), f)
+	doc.Content, p.source, p.ocrErr, p.contentErr = ex.text, ex.source, ex.ocrErr, contentErr
+	if ex.ocrPending {
+		p.ocrJob = &ocrjobs.Job{DocID: it.ID, Rev: doc.Rev, Owner: src.GetDocument().GetEntryPerson(), Pages: ex.ocrNeeded}
+	}
+	if p.ocrErr != nil {
+		ix.log.Warn("OCR failed for some or all pages; indexing the text that could be read", "doc_id", it.ID, "rev", doc.Rev,
+			"pages_needing_ocr", ex.ocrNeeded, "source", p.source, "error", p.ocrErr)
+		metricOCRFailed.WithLabelValues(ocrFailureReason(p.ocrErr)).Inc()
+	}
+	if contentErr != nil {
+		var dl *downloadError
+		unreadable := errors.As(contentErr, &dl)
+		if unreadable && !it.DegradeContent {
+			return &prepared{err: contentErr}
+		}
+		if !unreadable {
+			// The file was read and has no usable text (too large,
+			// not extractable): that is its content source. A file
+			// that could not be downloaded stays unrecorded, so the
+			// anti-entropy pass reads it again later.
+			p.source = extract.SourceNone
+		}
+		if ctx.Err() != nil {
+			return &prepared{err: ctx.Err()}
+		}
+		ix.log.Warn("indexing document without content", "doc_id", it.ID, "rev", doc.Rev, "error", contentErr)
+		metricFailed.WithLabelValues(failureReason(contentErr)).Inc()
+	}
+	if string(p.source) != f.GetContentSource() && p.source != "" {
+		p.report = &documentv1.SetContentSourceRequest{DocId: it.ID, FileId: f.GetOwnid(), Source: string(p.source)}
+	}
+	return nil
 }
 
 // reportSources tells the document service where files' text came from
@@ -636,7 +736,7 @@ func (ix *Indexer) embed(ctx context.Context, docs []*engine.Document, deferCont
 		}
 	}
 	if len(metas) > 0 {
-		vecs, err := ix.o.Embedder.Embed(ctx, metas)
+		vecs, err := embed.Metadata(ctx, ix.o.Embedder, metas)
 		if err != nil {
 			return err
 		}
@@ -661,6 +761,7 @@ func (ix *Indexer) passages(ctx context.Context, texts []string) ([][][]float32,
 	}
 	out := make([][][]float32, len(ps))
 	for i, p := range ps {
+		metricPassages.Add(float64(len(p)))
 		out[i] = make([][]float32, len(p))
 		for j := range p {
 			out[i][j] = p[j].Vector

@@ -2,74 +2,95 @@ package indexing
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/docrepo/docrepo/pkg/metrics"
 )
 
-// The indexer's metrics, registered once with the default registry and
-// shared by every Indexer and consumer in the process.
+// The indexer's metrics (RegisterMetrics), shared by every Indexer and
+// consumer in the process.
 var (
-	metricLag = promauto.NewHistogram(prometheus.HistogramOpts{
+	metricLag = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "docrepo_indexer_lag_seconds",
 		Help:    "Time from a document event's occurred_at to the engine write (or the finding that the engine is current) that acknowledges it.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 16), // 5 ms .. ~2.7 min
 	})
-	metricPending = promauto.NewGauge(prometheus.GaugeOpts{
+	metricPending = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "docrepo_indexer_pending",
 		Help: "Document events not yet processed by the indexer consumer (pending plus awaiting acknowledgement), as last reported by JetStream.",
 	})
-	metricIndexed = promauto.NewCounterVec(prometheus.CounterOpts{
+	metricIndexed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "docrepo_indexer_indexed_total",
 		Help: "Documents processed, by result: written, current (engine already up to date) or deleted.",
 	}, []string{"result"})
-	metricFailed = promauto.NewCounterVec(prometheus.CounterOpts{
+	metricFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "docrepo_indexer_failed_total",
 		Help: "Indexing failures, by reason: transient (retried), bad_event (parked as a dead letter), and content failures (too_large, download, extract, extract_limit, extract_timeout) after which the document is indexed without content.",
 	}, []string{"reason"})
-	metricOCRFailed = promauto.NewCounterVec(prometheus.CounterOpts{
+	metricOCRFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "docrepo_indexer_ocr_failed_total",
 		Help: "Documents whose OCR failed for some or all pages, by reason: limit (pages, pixels), page_timeout, doc_timeout, language, malformed (image header), ocr (the programs failed). The document is indexed with the text that could be read.",
 	}, []string{"reason"})
-	metricDeadLettered = promauto.NewCounterVec(prometheus.CounterOpts{
+	metricConsumerRecreated = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "docrepo_indexer_consumer_recreated_total",
+		Help: "Times the indexer found its event stream or consumer gone (a NATS server that lost its store) and created them again; each is followed by an anti-entropy pass.",
+	})
+	metricOCRJobs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "docrepo_indexer_ocr_jobs_total",
+		Help: "OCR jobs, by event: enqueued (a document's text layer was written and its OCR queued), done, retried (a transient failure; tried again later), dropped (refused, or failed too often: the document keeps its text layer).",
+	}, []string{"event"})
+	metricOCRQueue = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "docrepo_indexer_ocr_jobs",
+		Help: "OCR jobs of this engine's queue, by state: queued or running, as last seen by the OCR stage.",
+	}, []string{"state"})
+	metricOCRCache = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "docrepo_indexer_ocr_cache_total",
+		Help: "Lookups of OCR text by file SHA-256 and OCR settings, by result: hit (no OCR run) or miss.",
+	}, []string{"result"})
+	metricDeadLettered = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "docrepo_indexer_deadlettered_total",
 		Help: "Events parked in the dead-letter stream (docrepoctl deadletter list), by reason: refused (the document service refuses the event) or max_deliveries (delivered DOCREPO_INDEX_MAX_DELIVER times without being handled).",
 	}, []string{"reason"})
-	metricRepaired = promauto.NewCounterVec(prometheus.CounterOpts{
+	metricRepaired = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "docrepo_indexer_repaired_total",
 		Help: "Documents the anti-entropy pass repaired, by kind: missing (the index lacked it), stale (older revision indexed), deleted (indexed but no longer a document), unread (indexed without its file's text, which could not be downloaded; read again).",
 	}, []string{"kind"})
-	metricOutage = promauto.NewGauge(prometheus.GaugeOpts{
+	metricOutage = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "docrepo_indexer_paused",
 		Help: "1 while indexing is paused because the document service, its database or the engine does not answer (events are held and tried again as soon as they do), else 0.",
 	})
-	metricDiverged = promauto.NewGauge(prometheus.GaugeOpts{
+	metricDiverged = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "docrepo_indexer_diverged",
 		Help: "Documents the last anti-entropy pass found indexed at a newer revision than the documents of record (a restored backup): docrepoctl reindex -recreate rebuilds the index.",
 	})
-	metricVerified = promauto.NewGauge(prometheus.GaugeOpts{
+	metricVerified = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "docrepo_indexer_verified_timestamp_seconds",
 		Help: "When the last anti-entropy pass compared the whole index with the documents of record.",
 	})
-	metricWithheld = promauto.NewCounter(prometheus.CounterOpts{
+	metricWithheld = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "docrepo_indexer_vectors_withheld_total",
 		Help: "Batches written without vectors because the index records another embedder than the indexer's (it is waiting for a rebuild: DOCREPO_EMBEDDER_CHANGE).",
 	})
-	metricVectorBacklog = promauto.NewGauge(prometheus.GaugeOpts{
+	metricVectorBacklog = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "docrepo_indexer_vector_backlog",
 		Help: "Documents written with their full text whose content vectors the embedding stage has yet to make (DOCREPO_EMBED_DEFER); they are no content neighbours of vector searches until then.",
 	})
-	metricReembedRunning = promauto.NewGauge(prometheus.GaugeOpts{
+	metricReembedRunning = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "docrepo_indexer_reembed_running",
-		Help: "1 while the index is re-embedded with a new embedder (DOCREPO_EMBEDDER_CHANGE=rebuild), else 0; vector search answers 503 meanwhile.",
+		Help: "1 while the index is re-embedded with a new embedder (DOCREPO_EMBEDDER_CHANGE=rebuild), else 0; vector search meanwhile embeds queries with the old embedder where it can be built, else answers 503.",
 	})
-	metricReembedDone = promauto.NewGauge(prometheus.GaugeOpts{
+	metricReembedDone = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "docrepo_indexer_reembed_done",
 		Help: "Documents the running (or last) re-embedding has processed.",
 	})
-	metricReembedTotal = promauto.NewGauge(prometheus.GaugeOpts{
+	metricReembedTotal = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "docrepo_indexer_reembed_total",
 		Help: "Documents of record the running (or last) re-embedding processes.",
 	})
-	metricBatch = promauto.NewHistogram(prometheus.HistogramOpts{
+	metricPassages = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "docrepo_indexer_passages_embedded_total",
+		Help: "Content passages embedded (one vector each) by this process's indexer, rebuilds and re-embeddings included: with docrepo_indexer_reembed_done, the passages per second of a re-embedding.",
+	})
+	metricBatch = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "docrepo_indexer_batch_seconds",
 		Help:    "Time to process one batch of events, from fetch to the last acknowledgement.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
@@ -83,6 +104,15 @@ func init() {
 	for _, r := range []string{"missing", "stale", "deleted", "unread"} {
 		metricRepaired.WithLabelValues(r)
 	}
+	for _, r := range []string{"enqueued", "done", "retried", "dropped"} {
+		metricOCRJobs.WithLabelValues(r)
+	}
+	for _, r := range []string{"queued", "running"} {
+		metricOCRQueue.WithLabelValues(r)
+	}
+	for _, r := range []string{"hit", "miss"} {
+		metricOCRCache.WithLabelValues(r)
+	}
 	for _, r := range []string{"refused", "max_deliveries"} {
 		metricDeadLettered.WithLabelValues(r)
 	}
@@ -92,4 +122,31 @@ func init() {
 	for _, r := range []string{"transient", "bad_event", "too_large", "download", "extract", "extract_limit", "extract_timeout"} {
 		metricFailed.WithLabelValues(r)
 	}
+}
+
+// RegisterMetrics registers the indexing metrics on reg (pkg/metrics).
+func RegisterMetrics(reg prometheus.Registerer) error {
+	return metrics.Register(reg,
+		metricLag,
+		metricPending,
+		metricIndexed,
+		metricFailed,
+		metricOCRFailed,
+		metricConsumerRecreated,
+		metricOCRJobs,
+		metricOCRQueue,
+		metricOCRCache,
+		metricDeadLettered,
+		metricRepaired,
+		metricOutage,
+		metricDiverged,
+		metricVerified,
+		metricWithheld,
+		metricVectorBacklog,
+		metricReembedRunning,
+		metricReembedDone,
+		metricReembedTotal,
+		metricPassages,
+		metricBatch,
+	)
 }

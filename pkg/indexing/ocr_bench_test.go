@@ -24,9 +24,9 @@ import (
 // BenchmarkOCRWhileSearching is the embedded-mode picture of OCR: the
 // SciFact corpus (5,183 abstracts) in the embedded engine, a client
 // searching it without pause (each SciFact claim as an fts OR query, one
-// at a time), and the event consumer with OCR reading a 10-page scan of
-// the real RA_CI.pdf (300 dpi) in the same process. It reports the scan's
-// index lag (event published to document written), the lag of a text
+// at a time), and the event consumer with its OCR stage reading a 10-page
+// scan of the real RA_CI.pdf (300 dpi) in the same process. It reports the
+// scan's OCR lag (event published to the OCR text written), the lag of a text
 // document published while the scan is read, and the p95 search latency
 // before, during and after the OCR. The searches come at a steady rate
 // (DOCREPO_BENCH_QPS, default 50 a second, an open loop: a slow answer
@@ -109,7 +109,8 @@ func BenchmarkOCRWhileSearching(b *testing.B) {
 		if err != nil {
 			testenv.Unavailable(b, "OCR: %v", err)
 		}
-		ix := newTestIndexer(b, eng, store.serve(b), func(o *Options) { o.OCR = oe })
+		queue := newOCRQueue(b)
+		ix := newTestIndexer(b, eng, store.serve(b), func(o *Options) { o.OCR = oe; o.OCRQueue = queue })
 
 		before := search(deadline(10 * time.Second))
 
@@ -119,6 +120,8 @@ func BenchmarkOCRWhileSearching(b *testing.B) {
 			defer close(done)
 			_ = ix.Consume(ctx, ConsumerOptions{JetStream: js, Durable: "bench", AckWait: 30 * time.Second})
 		}()
+		staged := make(chan struct{})
+		go func() { defer close(staged); ix.RunOCRStage(ctx) }()
 		written := func(id int64) func() bool {
 			return func() bool { _, ok, _ := eng.Revision(context.Background(), id); return ok }
 		}
@@ -134,11 +137,12 @@ func BenchmarkOCRWhileSearching(b *testing.B) {
 			}
 			textLag.Store(int64(time.Since(t0)))
 		}()
-		during := search(written(1))
+		during := search(func() bool { return store.source(1) == "ocr" })
 		scanLag := time.Since(start)
 		after := search(deadline(10 * time.Second))
 		cancel()
 		<-done
+		<-staged
 		oe.Close()
 
 		p95 := func(l []time.Duration) float64 {

@@ -43,10 +43,13 @@ func (ix *Indexer) Rebuild(ctx context.Context, newTarget func(ctx context.Conte
 	if err != nil {
 		return Progress{}, fmt.Errorf("indexing: rebuild: new index: %w", err)
 	}
-	into := &Indexer{o: ix.o, log: ix.log.With("rebuild", true), id: ix.id, wake: make(chan struct{}, 1)}
+	into := &Indexer{o: ix.o, log: ix.log.With("rebuild", true), id: ix.id, wake: make(chan struct{}, 1), ocrWake: ix.ocrWake}
 	into.o.Engine = t.Engine()
-	// The new index is switched in complete, vectors included.
+	// The new index is switched in complete, vectors and OCR text
+	// included (OCR text comes from the cache when the file was read
+	// before; the OCR stage writes the index in use, not this one).
 	into.o.DeferVectors = false
+	into.inlineOCR = true
 	p, err := into.Reindex(ctx, false, func(p Progress) error {
 		if p.Finished || report == nil {
 			return nil // finished only after the switch

@@ -93,7 +93,7 @@ func (ix *Indexer) Reindex(ctx context.Context, recreate bool, report func(Progr
 func (ix *Indexer) reindexBatch(ctx context.Context, ids []int64) (int64, error) {
 	items := make([]Item, len(ids))
 	for i, id := range ids {
-		items[i] = Item{ID: id}
+		items[i] = Item{ID: id, DeferOCR: ix.defersOCR()}
 	}
 	for attempt := 1; ; attempt++ {
 		results := ix.Index(ctx, items)
@@ -103,7 +103,7 @@ func (ix *Indexer) reindexBatch(ctx context.Context, ids []int64) (int64, error)
 		var retry []Item
 		for i, r := range results {
 			if r.Outcome == Failed {
-				retry = append(retry, Item{ID: items[i].ID, DegradeContent: attempt >= reindexRetries-1})
+				retry = append(retry, Item{ID: items[i].ID, DegradeContent: attempt >= reindexRetries-1, DeferOCR: ix.defersOCR()})
 				if attempt == reindexRetries {
 					ix.log.Error("reindex: document failed", "doc_id", items[i].ID, "error", r.Err)
 					metricFailed.WithLabelValues("transient").Inc()
@@ -133,6 +133,11 @@ type Server struct {
 	// newTarget, when set, makes recreate a zero-downtime rebuild into a
 	// new index (Indexer.Rebuild) instead of emptying the current one.
 	newTarget func(context.Context) (Target, error)
+	// reembed is Reembed's state, for Reembedding.
+	reembed struct {
+		running     atomic.Bool
+		done, total atomic.Int64
+	}
 }
 
 // RebuildInto makes Reindex with recreate build a new index from

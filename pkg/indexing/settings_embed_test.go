@@ -1,7 +1,9 @@
 package indexing
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,8 +28,16 @@ func TestNewEmbedderFromEnvironment(t *testing.T) {
 		wantKind string
 		wantDim  int
 		wantErr  []string
+		// wantFallback: the hash embedder standing in for use, which
+		// /readyz says, with the reason.
+		wantFallback bool
 	}{
-		{name: "default is hash", env: map[string]string{}, wantKind: embed.KindHash, wantDim: embed.DefaultHashDimensions},
+		{name: "default without a model is hash", env: map[string]string{}, wantKind: embed.KindHash, wantDim: embed.DefaultHashDimensions, wantFallback: true},
+		{name: "hash", env: map[string]string{"DOCREPO_EMBEDDER": "hash", "DOCREPO_USE_MODEL_DIR": empty}, wantKind: embed.KindHash, wantDim: embed.DefaultHashDimensions},
+		{name: "use with an empty directory is hash", env: map[string]string{"DOCREPO_EMBEDDER": "use", "DOCREPO_USE_MODEL_DIR": empty, "DOCREPO_EMBEDDER_DIMENSIONS": "256"},
+			wantKind: embed.KindHash, wantDim: 256, wantFallback: true},
+		{name: "use with a bad weight", env: map[string]string{"DOCREPO_EMBEDDER": "use", "DOCREPO_USE_WEIGHT": "1.2"},
+			wantErr: []string{"DOCREPO_EMBEDDER=use", "weight 1.2 outside [0, 1]"}},
 		{name: "local", env: map[string]string{"DOCREPO_EMBEDDER": "local", "DOCREPO_EMBED_MODEL_DIR": modelDir, "DOCREPO_EMBED_QUERY_PREFIX": "query: "},
 			wantKind: embed.KindLocal, wantDim: 32},
 		{name: "local without a directory", env: map[string]string{"DOCREPO_EMBEDDER": "local"},
@@ -39,12 +49,7 @@ func TestNewEmbedderFromEnvironment(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var s Settings
-			l := config.New("test", func(k string) string { return tc.env[k] })
-			s.RegisterEmbedder(l)
-			if err := l.Parse(nil); err != nil {
-				t.Fatal(err)
-			}
+			s := embedderSettings(t, tc.env)
 			emb, err := s.NewEmbedder(context.Background())
 			if len(tc.wantErr) > 0 {
 				if err == nil {
@@ -63,6 +68,18 @@ func TestNewEmbedderFromEnvironment(t *testing.T) {
 			if id := embed.IdentityOf(emb); id.Kind != tc.wantKind || id.Dimensions != tc.wantDim {
 				t.Errorf("identity %+v, want kind %s, %d dimensions", id, tc.wantKind, tc.wantDim)
 			}
+			var logged bytes.Buffer
+			info := EmbedderStatus(emb, slog.New(slog.NewTextHandler(&logged, nil)))
+			reason, hasReason := info["embedder_fallback_reason"].(string)
+			if hasReason != tc.wantFallback || info["embedder_fallback"] != (tc.wantKind == embed.KindHash) {
+				t.Errorf("readiness %v; want a fallback reason: %v", info, tc.wantFallback)
+			}
+			if tc.wantFallback && (!strings.Contains(logged.String(), "level=WARN") || !strings.Contains(logged.String(), reason) || reason == "") {
+				t.Errorf("the fallback is not logged as a warning with its reason %q:\n%s", reason, logged.String())
+			}
+			if !tc.wantFallback && logged.Len() > 0 {
+				t.Errorf("logged %s", logged.String())
+			}
 		})
 	}
 }
@@ -75,6 +92,7 @@ func TestDeferVectorsSetting(t *testing.T) {
 		{"", embed.KindHash, false},
 		{"auto", embed.KindHash, false},
 		{"auto", embed.KindLocal, true},
+		{"auto", embed.KindUSE, true},
 		{"AUTO", embed.KindOpenAI, true},
 		{"on", embed.KindHash, true},
 		{"off", embed.KindLocal, false},
@@ -96,4 +114,63 @@ func TestDeferVectorsSetting(t *testing.T) {
 	if s.EmbedDefer != DeferAuto || s.EmbedderChange != ChangeRefuse || s.EmbedMaxPassages != embed.DefaultMaxPassages {
 		t.Errorf("defaults: defer %q, change %q, max passages %d", s.EmbedDefer, s.EmbedderChange, s.EmbedMaxPassages)
 	}
+}
+
+// TestEmbedderFor: the embedder an index being re-embedded records is
+// built for the search service's queries when it can be: hash from its
+// identity, another kind from the settings (here a local model still
+// configured while DOCREPO_EMBEDDER names another kind); never for an
+// index of unknown embedder, nor when the configured model makes other
+// vectors.
+func TestEmbedderFor(t *testing.T) {
+	modelDir := filepath.Join(t.TempDir(), "tiny")
+	if _, err := berttest.Write(modelDir, berttest.Tiny()); err != nil {
+		t.Fatal(err)
+	}
+	local, err := embed.New(embed.Config{Kind: embed.KindLocal, ModelDir: modelDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	localID := embed.IdentityOf(local)
+	otherWeights := localID
+	otherWeights.Version = "other weights"
+	hash384 := embed.Identity{Kind: embed.KindHash, Model: "hash", Version: "v1", Dimensions: 384}
+	tests := []struct {
+		name   string
+		env    map[string]string
+		id     embed.Identity
+		wantOK bool
+	}{
+		{name: "hash, whatever is configured", env: map[string]string{"DOCREPO_EMBEDDER": "use"}, id: hash384, wantOK: true},
+		{name: "hash of another version", env: map[string]string{}, id: embed.Identity{Kind: embed.KindHash, Model: "hash", Version: "v0", Dimensions: 384}},
+		{name: "hash of impossible dimensions", env: map[string]string{}, id: embed.Identity{Kind: embed.KindHash, Model: "hash", Version: "v1", Dimensions: 3}},
+		{name: "unknown", env: map[string]string{}, id: UnknownEmbedder},
+		{name: "local still configured", env: map[string]string{"DOCREPO_EMBEDDER": "use", "DOCREPO_EMBED_MODEL_DIR": modelDir}, id: localID, wantOK: true},
+		{name: "local, model gone", env: map[string]string{"DOCREPO_EMBEDDER": "use"}, id: localID},
+		{name: "local, other weights", env: map[string]string{"DOCREPO_EMBEDDER": "use", "DOCREPO_EMBED_MODEL_DIR": modelDir}, id: otherWeights},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := embedderSettings(t, tc.env)
+			emb, ok := s.EmbedderFor(context.Background(), tc.id)
+			if ok != tc.wantOK {
+				t.Fatalf("EmbedderFor(%s) ok = %v, want %v", tc.id, ok, tc.wantOK)
+			}
+			if ok && !embed.IdentityOf(emb).Compatible(tc.id) {
+				t.Errorf("EmbedderFor(%s) built %s", tc.id, embed.IdentityOf(emb))
+			}
+		})
+	}
+}
+
+// embedderSettings are the embedder settings env gives.
+func embedderSettings(t *testing.T, env map[string]string) Settings {
+	t.Helper()
+	var s Settings
+	l := config.New("test", func(k string) string { return env[k] })
+	s.RegisterEmbedder(l)
+	if err := l.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

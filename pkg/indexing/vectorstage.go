@@ -22,6 +22,17 @@ import (
 // stage resumes after a restart; docrepo_indexer_vector_backlog is the
 // number of documents waiting.
 //
+// Text goes first. The encoder takes every core while it embeds, so the
+// stage gives way to text indexing: while Index calls run, or ran in the
+// last vectorTextIdle, it embeds one document at a time and then rests
+// vectorRest times as long as that document took (at most
+// Options.VectorYield, less if text pauses), so it holds at most a fifth
+// of the time while text is indexed; once text indexing has paused for
+// vectorTextIdle it embeds whole batches. A slow encoder (a transformer:
+// a fraction of a second per document) thus trickles under a steady
+// stream of uploads and catches up afterwards, with text searchable
+// within its usual lag; a cheap one (the hash) keeps up anyway.
+//
 // The stage needs an engine that takes vectors after the document
 // (engine.VectorStage: the embedded engine); with OpenSearch the indexer
 // embeds before writing, as without DeferVectors.
@@ -33,6 +44,17 @@ const vectorStageIdle = 5 * time.Second
 
 // vectorStageRetry is how long the stage waits after a failure.
 const vectorStageRetry = 2 * time.Second
+
+// vectorTextIdle is how long text indexing must have paused before the
+// stage embeds a whole batch. It is long against the gaps between the
+// consumer's batches during an upload (which the encoder itself widens
+// when it takes the cores), so a steady stream of uploads counts as busy.
+const vectorTextIdle = 2 * time.Second
+
+// vectorRest is how many times as long as its last document took the
+// stage rests while text is indexed: the stage's share of the time is
+// 1/(1+vectorRest).
+const vectorRest = 4
 
 // vectorStageReport is how often the stage logs its progress while
 // documents wait.
@@ -75,7 +97,13 @@ func (ix *Indexer) RunVectorStage(ctx context.Context) {
 		return true
 	}
 	for ctx.Err() == nil {
-		n, backlog, err := ix.vectorStep(ctx, vs)
+		batch, busy := ix.o.VectorBatch, ix.o.VectorYield >= 0 && ix.textBusy()
+		if busy {
+			batch = 1
+		}
+		began := time.Now()
+		n, backlog, err := ix.vectorStep(ctx, vs, batch)
+		took := time.Since(began)
 		embedded += n
 		if err != nil {
 			if ctx.Err() != nil {
@@ -98,18 +126,50 @@ func (ix *Indexer) RunVectorStage(ctx context.Context) {
 			log.Info("every document has its vectors", "embedded", embedded)
 			wasBehind, embedded, lastReport = false, 0, time.Now()
 		}
-		if n == 0 && !wait(vectorStageIdle) {
-			return
+		if n == 0 {
+			if !wait(vectorStageIdle) {
+				return
+			}
+		} else if busy {
+			ix.yieldToText(ctx, min(ix.o.VectorYield, vectorRest*took))
 		}
 	}
 }
 
-// vectorStep embeds one batch of pending documents and writes their
-// vectors. It returns how many were written and how many documents wait
+func (ix *Indexer) textBegin() { ix.textRunning.Add(1) }
+
+func (ix *Indexer) textEnd() {
+	ix.textDone.Store(time.Now().UnixNano())
+	ix.textRunning.Add(-1)
+}
+
+// textBusy reports whether text indexing runs or ran within
+// vectorTextIdle.
+func (ix *Indexer) textBusy() bool {
+	return ix.textRunning.Load() > 0 || time.Since(time.Unix(0, ix.textDone.Load())) < vectorTextIdle
+}
+
+// yieldToText waits while text indexing is busy, at most d, and returns
+// early when ctx ends.
+func (ix *Indexer) yieldToText(ctx context.Context, d time.Duration) {
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(min(d, 100*time.Millisecond))
+	defer tick.Stop()
+	for ix.textBusy() && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// vectorStep embeds one batch (at most batch documents) of pending
+// documents and writes their vectors. It returns how many were written and how many documents wait
 // (before the batch).
-func (ix *Indexer) vectorStep(ctx context.Context, vs engine.VectorStage) (int, int, error) {
+func (ix *Indexer) vectorStep(ctx context.Context, vs engine.VectorStage, batch int) (int, int, error) {
 	ectx, cancel := context.WithTimeout(ctx, ix.o.EngineTimeout)
-	docs, backlog, err := vs.PendingVectors(ectx, ix.o.VectorBatch)
+	docs, backlog, err := vs.PendingVectors(ectx, batch)
 	cancel()
 	if err != nil {
 		return 0, 0, err

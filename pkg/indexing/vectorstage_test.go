@@ -2,6 +2,8 @@ package indexing
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -183,9 +185,137 @@ func TestVectorStageWaitsForItsEmbedder(t *testing.T) {
 	if err := eng.SetEmbedder(ctx, embed.Identity{Kind: "local", Model: "m", Version: "v", Dimensions: 64}); err != nil {
 		t.Fatal(err)
 	}
-	n, backlog, err := ix.vectorStep(ctx, eng)
+	n, backlog, err := ix.vectorStep(ctx, eng, ix.o.VectorBatch)
 	if err != nil || n != 0 || backlog != 1 || pendingCount(t, eng) != 1 {
 		t.Errorf("step over another embedder's index: wrote %d of %d (%v); pending %d", n, backlog, err, pendingCount(t, eng))
+	}
+}
+
+// countingEmbedder records each passage call: how many documents it
+// embedded, when it began and ended; each call takes at least delay, as
+// a transformer's would.
+type countingEmbedder struct {
+	*embed.Hash
+	delay time.Duration
+	mu    sync.Mutex
+	calls []passageCall
+}
+
+type passageCall struct {
+	docs       int
+	began, end time.Time
+}
+
+func (c passageCall) String() string {
+	return fmt.Sprintf("%d docs at %s for %v", c.docs, c.began.Format("15:04:05.000"), c.end.Sub(c.began).Round(time.Millisecond))
+}
+
+func (c *countingEmbedder) EmbedPassages(ctx context.Context, texts []string, max int) ([][]embed.Passage, error) {
+	began := time.Now()
+	time.Sleep(c.delay)
+	out, err := c.Hash.EmbedPassages(ctx, texts, max)
+	c.mu.Lock()
+	c.calls = append(c.calls, passageCall{docs: len(texts), began: began, end: time.Now()})
+	c.mu.Unlock()
+	return out, err
+}
+
+func (c *countingEmbedder) embedded() (docs int, calls []passageCall) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, call := range c.calls {
+		docs += call.docs
+	}
+	return docs, slices.Clone(c.calls)
+}
+
+// TestVectorStageGivesWayToText: while text indexing runs, the stage
+// embeds one document at a time and rests four times as long as each
+// took (at most VectorYield), so a slow encoder (200 ms a document)
+// holds at most a fifth of the time text needs; a cheap one keeps up
+// while text is indexed (with one document per VectorYield, the hash
+// embedder's vectors fell minutes behind a busy test suite); once text
+// pauses, whole batches. The rest is checked on the calls' own clock
+// (the gap before each call at least four times the previous call), not
+// by counting calls in a slept interval, which a loaded machine
+// stretches.
+func TestVectorStageGivesWayToText(t *testing.T) {
+	const (
+		docs  = 8
+		yield = 5 * time.Second
+	)
+	tests := []struct {
+		name      string
+		delay     time.Duration
+		busyCalls int           // single-document calls awaited while text is busy
+		allWithin time.Duration // nonzero: every document embedded while text is busy, within this
+	}{
+		// Three calls leave five documents for a batch once text pauses.
+		{name: "slow encoder trickles", delay: 200 * time.Millisecond, busyCalls: 3},
+		// One document per VectorYield would take 35 s.
+		{name: "cheap encoder keeps up", allWithin: 20 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			store := newDocStore()
+			items := make([]Item, docs)
+			for id := int64(1); id <= docs; id++ {
+				store.put(id, textDoc(1, fmt.Sprintf("document %d about basalt columns", id)))
+				items[id-1] = Item{ID: id}
+			}
+			eng := newMemEngine(t)
+			h, _ := embed.NewHash(64)
+			emb := &countingEmbedder{Hash: h, delay: tt.delay}
+			ix := newTestIndexer(t, eng, store.serve(t), func(o *Options) {
+				o.Embedder, o.DeferVectors, o.VectorBatch, o.VectorYield = emb, true, 16, yield
+			})
+			for _, r := range ix.Index(ctx, items) {
+				if r.Outcome != Written {
+					t.Fatal(r.Err)
+				}
+			}
+			emb.mu.Lock()
+			emb.calls = nil // the Index call's own embedding of metadata
+			emb.mu.Unlock()
+			if n := pendingCount(t, eng); n != docs {
+				t.Fatalf("%d documents pending, want %d", n, docs)
+			}
+
+			ix.textBegin() // text indexing in progress
+			sctx, stop := context.WithCancel(ctx)
+			var wg sync.WaitGroup
+			wg.Go(func() { ix.RunVectorStage(sctx) })
+			defer func() { stop(); wg.Wait() }()
+			if tt.allWithin > 0 {
+				waitFor(t, tt.allWithin, "the vectors while text is indexed", func() bool { return pendingCount(t, eng) == 0 })
+			} else {
+				waitFor(t, 2*time.Minute, "single-document calls while text is indexed", func() bool {
+					_, calls := emb.embedded()
+					return len(calls) >= tt.busyCalls
+				})
+			}
+			during, calls := emb.embedded()
+			for i, c := range calls {
+				if c.docs != 1 {
+					t.Errorf("a call while text was indexed embedded %d documents, want 1 (calls %v)", c.docs, calls)
+				}
+				if i == 0 {
+					continue
+				}
+				prev := calls[i-1]
+				rest, want := c.began.Sub(prev.end), min(yield, 4*prev.end.Sub(prev.began))
+				if rest < want {
+					t.Errorf("while text was indexed the stage rested %v after a call of %v, want at least %v", rest, prev.end.Sub(prev.began), want)
+				}
+			}
+			ix.textEnd()
+			waitFor(t, time.Minute, "the vectors after text paused", func() bool { return pendingCount(t, eng) == 0 })
+			_, calls = emb.embedded()
+			if last := calls[len(calls)-1]; last.docs < 2 && docs-during > 1 {
+				t.Errorf("after text paused the stage embedded %d document per call (calls %v), want whole batches", last.docs, calls)
+			}
+		})
 	}
 }
 

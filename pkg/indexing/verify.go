@@ -90,13 +90,13 @@ func (ix *Indexer) Verify(ctx context.Context, report func(VerifyResult, int64, 
 			switch {
 			case !ok:
 				res.Missing++
-				repair = append(repair, Item{ID: id, Rev: rev})
+				repair = append(repair, Item{ID: id, Rev: rev, DeferOCR: ix.defersOCR()})
 			case stored < rev:
 				res.Stale++
-				repair = append(repair, Item{ID: id, Rev: rev})
+				repair = append(repair, Item{ID: id, Rev: rev, DeferOCR: ix.defersOCR()})
 			case stored == rev && unread[id]:
 				res.Unread++
-				repair = append(repair, Item{ID: id, Rev: rev, Reread: true})
+				repair = append(repair, Item{ID: id, Rev: rev, Reread: true, DeferOCR: ix.defersOCR()})
 			case stored > rev:
 				res.Diverged++
 				ix.log.Warn("verify: the index holds a newer revision than the documents of record (a restored backup?); "+
@@ -151,17 +151,43 @@ func (ix *Indexer) remove(ctx context.Context, id, rev int64) error {
 // DefaultVerifyInterval is the default of Settings.VerifyInterval.
 const DefaultVerifyInterval = time.Hour
 
+// DefaultVerifyRetry and DefaultVerifyRetryMax are the defaults of
+// Options.VerifyRetry and Options.VerifyRetryMax.
+const (
+	DefaultVerifyRetry    = time.Second
+	DefaultVerifyRetryMax = 5 * time.Minute
+)
+
 // VerifyLoop runs Verify at start-up and then every interval until ctx
-// ends; a failed pass is logged and tried again at the next tick.
+// ends. A failed pass — at start-up the document service is often not
+// listening yet — is tried again after Options.VerifyRetry, doubling up
+// to Options.VerifyRetryMax (never beyond interval), until one succeeds;
+// then the regular schedule resumes. The first failure of a run of them
+// is logged at WARN, the retries after it at DEBUG, and the recovery at
+// INFO.
 func (ix *Indexer) VerifyLoop(ctx context.Context, interval time.Duration) {
+	failures := 0
+	retry := ix.o.VerifyRetry
 	for {
+		wait := interval
 		if _, err := ix.Verify(ctx, nil); err != nil && ctx.Err() == nil {
-			ix.log.Warn("verify: pass failed; trying again later", "error", err, "retry_in", interval)
+			wait = min(retry, interval)
+			retry = min(2*retry, ix.o.VerifyRetryMax)
+			if failures == 0 {
+				ix.log.Warn("verify: pass failed; retrying with back-off until it succeeds", "error", err,
+					"retry_in", wait, "max_retry_in", min(ix.o.VerifyRetryMax, interval))
+			} else {
+				ix.log.Debug("verify: pass failed again", "error", err, "attempt", failures+1, "retry_in", wait)
+			}
+			failures++
+		} else if err == nil && failures > 0 {
+			ix.log.Info("verify: pass succeeded after failing", "failed_attempts", failures, "next_in", interval)
+			failures, retry = 0, ix.o.VerifyRetry
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(interval):
+		case <-time.After(wait):
 		}
 	}
 }

@@ -1,9 +1,13 @@
 package indexing
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
@@ -117,4 +121,61 @@ func TestVerifyRereadsADocumentIndexedWithoutItsText(t *testing.T) {
 	if again, err := ix.Verify(ctx, nil); err != nil || again.Repaired() != 0 {
 		t.Fatalf("second pass = %+v, %v, want nothing to repair", again, err)
 	}
+}
+
+// A pass that fails because the document service is not answering yet (a
+// process starting before it) is retried with a short back-off, not at
+// the next regular pass an interval later: the pass succeeds on a later
+// attempt, and the failures are logged at WARN once.
+func TestVerifyLoopRetriesAFailedPass(t *testing.T) {
+	store := newDocStore()
+	eng := newMemEngine(t)
+	var logs syncBuffer
+	ix := newTestIndexer(t, eng, store.serve(t), func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		o.VerifyRetry, o.VerifyRetryMax = 5*time.Millisecond, 20*time.Millisecond
+	})
+	store.put(1, textDoc(1, "alpha"))
+	store.failLists.Store(4)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); ix.VerifyLoop(ctx, time.Hour) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	waitFor(t, 10*time.Second, "the missing document indexed by a retried pass", func() bool {
+		_, ok := eng.get(1)
+		return ok
+	})
+	waitFor(t, 5*time.Second, "the recovery logged", func() bool {
+		return strings.Contains(logs.String(), "verify: pass succeeded after failing")
+	})
+	if n := store.lists.Load(); n < 5 {
+		t.Fatalf("ListDocumentIds called %d times, want 4 failed attempts and then a pass", n)
+	}
+	out := logs.String()
+	if n := strings.Count(out, "level=WARN"); n != 1 {
+		t.Fatalf("%d WARN lines, want 1:\n%s", n, out)
+	}
+	if n := strings.Count(out, "verify: pass failed again"); n != 3 {
+		t.Fatalf("%d retries logged, want 3:\n%s", n, out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test reading it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,7 +42,7 @@ func TestProcessOutputAndStop(t *testing.T) {
 		wantErr  bool
 		wantKill bool
 	}{
-		{name: "stops on SIGTERM", script: `echo ready; trap 'echo bye; exit 0' TERM; while :; do sleep 0.05; done`,
+		{name: "stops on SIGTERM", script: `trap 'echo bye; exit 0' TERM; echo ready; while :; do sleep 0.05; done`,
 			grace: 5 * time.Second, wantOut: "p| ready\np| bye\n"},
 		{name: "killed when it ignores SIGTERM", script: `trap '' TERM; echo stubborn; while :; do sleep 0.05; done`,
 			grace: 300 * time.Millisecond, wantOut: "p| stubborn\n", wantErr: true, wantKill: true},
@@ -88,7 +89,7 @@ func TestKillIsACrash(t *testing.T) {
 	}
 }
 
-func TestWaitTCP(t *testing.T) {
+func TestWaitTCPReturnsOnListenAndFailsOnExit(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -132,11 +133,11 @@ func niceOf(t *testing.T, pid int) int {
 	return n
 }
 
-// TestNice: a child started with Nice runs that many steps below this
+// TestNiceLowersOnlyTheChildsPriority: a child started with Nice runs that many steps below this
 // process's priority (at most 19), the others and this process keep
 // theirs, and a niced child lives until it is stopped (its parent-death
 // signal follows the thread that forked it, which must not go away).
-func TestNice(t *testing.T) {
+func TestNiceLowersOnlyTheChildsPriority(t *testing.T) {
 	own := niceOf(t, os.Getpid())
 	tests := []struct {
 		name string
@@ -194,9 +195,9 @@ func TestNice(t *testing.T) {
 	}
 }
 
-// TestFreeAddr: the addresses are free, and below the kernel's range for
+// TestFreeAddrIsFreeAndBelowTheEphemeralRange: the addresses are free, and below the kernel's range for
 // outgoing connections' local ports, which a connection could take first.
-func TestFreeAddr(t *testing.T) {
+func TestFreeAddrIsFreeAndBelowTheEphemeralRange(t *testing.T) {
 	low := ephemeralLow()
 	if low <= freePortLow+1000 {
 		t.Skipf("ip_local_port_range starts at %d: FreeAddr falls back to the kernel's choice", low)
@@ -216,5 +217,25 @@ func TestFreeAddr(t *testing.T) {
 			t.Fatalf("FreeAddr = %s, not free: %v", addr, err)
 		}
 		l.Close()
+	}
+}
+
+func TestBuildEnvAddsSIMDUnlessSet(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		want []string
+	}{
+		{name: "unset", env: []string{"PATH=/bin", "HOME=/h"}, want: []string{"PATH=/bin", "HOME=/h", "GOEXPERIMENT=simd"}},
+		{name: "empty counts as unset", env: []string{"GOEXPERIMENT=", "PATH=/bin"}, want: []string{"PATH=/bin", "GOEXPERIMENT=simd"}},
+		{name: "plain build kept", env: []string{"PATH=/bin", "GOEXPERIMENT=nosimd"}, want: []string{"PATH=/bin", "GOEXPERIMENT=nosimd"}},
+		{name: "other experiments kept", env: []string{"GOEXPERIMENT=greenteagc", "HOME=/h"}, want: []string{"GOEXPERIMENT=greenteagc", "HOME=/h"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := BuildEnv(tc.env); !slices.Equal(got, tc.want) {
+				t.Errorf("BuildEnv(%q) = %q, want %q", tc.env, got, tc.want)
+			}
+		})
 	}
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/docrepo/docrepo/pkg/testenv"
 )
 
-// TestSkewAngle: a real page turned by a known angle is measured within
+// TestSkewAngleMeasuresTurnedPagesAndLeavesStraightOnes: a real page turned by a known angle is measured within
 // the search step; a straight page and a blank one are left alone.
-func TestSkewAngle(t *testing.T) {
+func TestSkewAngleMeasuresTurnedPagesAndLeavesStraightOnes(t *testing.T) {
 	dir, _ := testenv.RealDocuments(t)
 	page, err := scantest.Rasterise(context.Background(), filepath.Join(dir, "Walden.pdf"), 2, 150)
 	if err != nil {

@@ -28,8 +28,9 @@
 // submitted behind a 300-page one waits for at most one page per worker,
 // not for the whole book. A page gets Config.PageTimeout (rendering and
 // reading; the process is killed past it), a document Config.DocTimeout
-// including its time in the queue. Acquire bounds how many documents the
-// event consumer downloads and reads at once (Config.Documents). Status
+// including its time in the queue. The indexer's OCR stage reads Config.Documents
+// documents at once (Documents), taking them from its durable job queue
+// (pkg/ocrjobs). Status
 // and the docrepo_ocr_* metrics show documents and pages queued and in
 // progress; docrepoctl ocr status prints them.
 //
@@ -93,7 +94,7 @@
 //
 // # Accuracy on real scans
 //
-// The evidence run (TestOCRRecall, DOCREPO_OCR_RECALL=1; README "OCR")
+// The evidence run (TestOCRRecallFindsNinetyPercentOfTextPhrasesInScans, DOCREPO_OCR_RECALL=1; docs/benchmarks.md §4)
 // rasterises every PDF of the shared real documents at 300 dpi into
 // image-only PDFs, and the smaller ones into TIFF and PNG files: 25 of the
 // 26 manifest phrases are found by phrase search in the scans (96%; the

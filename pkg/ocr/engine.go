@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/docrepo/docrepo/pkg/extract"
+	"github.com/docrepo/docrepo/pkg/tempfiles"
 )
 
 // Defaults of Config.
@@ -35,6 +37,11 @@ const (
 	// for the error message.
 	stderrTail = 512
 )
+
+// TempPrefix starts the names of the directories pages are rendered in
+// (with the process id: tempfiles.Pattern); New removes those a process
+// that is gone left behind.
+const TempPrefix = "docrepo-ocr-"
 
 // Errors callers may test with errors.Is.
 var (
@@ -71,8 +78,8 @@ type Config struct {
 	OSD bool
 	// TempDir holds rendered pages (default the system temp directory).
 	TempDir string
-	// Documents is how many documents Acquire lets be read at once
-	// (default DefaultDocuments).
+	// Documents is how many documents are read at once: the indexer's
+	// OCR stage runs that many jobs (default DefaultDocuments).
 	Documents int
 }
 
@@ -91,7 +98,6 @@ type Engine struct {
 	workers sync.WaitGroup
 	stats   Status
 	active  map[*docRun]struct{}
-	slots   chan struct{}
 }
 
 // New checks that Tesseract runs and which languages it has, and starts
@@ -127,7 +133,11 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, langs: langs, active: map[*docRun]struct{}{}, slots: make(chan struct{}, cfg.Documents)}
+	// Pages a killed predecessor was rendering are removed.
+	if removed, err := tempfiles.Sweep(cfg.TempDir, TempPrefix); err == nil && len(removed) > 0 {
+		slog.Info("ocr: removed the page directories of earlier processes", "directories", len(removed))
+	}
+	e := &Engine{cfg: cfg, langs: langs, active: map[*docRun]struct{}{}}
 	if err := e.CheckLangs(cfg.Langs); err != nil {
 		return nil, err
 	}
@@ -156,6 +166,9 @@ func (e *Engine) Close() {
 
 // Langs returns the default languages.
 func (e *Engine) Langs() string { return e.cfg.Langs }
+
+// OSD reports whether pages are read with orientation detection.
+func (e *Engine) OSD() bool { return e.cfg.OSD }
 
 // Installed returns the installed languages, sorted.
 func (e *Engine) Installed() []string {
@@ -236,7 +249,7 @@ func (f *File) Recognize(ctx context.Context, format extract.Format, pages []ext
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, f.e.cfg.DocTimeout, ErrDocTimeout)
 	defer cancel()
-	dir, err := os.MkdirTemp(f.e.cfg.TempDir, "docrepo-ocr-*")
+	dir, err := os.MkdirTemp(f.e.cfg.TempDir, tempfiles.Pattern(TempPrefix))
 	if err != nil {
 		return nil, fmt.Errorf("ocr: temporary directory: %w", err)
 	}
@@ -472,11 +485,20 @@ func (t *toolError) Error() string { return "ocr " + t.step + ": " + t.err.Error
 func (t *toolError) Unwrap() error { return t.err }
 
 // run runs an OCR program at low priority with one thread and returns its
-// standard output (at most maxPageText bytes).
+// standard output (at most maxPageText bytes). The program dies with this
+// process (a parent-death signal): a search process killed in the middle
+// of a page leaves no tesseract or pdftoppm running.
 func (e *Engine) run(ctx context.Context, bin, step string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "OMP_THREAD_LIMIT=1", "LC_ALL=C")
 	cmd.WaitDelay = 5 * time.Second
+	cmd.SysProcAttr = dieWithParent()
+	// The parent-death signal follows the thread that started the
+	// program, not the process: the goroutine keeps its thread until the
+	// program is gone, so that no thread ending elsewhere (deskew's do)
+	// kills a program still reading.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var stdout limitedBuffer
 	stdout.max = maxPageText
 	var stderr tailBuffer

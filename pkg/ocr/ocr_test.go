@@ -117,9 +117,9 @@ func containsPhrase(text, phrase string) bool {
 	return strings.Contains(" "+strings.Join(wordTokens(text), " ")+" ", " "+strings.Join(wordTokens(phrase), " ")+" ")
 }
 
-// TestScannedPDF: an image-only PDF made from a real document's pages is
+// TestScannedPDFIsReadByOCR: an image-only PDF made from a real document's pages is
 // read by OCR, and the manifest's phrases are found in it.
-func TestScannedPDF(t *testing.T) {
+func TestScannedPDFIsReadByOCR(t *testing.T) {
 	e := newEngine(t, ocr.Config{})
 	path, doc := realDoc(t, "Walden.pdf")
 	scanned := writeTemp(t, "walden-scan.pdf", imagePDF(t, scan(t, path, 200, 1, 2)))
@@ -142,9 +142,9 @@ func TestScannedPDF(t *testing.T) {
 	}
 }
 
-// TestImages: PNG and a two-page TIFF of real pages are read, every page of
+// TestPNGAndEveryTIFFPageAreRead: PNG and a two-page TIFF of real pages are read, every page of
 // the TIFF.
-func TestImages(t *testing.T) {
+func TestPNGAndEveryTIFFPageAreRead(t *testing.T) {
 	e := newEngine(t, ocr.Config{})
 	path, doc := realDoc(t, "Walden.pdf")
 	pages := scan(t, path, 200, 1, 2)
@@ -187,9 +187,9 @@ func TestImages(t *testing.T) {
 	}
 }
 
-// TestMixedPDF: a PDF of real text pages around a scanned page OCRs the
+// TestMixedPDFOCRsOnlyTheScannedPage: a PDF of real text pages around a scanned page OCRs the
 // scanned page only; the text pages keep their text layer.
-func TestMixedPDF(t *testing.T) {
+func TestMixedPDFOCRsOnlyTheScannedPage(t *testing.T) {
 	e := newEngine(t, ocr.Config{})
 	walden, waldenDoc := realDoc(t, "Walden.pdf")
 	pac, pacDoc := realDoc(t, "Paclitaxel.PDF")
@@ -255,9 +255,9 @@ func pngHeader(w, h uint32) []byte {
 	return b.Bytes()
 }
 
-// TestLimits: each limit refuses or stops the work, and leaves the file's
+// TestLimitsRefuseBombsAndStopAtPageCountAndTimeouts: each limit refuses or stops the work, and leaves the file's
 // own text.
-func TestLimits(t *testing.T) {
+func TestLimitsRefuseBombsAndStopAtPageCountAndTimeouts(t *testing.T) {
 	walden, _ := realDoc(t, "Walden.pdf")
 	pages := scan(t, walden, 150, 1, 2)
 	twoPages := writeTemp(t, "two.pdf", imagePDF(t, pages))

@@ -16,6 +16,12 @@ func lowerPriority(pid, nice int) {
 	}
 }
 
+// dieWithParent makes a program started with it receive SIGKILL when the
+// thread that started it ends (the process dying ends them all).
+func dieWithParent() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
 // lowerThreadPriority sets the nice value of the calling OS thread only
 // (Linux schedules threads, and setpriority takes a thread id). The caller
 // must hold the thread (runtime.LockOSThread) and never give it back, so

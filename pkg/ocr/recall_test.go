@@ -25,10 +25,10 @@ import (
 	"github.com/docrepo/docrepo/pkg/testenv"
 )
 
-// TestOCRRecall is the evidence run of the OCR path (minutes, so it runs
-// only with DOCREPO_OCR_RECALL=1; see the README):
+// TestOCRRecallFindsNinetyPercentOfTextPhrasesInScans is the evidence run of the OCR path (minutes, so it runs
+// only with DOCREPO_OCR_RECALL=1; see docs/benchmarks.md §4):
 //
-//	cd pkg && DOCREPO_OCR_RECALL=1 go test -run TestOCRRecall -v -timeout 30m ./ocr/
+//	cd pkg && DOCREPO_OCR_RECALL=1 go test -run TestOCRRecallFindsNinetyPercentOfTextPhrasesInScans -v -timeout 30m ./ocr/
 //
 // Every PDF of the shared real documents is rasterised with pdftoppm
 // (DOCREPO_OCR_RECALL_DPI, default 300) and wrapped into an image-only PDF;
@@ -41,7 +41,7 @@ import (
 // agreement of the OCR text with pdftotext on the original (the share of
 // pdftotext's words, as a multiset, that OCR produced: recall; and the
 // share of OCR's words that pdftotext has: precision).
-func TestOCRRecall(t *testing.T) {
+func TestOCRRecallFindsNinetyPercentOfTextPhrasesInScans(t *testing.T) {
 	if os.Getenv("DOCREPO_OCR_RECALL") != "1" {
 		t.Skip("set DOCREPO_OCR_RECALL=1 to run the OCR recall evaluation (minutes)")
 	}

@@ -125,9 +125,14 @@ func waitPublished(t testing.TB, pool *pgxpool.Pool, want int) {
 // streamMsgs returns every message in the DOCREPO stream, in stream order.
 func streamMsgs(t testing.TB, st jetstream.Stream) []*jetstream.RawStreamMsg {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	// Each call has its own deadline: reading 20,000 messages one by one
+	// on a loaded machine can take longer than any single total bound.
+	call := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), 10*time.Second)
+	}
+	ctx, cancel := call()
 	info, err := st.Info(ctx)
+	cancel()
 	if err != nil {
 		t.Fatalf("stream info: %v", err)
 	}
@@ -136,7 +141,9 @@ func streamMsgs(t testing.TB, st jetstream.Stream) []*jetstream.RawStreamMsg {
 		return nil
 	}
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		ctx, cancel := call()
 		m, err := st.GetMsg(ctx, seq)
+		cancel()
 		if err != nil {
 			t.Fatalf("get message %d: %v", seq, err)
 		}

@@ -34,8 +34,8 @@ type Event struct {
 	Aggregate   string
 	AggregateID int64
 	// Kind: created, updated, file_replaced, locked, unlocked,
-	// folders_changed, customfields_changed (documents); created, moved,
-	// deleted (folders).
+	// folders_changed, customfields_changed, deleted, restored, purged
+	// (documents); created, moved, deleted (folders).
 	Kind string
 	// Rev is the document's revision after the write (documents only).
 	Rev         int64
@@ -43,6 +43,13 @@ type Event struct {
 	RequestID   string
 	// FolderIDs lists every folder a folder deletion removed.
 	FolderIDs []int64
+	// GroupIDs (folders) are the folder's groups: who may hear of it
+	// (FolderEvent.group_ids).
+	GroupIDs []int64
+	// Filehashes (documents, purged) lists the SHA-256 of the purged
+	// files no other document has: consumers erase what they derived
+	// from them (DocumentEvent.erased_filehashes).
+	Filehashes []string
 }
 
 // Subject is the NATS subject an event is published on.
@@ -93,7 +100,13 @@ func insertStatement(ctx context.Context, e Event) (string, []any, error) {
 	if e.FolderIDs == nil {
 		e.FolderIDs = []int64{}
 	}
-	return `INSERT INTO outbox (aggregate, aggregate_id, kind, rev, actor_user_id, request_id, folder_ids, traceparent)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		[]any{e.Aggregate, e.AggregateID, e.Kind, e.Rev, e.ActorUserID, e.RequestID, e.FolderIDs, tracing.Traceparent(ctx)}, nil
+	if e.Filehashes == nil {
+		e.Filehashes = []string{}
+	}
+	if e.GroupIDs == nil {
+		e.GroupIDs = []int64{}
+	}
+	return `INSERT INTO outbox (aggregate, aggregate_id, kind, rev, actor_user_id, request_id, folder_ids, filehashes, traceparent, group_ids)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		[]any{e.Aggregate, e.AggregateID, e.Kind, e.Rev, e.ActorUserID, e.RequestID, e.FolderIDs, e.Filehashes, tracing.Traceparent(ctx), e.GroupIDs}, nil
 }

@@ -44,10 +44,8 @@ const (
 	DefaultAckTimeout   = 5 * time.Second
 	DefaultBackoffMin   = 50 * time.Millisecond
 	// DefaultBackoffMax is also how long after an outage of the
-	// database or NATS the relay may take to notice it is over: with the
-	// former 30 s cap, the relays' retries were 7 to 11 s apart by the end
-	// of a 17 s Postgres outage in the fault-injection suite. A retry costs
-	// a connection attempt or a claim query.
+	// database or NATS the relay may take to notice it is over; a retry
+	// costs a connection attempt or a claim query.
 	DefaultBackoffMax      = 2 * time.Second
 	DefaultRetention       = 24 * time.Hour
 	DefaultCleanupInterval = 10 * time.Minute
@@ -136,6 +134,11 @@ type Relay struct {
 	poisonMu sync.Mutex
 	poisoned map[int64]bool // rows already reported as unpublishable
 
+	// recreate: a failed batch checks whether the stream is gone and
+	// creates it again with streamOpts (RunRelay).
+	recreate   bool
+	streamOpts []StreamOption
+
 	// Test hooks. afterPublish runs once the batch's acks are in, before
 	// the rows are marked and the transaction commits. onListen runs each
 	// time the LISTEN connection is (re)established.
@@ -176,6 +179,25 @@ func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, log *slog.Logger, opts
 		poisoned:     map[int64]bool{},
 		listenerPing: listenerPingInterval,
 	}
+}
+
+// recreateStream creates the DOCREPO stream again when it is gone: a NATS
+// server that lost its store comes back without it, and every publish
+// fails until someone creates it.
+func (r *Relay) recreateStream(ctx context.Context) {
+	if !r.recreate {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.opts.AckTimeout)
+	defer cancel()
+	if _, err := r.js.Stream(cctx, events.StreamName); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return
+	}
+	if _, err := EnsureStream(cctx, r.js, r.streamOpts...); err != nil {
+		r.log.Warn("the event stream is gone and could not be created again; retrying", "error", err)
+		return
+	}
+	r.log.Warn("the event stream was gone (a NATS server that lost its store?) and is created again", "stream", events.StreamName)
 }
 
 // Stats counts what one relay has done since it was created.
@@ -237,6 +259,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		if err != nil {
 			d := bo.next()
 			r.log.Warn("outbox batch failed; retrying", "err", err, "claimed", claimed, "marked", marked, "retry_in", d)
+			r.recreateStream(ctx)
 			if !sleep(ctx, d) {
 				return nil
 			}
@@ -275,6 +298,8 @@ type row struct {
 	actorUserID int64
 	requestID   string
 	folderIDs   []int64
+	groupIDs    []int64
+	filehashes  []string
 	createdAt   time.Time
 	traceparent string
 }
@@ -322,11 +347,9 @@ func (r *Relay) relayBatch(ctx context.Context) (claimed, marked int, err error)
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
 		defer cancel()
 		// Like every statement of the relay, planned anew each time (an
-		// unnamed statement), not once as a prepared statement: Postgres
-		// settles on a generic plan after five runs, and one made while the
-		// table was small is a sequential scan that it keeps as published
-		// rows pile up (ingest benchmark: 258 marks over 2 ms; the outbox
-		// read 21 million rows for 14,600 events).
+		// unnamed statement), never as a prepared statement: a generic plan
+		// made while the table was small would be a sequential scan kept
+		// as published rows pile up.
 		if _, err := tx.Exec(mctx, markPublishedSQL, pgx.QueryExecModeCacheDescribe, ids); err != nil {
 			metricDBErrors.Inc()
 			return len(rows), 0, fmt.Errorf("mark %d rows published: %w", len(ids), err)
@@ -354,7 +377,7 @@ func (r *Relay) relayBatch(ctx context.Context) (claimed, marked int, err error)
 const markPublishedSQL = `UPDATE outbox SET published_at = now() WHERE id = ANY($1)`
 
 func claim(ctx context.Context, tx pgx.Tx, limit int) ([]row, error) {
-	rs, err := tx.Query(ctx, `SELECT id, aggregate, aggregate_id, kind, rev, actor_user_id, request_id, folder_ids, created_at, traceparent
+	rs, err := tx.Query(ctx, `SELECT id, aggregate, aggregate_id, kind, rev, actor_user_id, request_id, folder_ids, filehashes, created_at, traceparent, group_ids
 		FROM outbox
 		WHERE published_at IS NULL
 		ORDER BY id
@@ -365,9 +388,9 @@ func claim(ctx context.Context, tx pgx.Tx, limit int) ([]row, error) {
 	}
 	var rows []row
 	var x row
-	_, err = pgx.ForEachRow(rs, []any{&x.id, &x.aggregate, &x.aggregateID, &x.kind, &x.rev, &x.actorUserID, &x.requestID, &x.folderIDs, &x.createdAt, &x.traceparent}, func() error {
+	_, err = pgx.ForEachRow(rs, []any{&x.id, &x.aggregate, &x.aggregateID, &x.kind, &x.rev, &x.actorUserID, &x.requestID, &x.folderIDs, &x.filehashes, &x.createdAt, &x.traceparent, &x.groupIDs}, func() error {
 		rows = append(rows, x)
-		x.folderIDs = nil
+		x.folderIDs, x.filehashes, x.groupIDs = nil, nil, nil
 		return nil
 	})
 	return rows, err
@@ -377,10 +400,17 @@ func claim(ctx context.Context, tx pgx.Tx, limit int) ([]row, error) {
 // returns the acknowledged ones. After the first failure, or once ctx is
 // done, it sends nothing more and collects the acks already in flight (on
 // cancellation for at most AckTimeout in all) so they can be marked.
+//
+// Each ack is awaited until AckTimeout after its message was sent, not
+// AckTimeout from when it is looked at: the acks of a window are awaited
+// together, so a stream that stops acknowledging holds the batch's claim
+// (its open transaction) for about AckTimeout, not once per message in
+// flight (256 × 5 s before).
 func (r *Relay) publish(ctx context.Context, rows []row) ([]ackedRow, error) {
 	type inflight struct {
-		row *row
-		f   jetstream.PubAckFuture
+		row  *row
+		f    jetstream.PubAckFuture
+		sent time.Time
 	}
 	var (
 		acked    = make([]ackedRow, 0, len(rows))
@@ -412,7 +442,13 @@ func (r *Relay) publish(ctx context.Context, rows []row) ([]ackedRow, error) {
 		acked = append(acked, ackedRow{row: p.row, at: time.Now(), duplicate: ack.Duplicate})
 	}
 	await := func(p inflight) {
-		timer.Reset(r.opts.AckTimeout)
+		select {
+		case ack := <-p.f.Ok():
+			ok(p, ack)
+			return
+		default:
+		}
+		timer.Reset(time.Until(p.sent.Add(r.opts.AckTimeout)))
 		for {
 			select {
 			case ack := <-p.f.Ok():
@@ -461,7 +497,7 @@ func (r *Relay) publish(ctx context.Context, rows []row) ([]ackedRow, error) {
 			fail(rw, err)
 			break
 		}
-		window = append(window, inflight{row: rw, f: f})
+		window = append(window, inflight{row: rw, f: f, sent: time.Now()})
 		if len(window) >= r.opts.MaxInFlight {
 			await(window[0])
 			window = window[1:]
@@ -487,6 +523,8 @@ func (r *Relay) message(rw *row) (*nats.Msg, error) {
 			OccurredAt:  occurred,
 			ActorUserId: rw.actorUserID,
 			RequestId:   rw.requestID,
+			// Empty for all but purges.
+			ErasedFilehashes: rw.filehashes,
 		}
 	case AggregateFolder:
 		ev = &eventv1.FolderEvent{
@@ -497,6 +535,7 @@ func (r *Relay) message(rw *row) (*nats.Msg, error) {
 			ActorUserId: rw.actorUserID,
 			FolderIds:   rw.folderIDs,
 			RequestId:   rw.requestID,
+			GroupIds:    rw.groupIDs,
 		}
 	default:
 		return nil, fmt.Errorf("unknown aggregate %q", rw.aggregate)

@@ -360,14 +360,28 @@ func TestRelayGracefulStopsPublishNothingTwice(t *testing.T) {
 	const rows = 20000
 	insertN(t, e.pool, rows)
 	var stats []Stats
+	var before int64 // rows published by the earlier rounds
 	for countRows(t, e.pool, "published_at IS NULL") > 0 {
 		r := NewRelay(e.pool, e.js, slog.New(slog.DiscardHandler), Options{BatchSize: 500, MaxInFlight: 200, Retention: -1})
 		stop := startRelay(t, r)
-		// Stop at some point of the batch after the first one.
 		waitFor(t, 30*time.Second, "a batch", func() bool { return r.Stats().Published > 0 })
-		time.Sleep(time.Duration(len(stats)%10) * time.Millisecond)
+		if len(stats)%2 == 0 {
+			// Stop while the next batch is being published: the stream
+			// holds more messages than the rows marked so far. (On a
+			// loaded machine a stop after a fixed sleep tends to land
+			// in the claim, between batches.)
+			waitFor(t, 30*time.Second, "a batch in flight", func() bool {
+				info, err := e.stream.Info(context.Background())
+				return err != nil || r.Stats().Published == int64(rows)-before ||
+					int64(info.State.Msgs) > before+r.Stats().Published
+			})
+		} else {
+			// Stop at some point after the first batch.
+			time.Sleep(time.Duration(len(stats)%10) * time.Millisecond)
+		}
 		stop()
 		stats = append(stats, r.Stats())
+		before += r.Stats().Published
 	}
 	var published, dups, partial int64
 	for _, s := range stats {
@@ -495,6 +509,33 @@ func TestRelayRetriesWhileNATSIsDown(t *testing.T) {
 	t.Logf("stats: %+v", r.Stats())
 }
 
+// TestRelayRecreatesTheStreamAfterNATSLostItsStore: the NATS server
+// comes back with an empty store (no stream); RunRelay creates the stream
+// again and publishes the rows written meanwhile into it.
+func TestRelayRecreatesTheStreamAfterNATSLostItsStore(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- RunRelay(ctx, e.pool, e.js, testLogger(t), Options{PollInterval: 20 * time.Millisecond, AckTimeout: 500 * time.Millisecond, BackoffMax: 100 * time.Millisecond})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	insertN(t, e.pool, 3)
+	waitPublished(t, e.pool, 3)
+
+	e.nats.RestartEmpty(t)
+	insertN(t, e.pool, 4)
+	waitPublished(t, e.pool, 7)
+	st, err := e.js.Stream(context.Background(), events.StreamName)
+	if err != nil {
+		t.Fatalf("the stream is not back: %v", err)
+	}
+	info, err := st.Info(context.Background())
+	if err != nil || info.State.Msgs != 4 {
+		t.Fatalf("the recreated stream holds %v messages (%v), want the 4 rows written after the loss", info.State.Msgs, err)
+	}
+}
+
 // Run returns nil promptly when its context is cancelled, in every state,
 // and leaves no goroutine behind; a relay cannot run twice at once.
 func TestRelayRunStopsCleanly(t *testing.T) {
@@ -550,7 +591,7 @@ func TestRelayRunStopsCleanly(t *testing.T) {
 
 // Rows published longer ago than the retention are deleted; recent and
 // unpublished rows, however old, are kept.
-func TestRelayCleanup(t *testing.T) {
+func TestRelayCleanupDeletesOnlyRowsPublishedBeforeRetention(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	rows := []struct {
@@ -638,7 +679,7 @@ func TestInsertRejectsUnpublishableEvents(t *testing.T) {
 	}
 }
 
-func TestEnsureStream(t *testing.T) {
+func TestEnsureStreamCreatesUpdatesAndRejectsShortWindows(t *testing.T) {
 	e := newEnv(t) // has called EnsureStream with the defaults
 	ctx := context.Background()
 	info, err := e.stream.Info(ctx)

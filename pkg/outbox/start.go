@@ -12,7 +12,8 @@ import (
 // RunRelay is how every service that writes events publishes them: it
 // waits until the DOCREPO stream exists (creating it when missing; NATS may
 // start after the service, or be restarting), then relays the outbox of
-// pool's schema until ctx ends. It returns nil when ctx ends and never
+// pool's schema until ctx ends, creating the stream again when it is
+// found gone (a NATS server restarted with an empty store). It returns nil when ctx ends and never
 // gives up before: every failure is retried with a capped back-off.
 func RunRelay(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream, log *slog.Logger, opts Options, streamOpts ...StreamOption) error {
 	if log == nil {
@@ -33,5 +34,7 @@ func RunRelay(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream, l
 		}
 		wait = min(2*wait, 10*time.Second)
 	}
-	return NewRelay(pool, js, log, opts).Run(ctx)
+	r := NewRelay(pool, js, log, opts)
+	r.streamOpts, r.recreate = streamOpts, true
+	return r.Run(ctx)
 }

@@ -2,11 +2,9 @@
 //
 // Spans are always created (so every log record carries a trace_id and a
 // request can be followed gateway → service → NATS → indexer), but they are
-// exported only when an exporter is configured:
-//
-//	DOCREPO_TRACING_EXPORTER  ""/"none" (default), "otlp-grpc", "otlp-http" or "stdout"
-//	OTEL_EXPORTER_OTLP_ENDPOINT and the other standard OTEL_* variables configure the OTLP exporters
-//	DOCREPO_TRACING_SAMPLE_RATIO  fraction of new traces exported (default 1)
+// exported only when an exporter is configured (Options; the settings are
+// registered by config.RegisterTracing and listed in docs/configuration.md).
+// The standard OTEL_* variables configure the OTLP exporters.
 //
 // Context travels as W3C traceparent: gRPC metadata between processes and
 // NATS message headers on events.
@@ -15,7 +13,6 @@ package tracing
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 
 	"go.opentelemetry.io/otel"
@@ -54,14 +51,23 @@ var (
 	provider *sdktrace.TracerProvider
 )
 
+// Options are the trace export settings.
+type Options struct {
+	// Exporter is "" or "none" (spans are not recorded), "otlp-grpc",
+	// "otlp-http" or "stdout".
+	Exporter string
+	// SampleRatio is the fraction of new traces exported, in [0, 1].
+	SampleRatio float64
+}
+
 // Setup installs the global tracer provider for service (the first caller's
 // configuration wins when several services share a process) and returns a
 // function that flushes and stops it once its last user has stopped.
-func Setup(ctx context.Context, service string, getenv func(string) string) (func(context.Context) error, error) {
+func Setup(ctx context.Context, service string, o Options) (func(context.Context) error, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	if provider == nil {
-		tp, err := newProvider(ctx, service, getenv)
+		tp, err := newProvider(ctx, service, o)
 		if err != nil {
 			return nil, err
 		}
@@ -84,10 +90,10 @@ func Setup(ctx context.Context, service string, getenv func(string) string) (fun
 	}, nil
 }
 
-func newProvider(ctx context.Context, service string, getenv func(string) string) (*sdktrace.TracerProvider, error) {
+func newProvider(ctx context.Context, service string, o Options) (*sdktrace.TracerProvider, error) {
 	var exporter sdktrace.SpanExporter
 	var err error
-	switch kind := getenv("DOCREPO_TRACING_EXPORTER"); kind {
+	switch kind := o.Exporter; kind {
 	case "", "none":
 	case "otlp-grpc", "otlp":
 		exporter, err = otlptracegrpc.New(ctx)
@@ -101,11 +107,9 @@ func newProvider(ctx context.Context, service string, getenv func(string) string
 	if err != nil {
 		return nil, fmt.Errorf("tracing: exporter: %w", err)
 	}
-	ratio := 1.0
-	if v := getenv("DOCREPO_TRACING_SAMPLE_RATIO"); v != "" {
-		if ratio, err = strconv.ParseFloat(v, 64); err != nil || ratio < 0 || ratio > 1 {
-			return nil, fmt.Errorf("tracing: DOCREPO_TRACING_SAMPLE_RATIO=%q: want a number in [0,1]", v)
-		}
+	ratio := o.SampleRatio
+	if ratio < 0 || ratio > 1 {
+		return nil, fmt.Errorf("tracing: DOCREPO_TRACING_SAMPLE_RATIO=%v: want a number in [0,1]", ratio)
 	}
 	// Without an exporter a recorded span goes nowhere: record none. Spans
 	// still carry trace ids (from the caller's traceparent, or fresh), so

@@ -8,13 +8,13 @@ import (
 // Services sharing a process share the provider: stopping one must not
 // stop tracing for the others.
 func TestSetupIsSharedUntilTheLastUserStops(t *testing.T) {
-	env := func(string) string { return "" }
+	opts := Options{SampleRatio: 1}
 	ctx := context.Background()
-	stopA, err := Setup(ctx, "a", env)
+	stopA, err := Setup(ctx, "a", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopB, err := Setup(ctx, "b", env)
+	stopB, err := Setup(ctx, "b", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,15 +37,21 @@ func TestSetupIsSharedUntilTheLastUserStops(t *testing.T) {
 	}
 }
 
-func TestSetupRejectsUnknownExporter(t *testing.T) {
-	_, err := Setup(context.Background(), "x", func(k string) string {
-		if k == "DOCREPO_TRACING_EXPORTER" {
-			return "carrier-pigeon"
-		}
-		return ""
-	})
-	if err == nil {
-		t.Fatal("unknown exporter accepted")
+func TestSetupRejectsUnknownExporterAndRatio(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+	}{
+		{name: "unknown exporter", opts: Options{Exporter: "carrier-pigeon", SampleRatio: 1}},
+		{name: "ratio above 1", opts: Options{Exporter: "stdout", SampleRatio: 1.5}},
+		{name: "negative ratio", opts: Options{SampleRatio: -0.1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Setup(context.Background(), "x", tt.opts); err == nil {
+				t.Fatalf("%+v accepted", tt.opts)
+			}
+		})
 	}
 }
 
@@ -54,7 +60,7 @@ func TestSetupRejectsUnknownExporter(t *testing.T) {
 // trace id, and a caller's trace id carries on to child spans.
 func TestNoExporterRecordsNothingButKeepsTraceIDs(t *testing.T) {
 	ctx := context.Background()
-	stop, err := Setup(ctx, "quiet", func(string) string { return "" })
+	stop, err := Setup(ctx, "quiet", Options{SampleRatio: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

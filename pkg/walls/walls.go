@@ -156,10 +156,16 @@ type Owner struct {
 
 // Owners are the repository's table owners. The outbox table exists once in
 // the schema of every service that writes events; only pkg/outbox names it.
+// The audit_log table exists once in the schema of every owner of data;
+// only pkg/audit names it.
+// The OCR job queue and text cache exist in the schema of the process that
+// writes the search engine (search or indexer); only pkg/ocrjobs names them.
 var Owners = []Owner{
 	{Name: "identity", MigrationsDir: "pkg/identity/migrations", Users: []string{Module + "/pkg/identity"}},
 	{Name: "schema", MigrationsDir: "pkg/catalog/migrations", Users: []string{Module + "/pkg/catalog"}},
 	{Name: "outbox", MigrationsDir: "pkg/outbox/migrations", Users: []string{Module + "/pkg/outbox"}},
+	{Name: "audit", MigrationsDir: "pkg/audit/migrations", Users: []string{Module + "/pkg/audit"}},
+	{Name: "ocrjobs", MigrationsDir: "pkg/ocrjobs/migrations", Users: []string{Module + "/pkg/ocrjobs"}},
 	{Name: "document", MigrationsDir: "services/document/internal/documentsvc/migrations", Users: []string{Module + "/services/document/"}},
 	{Name: "folder", MigrationsDir: "services/folder/internal/foldersvc/migrations", Users: []string{Module + "/services/folder/"}},
 }
@@ -231,6 +237,13 @@ func CheckSQL(p Package, tables map[string]string, owners []Owner) ([]string, er
 			return nil, err
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
+			if table, pos, ok := groupsTable(n); ok {
+				if owner, ok := tables[table]; ok && !mayUse(p.ImportPath, owner, owners) {
+					out = append(out, fmt.Sprintf("%s (%s): visibility.Groups names %s, a table of %s", p.ImportPath,
+						fset.Position(pos), table, owner))
+				}
+				return true
+			}
 			lit, ok := n.(*ast.BasicLit)
 			if !ok || lit.Kind != token.STRING {
 				return true
@@ -251,6 +264,34 @@ func CheckSQL(p Package, tables map[string]string, owners []Owner) ([]string, er
 		})
 	}
 	return out, nil
+}
+
+// groupsTable is the table of a visibility.Groups{Table: "…"} literal: the
+// visibility predicate's SQL names it (pkg/visibility).
+func groupsTable(n ast.Node) (string, token.Pos, bool) {
+	cl, ok := n.(*ast.CompositeLit)
+	if !ok {
+		return "", 0, false
+	}
+	sel, ok := cl.Type.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "Groups" {
+		return "", 0, false
+	}
+	if x, ok := sel.X.(*ast.Ident); !ok || x.Name != "visibility" {
+		return "", 0, false
+	}
+	for _, e := range cl.Elts {
+		kv, ok := e.(*ast.KeyValueExpr)
+		if !ok {
+			continue
+		}
+		if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "Table" {
+			if s, ok := stringLit(kv.Value); ok {
+				return strings.ToLower(s), kv.Value.Pos(), true
+			}
+		}
+	}
+	return "", 0, false
 }
 
 func mayUse(importPath, owner string, owners []Owner) bool {
@@ -300,4 +341,89 @@ func within(importPath, pattern string) bool {
 		return importPath == dir || strings.HasPrefix(importPath, pattern)
 	}
 	return importPath == pattern
+}
+
+// tableSlotEnd is a piece of SQL that ends where a table name goes: what
+// follows it in a concatenation is the table.
+// SQL keywords are upper case in docrepo's code; lower-case "from" is
+// prose (an error message).
+var tableSlotEnd = regexp.MustCompile(`\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+(?:ONLY\s+)?(?:(?:IF\s+(?:NOT\s+)?EXISTS)\s+)?$`)
+
+// tableSlotVerb is a format string with a verb where a table name goes.
+var tableSlotVerb = regexp.MustCompile(`\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+(?:ONLY\s+)?(?:(?:IF\s+(?:NOT\s+)?EXISTS)\s+)?(?:"?[a-z_]+"?\.)?%[-+# 0-9.]*[sqv]`)
+
+// ComputedTables lists the packages allowed to build table names at run
+// time: the code of tables that exist once per owner's schema (the audit
+// log, the outbox) or of every schema (migrations' bookkeeping), which
+// qualifies its one table with the schema it is given; and the visibility
+// predicate, over the groups table its caller names in a visibility.Groups
+// literal, which CheckSQL reads as SQL of the caller.
+var ComputedTables = []string{Module + "/pkg/audit", Module + "/pkg/outbox", Module + "/pkg/database", Module + "/pkg/visibility"}
+
+// CheckUnreadableSQL returns a line for every SQL statement in pkg's Go
+// files (tests excluded) whose table CheckSQL cannot read: one concatenated
+// after FROM, JOIN, INTO, UPDATE or TABLE ("... FROM " + t), or formatted
+// there ("... FROM %s"). A table the walls cannot see is a table any code
+// could reach; packages of ComputedTables are exempt.
+func CheckUnreadableSQL(p Package) ([]string, error) {
+	if allowedFor(p.ImportPath, ComputedTables) {
+		return nil, nil
+	}
+	var out []string
+	fset := token.NewFileSet()
+	for _, name := range p.GoFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.BinaryExpr:
+				if n.Op != token.ADD {
+					return true
+				}
+				// a + b + c is (a + b) + c: the text before Y is X's
+				// last literal.
+				left := n.X
+				if b, ok := left.(*ast.BinaryExpr); ok && b.Op == token.ADD {
+					left = b.Y
+				}
+				s, ok := stringLit(left)
+				if !ok || !tableSlotEnd.MatchString(s) {
+					return true
+				}
+				if _, lit := stringLit(n.Y); lit {
+					return true
+				}
+				out = append(out, fmt.Sprintf("%s (%s): SQL with a table name built at run time (%q + …): write the table in the literal, so the walls can read it",
+					p.ImportPath, fset.Position(n.Pos()), tail(s)))
+			case *ast.BasicLit:
+				if s, ok := stringLit(n); ok && tableSlotVerb.MatchString(s) {
+					out = append(out, fmt.Sprintf("%s (%s): SQL with a table name formatted in (%q): write the table in the literal, so the walls can read it",
+						p.ImportPath, fset.Position(n.Pos()), tableSlotVerb.FindString(s)))
+				}
+			}
+			return true
+		})
+	}
+	return out, nil
+}
+
+// stringLit is the value of a string literal expression.
+func stringLit(e ast.Expr) (string, bool) {
+	lit, ok := e.(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return "", false
+	}
+	s, err := strconv.Unquote(lit.Value)
+	return s, err == nil
+}
+
+// tail is the end of s, for a message.
+func tail(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 40 {
+		return "…" + s[len(s)-40:]
+	}
+	return s
 }

@@ -27,7 +27,7 @@ func newStore(t testing.TB, dir string) *diskstore.Store {
 	return s
 }
 
-func TestConformance(t *testing.T) {
+func TestConformanceSuitePassesAndLeavesNoTempFiles(t *testing.T) {
 	blobtest.Run(t, func(t *testing.T) blob.Store {
 		s := newStore(t, t.TempDir())
 		// Whatever the case did, including failed and cancelled Puts, no

@@ -6,10 +6,11 @@
 // unless MINIO_ENDPOINT is set; search uses the embedded engine unless
 // OPENSEARCH_URL is set (then a separate indexer process runs too).
 //
-// The processes run under a supervisor (pkg/launcher) like under a
-// process manager: one that dies is logged and started again with a
-// back-off, the others keep serving, and each one's pid is in
-// .data/pids/<name>.pid. Only Ctrl-C (or SIGTERM) stops the stack: every
+// The processes, their order, environment and health waits are
+// pkg/launcher's topology (launcher.Stack), the one the end-to-end tests
+// start too. They run under a supervisor like under a process manager:
+// one that dies is logged and started again with a back-off, the others
+// keep serving, and each one's pid is in .data/pids/<name>.pid. Only Ctrl-C (or SIGTERM) stops the stack: every
 // process, then the private cluster.
 //
 // The write path (gateway, document, folder, schema) runs
@@ -19,16 +20,27 @@
 // gathers batches for 20 ms before writing a segment
 // (DOCREPO_INDEX_PERSIST_NAP, unless set).
 //
+// Search embeds with the use embedder (the default) from the directory
+// deploy/dev/model.sh names, which `make run` fills (DOCREPO_USE_MODEL_DIR
+// overrides it); without the model the services embed with the hash
+// embedder and say so in the log and /readyz. An index holding another
+// embedder's vectors (a .data written with hash, or before the model
+// arrived) is re-embedded online: devstack sets
+// DOCREPO_EMBEDDER_CHANGE=rebuild unless it is set (refuse stops search
+// from starting instead).
+//
 // It bootstraps an `admin` user with a full-scope key and writes
 // DOCREPO_URL, DATABASE_URL and DOCREPO_ADMIN_TOKEN to .data/devstack.env.
+// Like `docrepoctl bootstrap`, it gives each service a Postgres role that
+// owns only its schema (pkg/dbroles) and starts each service with its own
+// DATABASE_URL, so the database enforces the walls on `make run` too
+// (DOCREPO_DEV_DB_ROLES=false: every service as DATABASE_URL's user).
 package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -43,8 +55,10 @@ import (
 	"github.com/docrepo/docrepo/pkg/auth"
 	"github.com/docrepo/docrepo/pkg/config"
 	"github.com/docrepo/docrepo/pkg/database"
+	"github.com/docrepo/docrepo/pkg/dbroles"
 	"github.com/docrepo/docrepo/pkg/identity"
 	"github.com/docrepo/docrepo/pkg/launcher"
+	"github.com/docrepo/docrepo/pkg/webhook"
 )
 
 func main() {
@@ -66,29 +80,49 @@ type settings struct {
 	basePort    int
 	pprof       bool
 	writeNice   int
+	dbRoles     bool
+	rolePrefix  string
 }
 
 // devPersistNap is the embedded engine's persister nap under devstack.
 const devPersistNap = "20ms"
 
-// writePath are the processes an upload goes through before the index:
-// devstack runs them at a lower CPU priority (settings.writeNice).
-var writePath = map[string]bool{"gateway": true, "document": true, "folder": true, "schema": true}
+// passedOn are the settings of devstack's environment every process gets.
+var passedOn = []string{"MINIO_ENDPOINT", "MINIO_ACCESS_KEY", "MINIO_SECRET_KEY", "MINIO_BUCKET", "MINIO_USE_SSL",
+	"OPENSEARCH_URL", "OPENSEARCH_USERNAME", "OPENSEARCH_PASSWORD", "OPENSEARCH_INSECURE", "OPENSEARCH_INDEX",
+	"DOCREPO_EMBEDDER", "DOCREPO_EMBEDDER_DIMENSIONS", "DOCREPO_EMBEDDER_CHANGE", "DOCREPO_EMBED_DEFER", "DOCREPO_USE_MODEL_DIR", "DOCREPO_USE_WEIGHT", "DOCREPO_USE_PASSAGE_PIECES",
+	"DOCREPO_USE_SHORT_QUERY_WORDS", "DOCREPO_USE_SHORT_QUERY_WEIGHT", "DOCREPO_USE_QUERY_WEIGHT", "DOCREPO_USE_QUERY_IDF", "DOCREPO_USE_UNMATCHED_WEIGHT",
+	"DOCREPO_MAX_UPLOAD_BYTES", "DOCREPO_LOG_LEVEL", "DOCREPO_WEBHOOK_KEY", "DOCREPO_WEBHOOK_OLD_KEYS"}
 
+// modelScript prints the sentence encoder's directory (`make run` has
+// fetched it, or said why not); relative to the repository, where make
+// runs devstack.
+const modelScript = "deploy/dev/model.sh"
+
+// useModelDir is the use embedder's model directory for the stack:
+// DOCREPO_USE_MODEL_DIR when set, else the one deploy/dev/model.sh
+// names when it holds the model; "" otherwise (the services then embed
+// with the hash embedder and say why).
+func useModelDir(getenv func(string) string, script string) string {
+	if v := getenv("DOCREPO_USE_MODEL_DIR"); v != "" {
+		return v
+	}
+	out, err := exec.Command(script, "dir").Output()
+	if err != nil {
+		return ""
+	}
+	dir := strings.TrimSpace(string(out))
+	if _, err := os.Stat(filepath.Join(dir, "model.json")); err != nil {
+		return ""
+	}
+	return dir
+}
+
+// run starts the stack and keeps it running until ctx ends: Postgres, the
+// identity bootstrap, the topology of pkg/launcher, the env file.
 func run(ctx context.Context, args []string, getenv func(string) string) error {
-	var s settings
-	l := config.New("devstack", getenv)
-	l.String(&s.databaseURL, "database-url", "DATABASE_URL", "", "Postgres URL (empty: a private cluster under the data dir)")
-	l.String(&s.httpAddr, "http-addr", "DOCREPO_HTTP_ADDR", "127.0.0.1:8080", "gateway listen address")
-	l.String(&s.dataDir, "data-dir", "DOCREPO_DATA_DIR", ".data", "where the stack keeps its state")
-	l.String(&s.binDir, "bin-dir", "DOCREPO_BIN_DIR", "bin", "where the service binaries are")
-	l.Int(&s.pgPort, "pg-port", "DOCREPO_PG_PORT", 55432, "port of the private Postgres cluster")
-	l.Int(&s.natsPort, "nats-port", "DOCREPO_NATS_PORT", 14222, "port of the embedded NATS server")
-	l.Int(&s.basePort, "base-port", "DOCREPO_BASE_PORT", 9100, "first of the service ports (gRPC base+1.., metrics base+11.., pprof base+21..)")
-	l.Bool(&s.pprof, "pprof", "DOCREPO_DEV_PPROF", false, "serve each process's pprof profiles on base+21.. (gateway base+26)")
-	l.Int(&s.writeNice, "write-nice", "DOCREPO_DEV_WRITE_NICE", 2,
-		"CPU priority steps below the search process (index and queries) for gateway, document, folder and schema (0: equal)")
-	if err := l.Parse(args); err != nil {
+	s, err := parseSettings(args, getenv)
+	if err != nil {
 		return err
 	}
 	dataDir, err := filepath.Abs(s.dataDir)
@@ -98,133 +132,170 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return err
 	}
-
-	// Postgres.
-	dbURL := s.databaseURL
-	if dbURL == "" {
-		serverURL, stopPG, err := privatePostgres(ctx, filepath.Join(dataDir, "pg"), s.pgPort)
+	dbURL, stopPG, err := openDatabase(ctx, s, dataDir)
+	if err != nil {
+		return err
+	}
+	defer stopPG()
+	adminToken, serviceToken, err := bootstrap(ctx, dbURL, dataDir)
+	if err != nil {
+		return err
+	}
+	stack := newStack(s, getenv, dataDir, dbURL, serviceToken)
+	if getenv("DOCREPO_WEBHOOK_KEY") == "" {
+		key, err := webhookKey(filepath.Join(dataDir, "webhook.key"))
 		if err != nil {
 			return err
 		}
-		defer stopPG()
-		if dbURL, err = ensureDatabase(ctx, serverURL, "docrepo"); err != nil {
+		stack.ServiceEnv["document"] = append(stack.ServiceEnv["document"], "DOCREPO_WEBHOOK_KEY="+key)
+	}
+	if s.dbRoles {
+		if stack.DatabaseURLs, err = serviceRoles(ctx, dbURL, s.rolePrefix, dataDir); err != nil {
 			return err
 		}
 	}
-	// The identity tables hold the tokens bootstrapped below; every
-	// service migrates its own tables when it starts.
-	pool, err := database.Open(ctx, dbURL, "")
-	if err != nil {
+	// Every process runs supervised: one that dies is started again, the
+	// others keep serving; only Ctrl-C stops them.
+	defer stack.Stop(30 * time.Second)
+	if err := stack.Start(ctx); err != nil {
 		return err
 	}
-	if _, err := database.Migrate(ctx, pool, identity.Migrations); err != nil {
-		pool.Close()
-		return err
-	}
-	adminToken, serviceToken, err := bootstrapIdentity(ctx, identity.NewStore(pool), dataDir)
-	pool.Close()
-	if err != nil {
-		return err
-	}
-
-	// Every process of the stack runs under one supervisor: one that dies is
-	// started again, the others keep serving; only Ctrl-C stops them.
-	sup := &launcher.Supervisor{Log: os.Stderr, PidDir: filepath.Join(dataDir, "pids")}
-	defer sup.Stop(30 * time.Second)
-	out := &launcher.LockedWriter{W: os.Stderr}
-	start := func(name string, env []string) error {
-		bin := filepath.Join(s.binDir, name)
-		if _, err := os.Stat(bin); err != nil {
-			return fmt.Errorf("%s is not built (%s missing): run make build", name, bin)
-		}
-		spec := launcher.Spec{Name: name, Path: bin, Env: env, Output: out, Prefix: fmt.Sprintf("%-9s| ", name)}
-		if writePath[name] {
-			spec.Nice = s.writeNice
-		}
-		return sup.Start(spec)
-	}
-
-	// NATS JetStream: a child like the others, its stream on disk.
-	natsAddr := fmt.Sprintf("127.0.0.1:%d", s.natsPort)
-	if err := start("devnats", []string{"DOCREPO_NATS_ADDR=" + natsAddr, "DOCREPO_NATS_STORE=" + filepath.Join(dataDir, "nats")}); err != nil {
-		return err
-	}
-	if err := waitTCP(ctx, natsAddr, 30*time.Second); err != nil {
-		return fmt.Errorf("nats: %w", err)
-	}
-	natsURL := "nats://" + natsAddr
-
-	port := func(n int) string { return fmt.Sprintf("127.0.0.1:%d", s.basePort+n) }
-	addrs := map[string]string{"document": port(1), "folder": port(2), "search": port(3), "schema": port(4), "indexer": port(5)}
-	common := []string{
-		"DATABASE_URL=" + dbURL,
-		"NATS_URL=" + natsURL,
-		"DOCREPO_LOG_FORMAT=text",
-		"DOCREPO_MIGRATE=true",
-		"DOCREPO_SERVICE_TOKEN=" + serviceToken,
-		"DOCREPO_DOCUMENT_ADDR=" + addrs["document"],
-		"DOCREPO_FOLDER_ADDR=" + addrs["folder"],
-		"DOCREPO_SEARCH_ADDR=" + addrs["search"],
-		"DOCREPO_SCHEMA_ADDR=" + addrs["schema"],
-		"DOCREPO_BLOB_DIR=" + filepath.Join(dataDir, "blobs"),
-		"DOCREPO_INDEX_DIR=" + filepath.Join(dataDir, "index"),
-	}
-	for _, k := range []string{"MINIO_ENDPOINT", "MINIO_ACCESS_KEY", "MINIO_SECRET_KEY", "MINIO_BUCKET", "MINIO_USE_SSL",
-		"OPENSEARCH_URL", "OPENSEARCH_USERNAME", "OPENSEARCH_PASSWORD", "OPENSEARCH_INSECURE", "OPENSEARCH_INDEX", "DOCREPO_EMBEDDER", "DOCREPO_MAX_UPLOAD_BYTES", "DOCREPO_LOG_LEVEL"} {
-		if v := getenv(k); v != "" {
-			common = append(common, k+"="+v)
-		}
-	}
-	type proc struct{ name, grpc, metrics, pprof string }
-	procs := []proc{
-		{"folder", addrs["folder"], port(12), port(22)},
-		{"schema", addrs["schema"], port(14), port(24)},
-		{"document", addrs["document"], port(11), port(21)},
-		{"search", addrs["search"], port(13), port(23)},
-	}
-	if getenv("OPENSEARCH_URL") != "" {
-		procs = append(procs, proc{"indexer", addrs["indexer"], port(15), port(25)})
-	}
-	profiles := func(env []string, addr string) []string {
-		if !s.pprof {
-			return env
-		}
-		fmt.Fprintf(os.Stderr, "devstack: profiles at http://%s/debug/pprof/\n", addr)
-		return append(env, "DOCREPO_PPROF_ADDR="+addr)
-	}
-	for _, p := range procs {
-		env := append(append([]string{}, common...), "DOCREPO_GRPC_ADDR="+p.grpc, "DOCREPO_METRICS_ADDR="+p.metrics)
-		if p.name == "search" && getenv("DOCREPO_INDEX_PERSIST_NAP") == "" {
-			// One machine for everything: the embedded engine gathers
-			// 20 ms of batches into one segment, less CPU per document
-			// for at most 20 ms more lag (docs/design.md §7).
-			env = append(env, "DOCREPO_INDEX_PERSIST_NAP="+devPersistNap)
-		}
-		if err := start(p.name, profiles(env, p.pprof)); err != nil {
-			return err
-		}
-	}
-	if err := start("gateway", profiles(append(append([]string{}, common...), "DOCREPO_HTTP_ADDR="+s.httpAddr), port(26))); err != nil {
-		return err
-	}
-	baseURL := "http://" + s.httpAddr
 	envFile := filepath.Join(dataDir, "devstack.env")
-	// The addresses let docrepoctl (e.g. reindex) reach the services.
-	envContent := fmt.Sprintf("DOCREPO_URL=%s\nDATABASE_URL=%s\nDOCREPO_ADMIN_TOKEN=%s\nDOCREPO_SEARCH_ADDR=%s\n",
-		baseURL, dbURL, adminToken, addrs["search"])
-	if getenv("OPENSEARCH_URL") != "" {
-		envContent += "DOCREPO_INDEXER_ADDR=" + addrs["indexer"] + "\n"
-	}
-	if err := os.WriteFile(envFile, []byte(envContent), 0o600); err != nil {
+	if err := writeEnvFile(envFile, stack, dbURL, adminToken); err != nil {
 		return err
 	}
-	if err := waitHealthy(ctx, baseURL+"/healthz", 30*time.Second); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "\ndocrepo is up at %s\n  credentials: %s (source it: set -a; . %s; set +a)\n  stop: Ctrl-C\n\n", baseURL, envFile, envFile)
+	fmt.Fprintf(os.Stderr, "\ndocrepo is up at %s\n  credentials: %s (source it: set -a; . %s; set +a)\n  stop: Ctrl-C\n\n", stack.URL(), envFile, envFile)
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "devstack: stopping")
 	return nil
+}
+
+func parseSettings(args []string, getenv func(string) string) (settings, error) {
+	var s settings
+	l := config.New("devstack", getenv)
+	l.RegisterDatabaseURL(&s.databaseURL)
+	l.RegisterGatewayAddr(&s.httpAddr)
+	l.String(&s.dataDir, "data-dir", "DOCREPO_DATA_DIR", ".data", "where the stack keeps its state")
+	l.String(&s.binDir, "bin-dir", "DOCREPO_BIN_DIR", "bin", "where the service binaries are")
+	l.Int(&s.pgPort, "pg-port", "DOCREPO_PG_PORT", 55432, "port of the private Postgres cluster")
+	l.Int(&s.natsPort, "nats-port", "DOCREPO_NATS_PORT", 14222, "port of the embedded NATS server")
+	l.Int(&s.basePort, "base-port", "DOCREPO_BASE_PORT", 9100, "first of the service ports (gRPC base+1.., metrics base+11.., pprof base+21..)")
+	l.Bool(&s.pprof, "pprof", "DOCREPO_DEV_PPROF", false, "serve each process's pprof profiles on base+21.. (gateway base+26)")
+	l.Bool(&s.dbRoles, "db-roles", "DOCREPO_DEV_DB_ROLES", true, "run each service as its own Postgres role, owner of its schema only (docrepoctl bootstrap's roles); false: every service as DATABASE_URL's user")
+	l.RegisterDBRolePrefix(&s.rolePrefix)
+	l.Int(&s.writeNice, "write-nice", "DOCREPO_DEV_WRITE_NICE", 2,
+		"CPU priority steps below the search process (index and queries) for gateway, document, folder and schema (0: equal)")
+	return s, l.Parse(args)
+}
+
+// openDatabase returns the stack's database: DATABASE_URL, or database
+// docrepo of a private cluster under the data dir (stopped by the
+// returned function).
+func openDatabase(ctx context.Context, s settings, dataDir string) (string, func(), error) {
+	if s.databaseURL != "" {
+		return s.databaseURL, func() {}, nil
+	}
+	serverURL, stopPG, err := privatePostgres(ctx, filepath.Join(dataDir, "pg"), s.pgPort)
+	if err != nil {
+		return "", nil, err
+	}
+	dbURL, err := ensureDatabase(ctx, serverURL, "docrepo")
+	if err != nil {
+		stopPG()
+		return "", nil, err
+	}
+	return dbURL, stopPG, nil
+}
+
+// bootstrap migrates the identity tables (every service migrates its own
+// when it starts) and returns the admin's and the services' tokens.
+func bootstrap(ctx context.Context, dbURL, dataDir string) (admin, service string, err error) {
+	pool, err := database.Open(ctx, dbURL, "")
+	if err != nil {
+		return "", "", err
+	}
+	defer pool.Close()
+	if _, err := database.Migrate(ctx, pool, identity.Migrations); err != nil {
+		return "", "", err
+	}
+	return bootstrapIdentity(ctx, identity.NewStore(pool), dataDir)
+}
+
+// serviceRoles makes sure every service has its Postgres role and returns
+// their DATABASE_URLs, reusing the ones an earlier run saved in the data
+// dir while they log in.
+func serviceRoles(ctx context.Context, dbURL, prefix, dataDir string) (map[string]string, error) {
+	file := filepath.Join(dataDir, "database-roles")
+	saved := map[string]string{}
+	if b, err := os.ReadFile(file); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, "="); ok {
+				saved[k] = v
+			}
+		}
+	}
+	res, err := dbroles.Ensure(ctx, dbURL, dbroles.Options{Prefix: prefix, URLs: saved})
+	if err != nil {
+		return nil, fmt.Errorf("%w (DOCREPO_DEV_DB_ROLES=false runs every service as DATABASE_URL's user)", err)
+	}
+	var b strings.Builder
+	for _, name := range dbroles.Names() {
+		fmt.Fprintf(&b, "%s=%s\n", name, res.URLs[name])
+	}
+	return res.URLs, os.WriteFile(file, []byte(b.String()), 0o600)
+}
+
+// newStack is `make run`'s stack: fixed ports, binaries from bin/, files
+// under the data dir, supervised processes, the write path at a lower CPU
+// priority, text logs.
+func newStack(s settings, getenv func(string) string, dataDir, dbURL, serviceToken string) *launcher.Stack {
+	bins := map[string]string{}
+	for _, sv := range launcher.Services {
+		bins[sv.Name] = filepath.Join(s.binDir, sv.Name)
+	}
+	env := []string{"DOCREPO_LOG_FORMAT=text"}
+	for _, k := range passedOn {
+		if v := getenv(k); v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	if getenv("DOCREPO_USE_MODEL_DIR") == "" {
+		if dir := useModelDir(getenv, modelScript); dir != "" {
+			env = append(env, "DOCREPO_USE_MODEL_DIR="+dir)
+		}
+	}
+	if getenv("DOCREPO_EMBEDDER_CHANGE") == "" {
+		// A development index follows the stack's embedder: the model
+		// arriving after a start on the hash fallback, or a .data of an
+		// older make run, re-embeds it online rather than stopping search.
+		env = append(env, "DOCREPO_EMBEDDER_CHANGE=rebuild")
+	}
+	serviceEnv := map[string][]string{}
+	if getenv("DOCREPO_INDEX_PERSIST_NAP") == "" {
+		// One machine for everything: the embedded engine gathers 20 ms
+		// of batches into one segment, less CPU per document for at most
+		// 20 ms more lag (docs/design.md §7).
+		serviceEnv["search"] = []string{"DOCREPO_INDEX_PERSIST_NAP=" + devPersistNap}
+	}
+	return &launcher.Stack{
+		Binaries: bins, DatabaseURL: dbURL, ServiceToken: serviceToken, DataDir: dataDir,
+		HTTPAddr: s.httpAddr, NATSAddr: fmt.Sprintf("127.0.0.1:%d", s.natsPort), BasePort: s.basePort, Pprof: s.pprof,
+		Env: env, ServiceEnv: serviceEnv, WriteNice: s.writeNice,
+		Supervise: true, PidDir: filepath.Join(dataDir, "pids"),
+		Output: &launcher.LockedWriter{W: os.Stderr}, PrefixLines: true, Log: os.Stderr,
+	}
+}
+
+// writeEnvFile writes what a shell needs to use the stack: its URL, the
+// database, the admin token and the addresses docrepoctl reaches the
+// services at (e.g. reindex).
+func writeEnvFile(path string, stack *launcher.Stack, dbURL, adminToken string) error {
+	content := fmt.Sprintf("DOCREPO_URL=%s\nDATABASE_URL=%s\nDOCREPO_ADMIN_TOKEN=%s\nDOCREPO_SEARCH_ADDR=%s\nDOCREPO_SEARCH_METRICS_ADDR=%s\n",
+		stack.URL(), dbURL, adminToken, stack.Addr("search").Listen, stack.Addr("search").Metrics)
+	if stack.Runs("indexer") {
+		content += "DOCREPO_INDEXER_ADDR=" + stack.Addr("indexer").Listen + "\n"
+	}
+	return os.WriteFile(path, []byte(content), 0o600)
 }
 
 // privatePostgres starts (or reuses) a cluster with deploy/dev/postgres.sh.
@@ -304,41 +375,16 @@ func bootstrapIdentity(ctx context.Context, ids *identity.Store, dataDir string)
 	return admin, service, os.WriteFile(tokenFile, []byte(content), 0o600)
 }
 
-// waitTCP waits until addr accepts connections.
-func waitTCP(ctx context.Context, addr string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not listening after %s: %w", addr, timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+// webhookKey is the development stack's webhook secret key
+// (DOCREPO_WEBHOOK_KEY): the one saved in file, else a new one saved
+// there, so that webhooks work under make run and their secrets stay
+// sealed under the same key from one start to the next.
+func webhookKey(file string) (string, error) {
+	if b, err := os.ReadFile(file); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
 	}
-}
-
-func waitHealthy(ctx context.Context, u string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(u)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("%s not healthy after %s", u, timeout)
+	key := webhook.NewKey()
+	return key, os.WriteFile(file, []byte(key+"\n"), 0o600)
 }

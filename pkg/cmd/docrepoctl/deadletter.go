@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/docrepo/docrepo/pkg/config"
 	"github.com/docrepo/docrepo/pkg/indexing"
 )
 
@@ -21,16 +20,15 @@ func init() { deployCommands["deadletter"] = deadletterCmd }
 //	docrepoctl deadletter list
 //	docrepoctl deadletter retry SEQ ... | all
 //
-// It connects to NATS at NATS_URL (default nats://127.0.0.1:4222), with
+// It connects to NATS at NATS_URL, with
 // NATS_USER and NATS_PASSWORD, or NATS_CREDS, when set.
 func deadletterCmd(ctx context.Context, e deployEnv) error {
 	const use = "usage: docrepoctl deadletter list | deadletter retry SEQ... | deadletter retry all"
 	if len(e.args) == 0 {
 		return fmt.Errorf("%s", use)
 	}
-	url := envOr(e.getenv, "NATS_URL", nats.DefaultURL)
-	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("docrepoctl"), nats.Timeout(10 * time.Second)},
-		config.Common{NATSUser: e.getenv("NATS_USER"), NATSPassword: e.getenv("NATS_PASSWORD"), NATSCreds: e.getenv("NATS_CREDS")}.NATSOptions()...)...)
+	url := e.NATSURL
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("docrepoctl"), nats.Timeout(10 * time.Second)}, e.NATSOptions()...)...)
 	if err != nil {
 		return fmt.Errorf("deadletter: connect to NATS at %s: %w", url, err)
 	}

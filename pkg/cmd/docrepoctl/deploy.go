@@ -26,25 +26,30 @@ import (
 	"github.com/docrepo/docrepo/pkg/auth"
 	"github.com/docrepo/docrepo/pkg/catalog"
 	"github.com/docrepo/docrepo/pkg/database"
-	"github.com/docrepo/docrepo/pkg/grpctls"
+	"github.com/docrepo/docrepo/pkg/dbroles"
 	"github.com/docrepo/docrepo/pkg/identity"
 )
 
 // deployEnv is what a deployment command gets. Unlike the other commands,
 // these open the database themselves (health never does).
 type deployEnv struct {
+	settings
 	dbURL  string
 	args   []string
+	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
-	getenv func(string) string
 }
 
 // deployCommands are dispatched before the database is opened.
 var deployCommands = map[string]func(ctx context.Context, e deployEnv) error{
 	"health":    healthCmd,
 	"bootstrap": bootstrapCmd,
-	"import":    importCmd, // import.go
+	"import":    importCmd,  // import.go
+	"bulk":      bulkCmd,    // bulk.go
+	"trash":     trashCmd,   // bulk.go
+	"audit":     auditCmd,   // audit.go
+	"webhook":   webhookCmd, // webhook.go
 }
 
 // Environment variables of bootstrap: the tokens a previous run printed.
@@ -77,7 +82,7 @@ func healthCmd(ctx context.Context, e deployEnv) error {
 	if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
 		return httpHealth(ctx, target, e.stdout)
 	}
-	creds, err := grpctls.FromEnv(e.getenv).Client()
+	creds, err := e.GRPCTLS.Client()
 	if err != nil {
 		return err
 	}
@@ -126,7 +131,11 @@ func httpHealth(ctx context.Context, url string, stdout io.Writer) error {
 //     reads every document with it);
 //  3. makes sure the admin user exists (in the admin group) and that
 //     DOCREPO_ADMIN_TOKEN, when set, is a valid API key of that user with
-//     every public scope.
+//     every public scope;
+//  4. (-roles, the default) gives each service a Postgres role that owns
+//     its schema and only reads identity (pkg/dbroles), keeping the
+//     DOCREPO_<SERVICE>_DATABASE_URL values given that still log in and
+//     printing new ones for the others: each service's DATABASE_URL.
 //
 // A token that is missing or not valid gets a new key, printed on stdout as
 // NAME=TOKEN lines (env-file syntax) for the operator to keep; tokens that
@@ -137,11 +146,13 @@ func httpHealth(ctx context.Context, url string, stdout io.Writer) error {
 func bootstrapCmd(ctx context.Context, e deployEnv) error {
 	var (
 		check                  bool
+		roles                  bool
 		serviceUser, adminUser string
 		adminGroups            string
 	)
 	pos, err := parseArgs("bootstrap", e.args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&check, "check", false, "create nothing: migrate, then verify "+envServiceToken)
+		fs.BoolVar(&check, "check", false, "create nothing: migrate, then verify "+envServiceToken+" (and with -roles every DOCREPO_<SERVICE>_DATABASE_URL)")
+		fs.BoolVar(&roles, "roles", true, "give each service a Postgres role of its own that owns only its schema (pkg/dbroles); -roles=false for a database whose administrator cannot create roles (the services then share DATABASE_URL)")
 		fs.StringVar(&serviceUser, "service-user", "docrepo-service", "name of the services' credential")
 		fs.StringVar(&adminUser, "admin-user", "admin", "administrator user")
 		fs.StringVar(&adminGroups, "admin-groups", "admin", "comma-separated groups of the administrator")
@@ -163,8 +174,24 @@ func bootstrapCmd(ctx context.Context, e deployEnv) error {
 	}
 	fmt.Fprintf(e.stderr, "bootstrap: applied %d migration(s)\n", len(applied))
 	ids := identity.NewStore(pool)
+	earlier := map[string]string{}
+	for name, v := range e.roleURLs {
+		if *v != "" {
+			earlier[name] = *v
+		}
+	}
+	if roles && !check {
+		res, err := dbroles.Ensure(ctx, e.dbURL, dbroles.Options{Prefix: e.rolePrefix, URLs: earlier})
+		if err != nil {
+			return fmt.Errorf("bootstrap: %w", err)
+		}
+		for _, name := range res.New {
+			fmt.Fprintf(e.stderr, "bootstrap: set a new password for role %s\n", dbroles.Role(e.rolePrefix, name))
+			fmt.Fprintf(e.stdout, "%s=%s\n", roleURLEnv(name), res.URLs[name])
+		}
+	}
 
-	serviceToken, adminToken := e.getenv(envServiceToken), e.getenv(envAdminToken)
+	serviceToken, adminToken := e.serviceToken, e.adminToken
 	serviceScopes := []string{auth.ScopeInternal}
 	adminScopes := []string{auth.ScopeDocumentsRead, auth.ScopeDocumentsWrite, auth.ScopeSearch}
 	if check {
@@ -176,6 +203,12 @@ func bootstrapCmd(ctx context.Context, e deployEnv) error {
 			return fmt.Errorf("bootstrap: %s: %w; run `docrepoctl bootstrap` for a new one", envServiceToken, err)
 		}
 		fmt.Fprintf(e.stderr, "bootstrap: %s is a valid service credential %s\n", envServiceToken, serviceUser)
+		if roles {
+			if err := dbroles.Check(ctx, e.rolePrefix, earlier); err != nil {
+				return fmt.Errorf("bootstrap: the services' database roles: %w; run `docrepoctl bootstrap` for their URLs", err)
+			}
+			fmt.Fprintf(e.stderr, "bootstrap: every DOCREPO_<SERVICE>_DATABASE_URL logs in as its service's role\n")
+		}
 		return nil
 	}
 	if serviceToken != "" {
@@ -227,6 +260,11 @@ func bootstrapCmd(ctx context.Context, e deployEnv) error {
 		fmt.Fprintf(e.stdout, "%s=%s\n", u.env, tok)
 	}
 	return nil
+}
+
+// roleURLEnv is the variable holding service's DATABASE_URL for bootstrap.
+func roleURLEnv(service string) string {
+	return "DOCREPO_" + strings.ToUpper(service) + "_DATABASE_URL"
 }
 
 // validCredential reports why token is not a usable service credential

@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -16,6 +19,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/auth"
 	"github.com/docrepo/docrepo/pkg/catalog"
 	"github.com/docrepo/docrepo/pkg/database"
+	"github.com/docrepo/docrepo/pkg/dbroles"
 	"github.com/docrepo/docrepo/pkg/identity"
 	"github.com/docrepo/docrepo/pkg/testenv/pgtest"
 )
@@ -108,6 +112,28 @@ func TestHealthHTTP(t *testing.T) {
 	}
 }
 
+// testRolePrefix is a prefix for the services' roles of one test on
+// database dbURL (roles are global to the Postgres server), and drops
+// them, with what they own there, when the test ends.
+func testRolePrefix(t *testing.T, dbURL string) string {
+	t.Helper()
+	prefix := fmt.Sprintf("t%x_", time.Now().UnixNano()&0xffffffff)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, dbURL)
+		if err != nil {
+			return
+		}
+		defer conn.Close(ctx)
+		for _, s := range dbroles.Services {
+			role := pgx.Identifier{dbroles.Role(prefix, s.Name)}.Sanitize()
+			_, _ = conn.Exec(ctx, `DROP OWNED BY `+role)
+			_, _ = conn.Exec(ctx, `DROP ROLE IF EXISTS `+role)
+		}
+	})
+	return prefix
+}
+
 // parseEnvLines reads NAME=VALUE lines.
 func parseEnvLines(t *testing.T, out string) map[string]string {
 	t.Helper()
@@ -134,7 +160,10 @@ func TestBootstrap(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	ids := identity.NewStore(pool)
-	args := func(a ...string) []string { return append([]string{"-database-url", dbURL, "bootstrap"}, a...) }
+	prefix := testRolePrefix(t, dbURL)
+	args := func(a ...string) []string {
+		return append([]string{"-database-url", dbURL, "-db-role-prefix", prefix, "bootstrap"}, a...)
+	}
 
 	// Before any bootstrap, the gate refuses.
 	if _, _, err := ctlEnv(t, nil, args("-check")...); err == nil || !strings.Contains(err.Error(), "DOCREPO_SERVICE_TOKEN is not set") {
@@ -146,8 +175,14 @@ func TestBootstrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	tokens := parseEnvLines(t, out)
-	if len(tokens) != 2 {
-		t.Fatalf("first run printed %q, want two tokens", out)
+	if len(tokens) != 2+len(dbroles.Services) {
+		t.Fatalf("first run printed %q, want two tokens and every service's database URL", out)
+	}
+	for _, s := range dbroles.Services {
+		u := tokens[roleURLEnv(s.Name)]
+		if err := dbroles.LogsInAs(ctx, u, dbroles.Role(prefix, s.Name)); err != nil {
+			t.Fatalf("%s=%s: %v", roleURLEnv(s.Name), u, err)
+		}
 	}
 	checks := []struct {
 		env, user, service string
@@ -176,9 +211,17 @@ func TestBootstrap(t *testing.T) {
 	if err != nil || out != "" {
 		t.Fatalf("second run: out %q, err %v; want nothing printed", out, err)
 	}
-	// The gate passes with the service token, and refuses others.
+	// The gate passes with the service token and the roles' URLs, and
+	// refuses others.
 	if _, _, err := ctlEnv(t, tokens, args("-check")...); err != nil {
 		t.Fatalf("check with the service token: %v", err)
+	}
+	noURLs := map[string]string{"DOCREPO_SERVICE_TOKEN": tokens["DOCREPO_SERVICE_TOKEN"]}
+	if _, _, err := ctlEnv(t, noURLs, args("-check")...); err == nil || !strings.Contains(err.Error(), "document: no database URL") {
+		t.Fatalf("check without the services' database URLs: %v", err)
+	}
+	if _, _, err := ctlEnv(t, noURLs, args("-check", "-roles=false")...); err != nil {
+		t.Fatalf("check without roles: %v", err)
 	}
 	gate := []struct {
 		name    string

@@ -27,7 +27,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -37,10 +36,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"mime/multipart"
 	"net/http"
-	"net/textproto"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -49,6 +45,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/docrepo/docrepo/pkg/client"
 )
 
 // metaSuffix names a file's metadata side-file.
@@ -68,8 +66,8 @@ func importCmd(ctx context.Context, e deployEnv) error {
 		concurrency               int
 	)
 	pos, err := parseArgs("import", e.args, func(fs *flag.FlagSet) {
-		fs.StringVar(&baseURL, "url", e.getenv("DOCREPO_URL"), "gateway base URL (env DOCREPO_URL)")
-		fs.StringVar(&token, "token", e.getenv("DOCREPO_TOKEN"), "API key with documents_read and documents_write (env DOCREPO_TOKEN)")
+		fs.StringVar(&baseURL, "url", e.apiURL, "gateway base URL (env DOCREPO_URL)")
+		fs.StringVar(&token, "token", e.apiToken, "API key with documents_read and documents_write (env DOCREPO_TOKEN)")
 		fs.Int64Var(&parent, "folder-id", 0, "folder to import into (0: the root level)")
 		fs.IntVar(&concurrency, "concurrency", 8, "parallel uploads")
 		fs.StringVar(&statePath, "state", "", "state file of a resumable import (default: in the working directory, named after DIR)")
@@ -97,8 +95,17 @@ func importCmd(ctx context.Context, e deployEnv) error {
 		sum := sha256.Sum256([]byte(root + "\x00" + strconv.FormatInt(parent, 10)))
 		statePath = fmt.Sprintf(".docrepo-import-%s-%s.state", filepath.Base(root), hex.EncodeToString(sum[:4]))
 	}
+	// Uploads are retried with their key after what may pass on retry
+	// (5xx, 429, network), about 6 s in all.
+	api, err := client.New(baseURL, token, client.Options{HTTPClient: &http.Client{Timeout: 10 * time.Minute}, Retry: client.Retry{
+		Attempts: 6, Backoff: 200 * time.Millisecond, MaxBackoff: 3200 * time.Millisecond, MaxWait: 30 * time.Second,
+		Statuses: []int{429, 500, 502, 503, 504},
+	}})
+	if err != nil {
+		return fmt.Errorf("import: -url: %w", err)
+	}
 	im := &importer{
-		api:    &restClient{base: strings.TrimRight(baseURL, "/"), token: token, http: &http.Client{Timeout: 10 * time.Minute}},
+		api:    api,
 		root:   root,
 		parent: parent,
 		out:    e.stdout,
@@ -116,7 +123,7 @@ type importFile struct {
 }
 
 type importer struct {
-	api    *restClient
+	api    *client.Client
 	root   string
 	parent int64
 	out    io.Writer
@@ -280,10 +287,10 @@ func (im *importer) key(f importFile) string {
 	return "import:" + hex.EncodeToString(sum[:16])
 }
 
-// importOne uploads one file, retrying what may pass on retry (5xx, 429,
-// network) with the same key.
+// importOne uploads one file with its key; the client retries what may
+// pass on retry (5xx, 429, network) with the same key.
 func (im *importer) importOne(ctx context.Context, f importFile) (int64, error) {
-	fields := map[string]string{"folder_id": strconv.FormatInt(im.folders[f.dir], 10)}
+	fields := map[string]string{}
 	if data, err := os.ReadFile(filepath.Join(im.root, filepath.FromSlash(f.rel)) + metaSuffix); err == nil {
 		var meta map[string]any
 		if err := json.Unmarshal(data, &meta); err != nil {
@@ -305,42 +312,26 @@ func (im *importer) importOne(ctx context.Context, f importFile) (int64, error) 
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return 0, err
 	}
-	var lastErr error
-	for attempt := range 6 {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			case <-time.After(time.Duration(1<<attempt) * 100 * time.Millisecond):
-			}
-		}
-		id, err := im.api.upload(ctx, filepath.Join(im.root, filepath.FromSlash(f.rel)), pathBase(f.rel), fields, im.key(f))
-		if err == nil {
-			im.bytesSent.Add(f.size)
-			return id, nil
-		}
-		lastErr = err
-		var ae *apiError
-		if errors.As(err, &ae) && ae.status < 500 && ae.status != http.StatusTooManyRequests {
-			return 0, err
-		}
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
-		}
+	file, err := os.Open(filepath.Join(im.root, filepath.FromSlash(f.rel)))
+	if err != nil {
+		return 0, err
 	}
-	return 0, lastErr
+	defer file.Close()
+	res, err := im.api.Upload(ctx, client.Upload{FolderID: im.folders[f.dir], File: file, Filename: pathBase(f.rel),
+		Metadata: client.Metadata{Extra: fields}, IdempotencyKey: im.key(f)})
+	if err != nil {
+		return 0, err
+	}
+	im.bytesSent.Add(f.size)
+	return res.DocID, nil
 }
 
 // ensureFolder returns the id of parent's child folder name, creating it
 // when there is none.
 func (im *importer) ensureFolder(ctx context.Context, parent int64, name string) (int64, error) {
 	for offset := 0; ; offset += 100 {
-		var page []struct {
-			FolderID int64  `json:"folder_id"`
-			Name     string `json:"name"`
-		}
-		q := url.Values{"parent_id": {strconv.FormatInt(parent, 10)}, "q": {name}, "limit": {"100"}, "offset": {strconv.Itoa(offset)}}
-		if err := im.api.json(ctx, "GET", "/apiv2/pub/folders?"+q.Encode(), nil, &page); err != nil {
+		page, err := im.api.ListFolders(ctx, client.FolderQuery{ParentID: &parent, Q: name, Limit: 100, Offset: offset})
+		if err != nil {
 			return 0, err
 		}
 		for _, f := range page {
@@ -352,11 +343,11 @@ func (im *importer) ensureFolder(ctx context.Context, parent int64, name string)
 			break
 		}
 	}
-	var created struct {
-		FolderID int64 `json:"folder_id"`
+	created, err := im.api.CreateFolder(ctx, name, parent)
+	if err != nil {
+		return 0, err
 	}
-	err := im.api.json(ctx, "POST", "/apiv2/pub/folders", map[string]any{"name": name, "parent_id": parent}, &created)
-	return created.FolderID, err
+	return created.FolderID, nil
 }
 
 // progress prints a status line every second until the returned stop.
@@ -450,121 +441,8 @@ func (s *importState) close() {
 	_ = s.f.Close()
 }
 
-// restClient calls the gateway as one API key's user.
-type restClient struct {
-	base, token string
-	http        *http.Client
-}
-
-// apiError is a non-2xx answer.
-type apiError struct {
-	status int
-	detail string
-}
-
-func (e *apiError) Error() string { return fmt.Sprintf("%d %s", e.status, e.detail) }
-
 // isFatal tells errors that would fail every other file too.
 func isFatal(err error) bool {
-	var ae *apiError
-	return errors.As(err, &ae) && (ae.status == http.StatusUnauthorized || ae.status == http.StatusForbidden && strings.HasPrefix(ae.detail, "Missing required scope"))
-}
-
-func (c *restClient) do(req *http.Request, into any) error {
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		var body struct {
-			Detail string `json:"detail"`
-		}
-		_ = json.Unmarshal(data, &body)
-		if body.Detail == "" {
-			body.Detail = strings.TrimSpace(string(data))
-		}
-		return &apiError{status: resp.StatusCode, detail: body.Detail}
-	}
-	if into != nil {
-		return json.Unmarshal(data, into)
-	}
-	return nil
-}
-
-func (c *restClient) json(ctx context.Context, method, path string, body, into any) error {
-	var rd io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return c.do(req, into)
-}
-
-// upload streams the file at path as a multipart upload (never whole in
-// memory) and returns the document id.
-func (c *restClient) upload(ctx context.Context, path, filename string, fields map[string]string, key string) (int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	go func() {
-		err := func() error {
-			names := make([]string, 0, len(fields))
-			for k := range fields {
-				names = append(names, k)
-			}
-			sort.Strings(names)
-			for _, k := range names {
-				if err := mw.WriteField(k, fields[k]); err != nil {
-					return err
-				}
-			}
-			h := textproto.MIMEHeader{}
-			h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename=%q`, filename))
-			h.Set("Content-Type", "application/octet-stream")
-			part, err := mw.CreatePart(h)
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(part, f); err != nil {
-				return err
-			}
-			return mw.Close()
-		}()
-		pw.CloseWithError(err)
-	}()
-	req, err := http.NewRequestWithContext(ctx, "POST", c.base+"/apiv2/pub/documents/upload", pr)
-	if err != nil {
-		pr.Close()
-		return 0, err
-	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("Idempotency-Key", key)
-	var res struct {
-		DocID int64 `json:"doc_id"`
-	}
-	if err := c.do(req, &res); err != nil {
-		pr.Close()
-		return 0, err
-	}
-	return res.DocID, nil
+	st := client.StatusOf(err)
+	return st == http.StatusUnauthorized || st == http.StatusForbidden && strings.HasPrefix(client.DetailOf(err), "Missing required scope")
 }

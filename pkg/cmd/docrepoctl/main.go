@@ -1,25 +1,12 @@
-// Command docrepoctl administers docrepo: groups, users, API keys, document
-// types, database migrations. It connects to Postgres with DATABASE_URL (or
-// -database-url).
+// Command docrepoctl administers docrepo: groups, users, API keys and
+// service credentials, document types, custom-field templates, database
+// migrations and bootstrap, health checks, the search index (reindex,
+// dead letters, OCR status), bulk import and the local embedder's model.
+// It connects to Postgres with DATABASE_URL (or -database-url).
 //
-//	docrepoctl migrate
-//	docrepoctl group create NAME
-//	docrepoctl user create USERNAME [--groups G1,G2]
-//	docrepoctl key create USERNAME --scopes documents_read,documents_write,search [--expires-in DURATION]
-//	docrepoctl key revoke KEY_ID
-//	docrepoctl key list [USERNAME]
-//	docrepoctl credential create NAME --scopes internal|admin[,...] [--expires-in DURATION]
-//	docrepoctl credential revoke ID
-//	docrepoctl credential list [NAME]
-//	docrepoctl doctype create NAME
-//	docrepoctl doctype list
-//	docrepoctl template create NAME --kind grid --column NAME:TYPE[:LABEL[:OPT1|OPT2|...]] ...
-//	docrepoctl template create NAME --kind gridlink --link [NAME=]TEMPLATE.COLUMN[:LABEL] ...
-//	docrepoctl template list
-//	docrepoctl template show NAME
-//	docrepoctl reindex [-recreate] [-addr HOST:PORT] [-token TOKEN]
-//	docrepoctl deadletter list | deadletter retry SEQ... | deadletter retry all
-//	docrepoctl import [-url URL] [-token TOKEN] [-folder-id N] [-concurrency N] [-state FILE] DIR
+// The commands and their flags are the usage text below (docrepoctl -h);
+// docs/operations.md lists the same, kept equal by
+// TestOperationsPageListsEveryCommand.
 //
 // Custom-field templates: a grid template has typed columns of its own
 // (--column, repeated, in order). TYPE is text, number, date, boolean or
@@ -53,11 +40,14 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/docrepo/docrepo/pkg/audit"
 	"github.com/docrepo/docrepo/pkg/catalog"
+	"github.com/docrepo/docrepo/pkg/config"
 	"github.com/docrepo/docrepo/pkg/database"
+	"github.com/docrepo/docrepo/pkg/dbroles"
 	"github.com/docrepo/docrepo/pkg/grpcclient"
-	"github.com/docrepo/docrepo/pkg/grpctls"
 	"github.com/docrepo/docrepo/pkg/identity"
+	"github.com/docrepo/docrepo/pkg/logging"
 )
 
 func main() {
@@ -70,7 +60,7 @@ func main() {
 }
 
 const usage = `usage:
-  docrepoctl [-database-url URL] COMMAND
+  docrepoctl [SETTING-FLAGS] COMMAND      (settings: docrepoctl -h, docs/configuration.md)
 
 commands:
   migrate                                   apply database migrations
@@ -99,23 +89,61 @@ commands:
                                             their values from columns of grid templates
   template list                             list templates and their columns
   template show NAME                        show a template's columns and field names
-  bootstrap [-check]                        migrate; ensure the admin and service users and keys
-                                            (prints new tokens as NAME=TOKEN; see README, Deployment)
-  health [-timeout D] HOST:PORT|URL         gRPC health check, or HTTP GET expecting 2xx
-  reindex [-recreate] [-addr HOST:PORT] [-token TOKEN]
+  bootstrap [-check] [-service-user NAME] [-admin-user NAME] [-admin-groups G1,G2]
+                                            migrate; ensure the admin and service users and keys
+                                            (prints new tokens as NAME=TOKEN; see docs/deployment.md)
+  health [-timeout D] [-service NAME] HOST:PORT|URL
+                                            gRPC health check, or HTTP GET expecting 2xx
+  reindex [-recreate | -verify] [-addr HOST:PORT] [-token TOKEN]
                                             rebuild the search index from the documents of record,
-                                            with progress (see reindex.go)
+                                            with progress; -recreate into a new index switched in
+                                            when complete, -verify repairs only what differs
+                                            (see reindex.go)
   ocr status [-addr HOST:PORT] [-token TOKEN]
+                                            OCR work of the indexer: documents and pages
+                                            queued and in progress (see ocr.go)
+  deadletter list                           events the indexer parked, with why (NATS_URL)
+  deadletter retry SEQ... | all             publish parked events again
+  lock list [-addr HOST:PORT] [-token TOKEN]
+                                            the locked documents: holder, age, expiry
+  lock break DOC_ID -reason TEXT [-addr HOST:PORT] [-token TOKEN]
+                                            release a lock whoever holds it (a user who left,
+                                            whose keys were revoked); recorded in the audit log
   import [-url URL] [-token TOKEN] [-folder-id N] [-concurrency N] [-state FILE] DIR
                                             import a directory tree as folders and documents
                                             through the REST API; NAME.meta.json side-files give
                                             upload fields; resumable (see import.go)
-  deadletter list                       events the indexer parked, with why (NATS_URL)
-  deadletter retry SEQ... | all         publish parked events again
-                                            OCR work of the indexer: documents and pages
-                                            queued and in progress (see ocr.go)
+  bulk [-url URL] [-token TOKEN] [-folder-id N] [-status S] ACTION ID... | ACTION -
+                                            one action (delete, restore, purge, move, set_status,
+                                            add_folder, remove_folder) over documents, ids from
+                                            the arguments or stdin ("-"), 1,000 per request;
+                                            prints the failures and a summary (see bulk.go)
+  trash list [-url URL] [-token TOKEN] [-limit N]
+                                            the trashed documents the key's user can see
+  trash restore [-url URL] [-token TOKEN] ID... | -
+                                            take documents out of the trash
+  trash purge [-url URL] [-token TOKEN] ID... | -
+                                            purge trashed documents now (files and rows)
+  audit [-user U] [-action A,B] [-since T] [-until T] [-limit N] [-follow [-interval D]]
+                                            print the audit trail through the REST API (-url,
+                                            -token: a key with the audit scope), oldest first;
+                                            -follow keeps printing new entries
+  webhook add -owner USER [-events T1,T2] [-secret whsec_...] URL
+                                            subscribe URL to document events (REST API, a key
+                                            with the webhooks scope); prints the secret once
+  webhook list                              the subscriptions
+  webhook rm ID                             remove a subscription and its delivery log
+  webhook deliveries [-state S] [-limit N] [-before ID] ID
+                                            a subscription's delivery log, newest first
+  webhook redeliver ID DELIVERY_ID          send a dead (or delivered) delivery again
+  webhook resume [-skip-dead] ID            resume a paused webhook (a delivery died): its dead deliveries first
+  model pull [-dir DIR] [-base-url URL] [-lock FILE] [-resolve] [-token TOKEN] OWNER/NAME@REVISION
+                                            fetch a BERT-family sentence-transformer for the
+                                            local embedder from a Hugging Face-compatible hub
+                                            into DOCREPO_EMBED_MODEL_DIR, every file checked
+                                            against a SHA-256 (see model.go)
 
-API-key scopes: documents_read, documents_write, search
+API-key scopes: documents_read, documents_write, search, audit, webhooks
 service-credential scopes: internal, admin
 `
 
@@ -126,30 +154,78 @@ type env struct {
 	stdout io.Writer
 }
 
+// settings are docrepoctl's settings (docs/configuration.md): flags before
+// the command, or environment variables.
+type settings struct {
+	// Common holds the database URL, the NATS connection and gRPC TLS.
+	config.Common
+	serviceToken string
+	adminToken   string
+	apiURL       string
+	apiToken     string
+	indexerAddr  string
+	searchAddr   string
+	documentAddr string
+	// roleURLs are the services' database URLs an earlier bootstrap
+	// printed (DOCREPO_<SERVICE>_DATABASE_URL), rolePrefix their roles'
+	// prefix (pkg/dbroles).
+	roleURLs   map[string]*string
+	rolePrefix string
+	modelDir   string
+	hubURL     string
+	hubToken   string
+}
+
+func (s *settings) register(l *config.Loader) {
+	l.RegisterDatabaseURL(&s.DatabaseURL)
+	l.RegisterNATS(&s.Common)
+	l.RegisterGRPCTLS(&s.GRPCTLS)
+	l.RegisterServiceToken(&s.serviceToken)
+	l.String(&s.adminToken, "admin-token", envAdminToken, "", "for docrepoctl bootstrap: the admin key an earlier run printed, kept while valid")
+	l.String(&s.apiURL, "url", "DOCREPO_URL", "", "for docrepoctl import, bulk, trash, audit and webhook: the gateway's base URL")
+	l.String(&s.apiToken, "token", "DOCREPO_TOKEN", "", "for docrepoctl import, bulk, trash, audit and webhook: the API key they run as (documents_read, documents_write; audit and webhook: the audit and webhooks scopes)")
+	l.ServiceAddr(&s.indexerAddr, "indexer")
+	l.ServiceAddr(&s.searchAddr, "search")
+	l.ServiceAddr(&s.documentAddr, "document")
+	s.roleURLs = map[string]*string{}
+	for _, name := range dbroles.Names() {
+		v := new(string)
+		s.roleURLs[name] = v
+		l.String(v, name+"-database-url", roleURLEnv(name), "", "for docrepoctl bootstrap: the "+name+" service's DATABASE_URL (its own Postgres role) an earlier run printed, kept while it logs in")
+	}
+	l.RegisterDBRolePrefix(&s.rolePrefix)
+	l.RegisterEmbedModelDir(&s.modelDir)
+	l.String(&s.hubURL, "model-hub-url", "DOCREPO_MODEL_HUB_URL", "https://huggingface.co", "for docrepoctl model pull: base URL of the Hugging Face-compatible hub")
+	l.String(&s.hubToken, "model-hub-token", "HF_TOKEN", "", "for docrepoctl model pull: bearer token for gated models")
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := flag.NewFlagSet("docrepoctl", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	dbURL := fs.String("database-url", getenv("DATABASE_URL"), "Postgres URL (env DATABASE_URL)")
-	if err := fs.Parse(args); err != nil {
+	// The audit log names docrepoctl as the actor of what it changes, and
+	// one request id groups the changes of one invocation.
+	ctx = logging.WithRequestID(audit.WithService(ctx, "docrepoctl"), logging.NewRequestID())
+	var s settings
+	l := config.New("docrepoctl", getenv)
+	s.register(l)
+	if err := l.Parse(args); err != nil {
+		fmt.Fprint(stderr, usage)
 		return err
 	}
-	rest := fs.Args()
+	rest := l.Args()
 	if len(rest) == 0 {
-		fs.Usage()
+		fmt.Fprint(stderr, usage)
 		return errors.New("no command given")
 	}
 	if deployCmd, ok := deployCommands[rest[0]]; ok { // deploy.go
 		// reindex, ocr status and deadletter dial the services like the
 		// services dial each other (DOCREPO_GRPC_TLS_*).
-		creds, err := grpctls.FromEnv(getenv).Client()
+		creds, err := s.GRPCTLS.Client()
 		if err != nil {
 			return err
 		}
 		grpcclient.UseTransportCredentials(creds)
-		return deployCmd(ctx, deployEnv{dbURL: *dbURL, args: rest[1:], stdout: stdout, stderr: stderr, getenv: getenv})
+		return deployCmd(ctx, deployEnv{settings: s, dbURL: s.DatabaseURL, args: rest[1:], stdin: os.Stdin, stdout: stdout, stderr: stderr})
 	}
-	pool, err := database.Open(ctx, *dbURL, catalog.Schema)
+	pool, err := database.Open(ctx, s.DatabaseURL, catalog.Schema)
 	if err != nil {
 		return err
 	}

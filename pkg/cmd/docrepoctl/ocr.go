@@ -39,7 +39,7 @@ func ocrCmd(ctx context.Context, e deployEnv) error {
 	}
 	targets := []string{addr}
 	if addr == "" {
-		targets = []string{envOr(e.getenv, "DOCREPO_INDEXER_ADDR", defaultIndexerAddr), envOr(e.getenv, "DOCREPO_SEARCH_ADDR", defaultSearchAddr)}
+		targets = []string{e.indexerAddr, e.searchAddr}
 	}
 	if token == "" {
 		tok, revoke, err := mintAdminCredential(ctx, e.dbURL, "ocr status")
@@ -82,5 +82,12 @@ func renderOCRStatus(w io.Writer, st *indexerv1.GetOcrStatusResponse, now time.T
 	for _, d := range st.GetDocuments() {
 		fmt.Fprintf(w, "  document %d: %d/%d pages, for %s\n", d.GetDocId(), d.GetPagesDone(), d.GetPages(),
 			now.Sub(d.GetStarted().AsTime()).Round(time.Second))
+	}
+	if len(st.GetQueue()) > 0 {
+		fmt.Fprintln(w, "queue by user (the user with the fewest running goes next):")
+	}
+	for _, o := range st.GetQueue() {
+		fmt.Fprintf(w, "  %s: %d queued (%d pages), %d running, oldest waiting %s\n", o.GetOwner(), o.GetQueued(), o.GetPagesQueued(),
+			o.GetRunning(), now.Sub(o.GetOldest().AsTime()).Round(time.Second))
 	}
 }

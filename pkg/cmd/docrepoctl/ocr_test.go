@@ -26,10 +26,15 @@ func TestRenderOCRStatus(t *testing.T) {
 			Enabled: true, Langs: "eng", InstalledLangs: []string{"deu", "eng"}, Workers: 1,
 			DocumentsQueued: 2, DocumentsInProgress: 1, PagesQueued: 290, PagesInProgress: 1, PagesDone: 12, PagesFailed: 1,
 			Documents: []*indexerv1.OcrDocument{{DocId: 42, Pages: 300, PagesDone: 9, Started: timestamppb.New(now.Add(-90 * time.Second))}},
+			Queue: []*indexerv1.OcrQueueOwner{
+				{Owner: "scanner", Queued: 2, Running: 1, PagesQueued: 4, Oldest: timestamppb.New(now.Add(-time.Hour))},
+			},
 		}, want: "OCR: on, languages eng (installed: deu, eng), 1 workers\n" +
 			"documents: 2 queued, 1 in progress\n" +
 			"pages:     290 queued, 1 in progress, 12 read, 1 failed since start\n" +
-			"  document 42: 9/300 pages, for 1m30s\n"},
+			"  document 42: 9/300 pages, for 1m30s\n" +
+			"queue by user (the user with the fewest running goes next):\n" +
+			"  scanner: 2 queued (4 pages), 1 running, oldest waiting 1h0m0s\n"},
 	}
 	for _, tc := range tests {
 		var b bytes.Buffer

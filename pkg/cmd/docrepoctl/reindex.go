@@ -24,11 +24,7 @@ import (
 // database itself, and only when it has to mint a key.
 func init() { deployCommands["reindex"] = reindexCmd }
 
-const (
-	defaultIndexerAddr = "127.0.0.1:9105"
-	defaultSearchAddr  = "127.0.0.1:9103"
-	reindexKeyLifetime = 15 * time.Minute
-)
+const reindexKeyLifetime = 15 * time.Minute
 
 // reindexCmd rebuilds the search index through IndexerService.Reindex:
 //
@@ -79,7 +75,7 @@ func reindexCmd(ctx context.Context, e deployEnv) error {
 	addrFromCLI = addr != ""
 	targets := []string{addr}
 	if !addrFromCLI {
-		targets = []string{envOr(e.getenv, "DOCREPO_INDEXER_ADDR", defaultIndexerAddr), envOr(e.getenv, "DOCREPO_SEARCH_ADDR", defaultSearchAddr)}
+		targets = []string{e.indexerAddr, e.searchAddr}
 	}
 	if token == "" {
 		tok, revoke, err := mintAdminCredential(ctx, e.dbURL, "reindex")
@@ -114,13 +110,6 @@ func tryTargets(targets []string, stderr io.Writer, what string, call func(targe
 			what, target, status.Code(err), targets[i+1])
 	}
 	return last
-}
-
-func envOr(getenv func(string) string, key, def string) string {
-	if v := getenv(key); v != "" {
-		return v
-	}
-	return def
 }
 
 // mintAdminCredential creates a short-lived service credential with the

@@ -420,25 +420,8 @@ func addNorm(x, y, w, b []float32, rows, H int, eps float64) {
 	})
 }
 
-// layerNorm normalises row to mean 0 and variance 1 (biased), then
-// scales by w and shifts by b; statistics are accumulated in float64.
-func layerNorm(row, w, b []float32, eps float64) {
-	var mean float64
-	for _, v := range row {
-		mean += float64(v)
-	}
-	mean /= float64(len(row))
-	var variance float64
-	for _, v := range row {
-		d := float64(v) - mean
-		variance += d * d
-	}
-	variance /= float64(len(row))
-	inv := 1 / math.Sqrt(variance+eps)
-	for j, v := range row {
-		row[j] = float32((float64(v)-mean)*inv)*w[j] + b[j]
-	}
-}
+// layerNorm normalises row in place (LayerNorm).
+func layerNorm(row, w, b []float32, eps float64) { LayerNorm(row, row, w, b, eps) }
 
 // parallelRows splits rows into about two chunks per core.
 func parallelRows(rows int, f func(r0, r1 int)) {

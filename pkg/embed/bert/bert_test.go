@@ -213,7 +213,7 @@ func TestForwardRejectsBadInput(t *testing.T) {
 	}
 }
 
-func TestLoadErrors(t *testing.T) {
+func TestLoadNamesWhatIsWrongWithAMalformedModel(t *testing.T) {
 	tests := []struct {
 		name  string
 		edit  func(t *testing.T, dir string)
@@ -287,7 +287,7 @@ func TestLoadReportsDigest(t *testing.T) {
 	}
 }
 
-func TestParsePooling(t *testing.T) {
+func TestParsePoolingAcceptsMeanAndCLSOnly(t *testing.T) {
 	tests := []struct {
 		in   string
 		want bert.Pooling

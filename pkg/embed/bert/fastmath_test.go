@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestFastMath(t *testing.T) {
+func TestFastExpErfTanhMatchTheMathPackage(t *testing.T) {
 	tests := []struct {
 		name     string
 		f, want  func(float64) float64

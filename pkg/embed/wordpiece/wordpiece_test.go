@@ -128,7 +128,7 @@ func TestMiniLMTokenIDs(t *testing.T) {
 	}
 }
 
-func TestEncodeTruncates(t *testing.T) {
+func TestEncodeTruncatesKeepingCLSAndSEP(t *testing.T) {
 	tok := loadMiniLM(t)
 	tests := []struct {
 		maxLen int
@@ -147,7 +147,7 @@ func TestEncodeTruncates(t *testing.T) {
 	}
 }
 
-func TestTokenSpans(t *testing.T) {
+func TestTokenSpansPointIntoTheOriginalText(t *testing.T) {
 	tok := loadMiniLM(t)
 	tests := []struct {
 		text string
@@ -209,7 +209,7 @@ func TestVocabTxtOptions(t *testing.T) {
 	}
 }
 
-func TestLoad(t *testing.T) {
+func TestLoadPrefersTokenizerJSONAndRejectsUnsupportedModels(t *testing.T) {
 	tokJSON := `{"added_tokens":[{"id":0,"content":"[PAD]"},{"id":1,"content":"[UNK]"}],
 		"normalizer":{"type":"BertNormalizer","clean_text":true,"handle_chinese_chars":true,"strip_accents":null,"lowercase":true},
 		"pre_tokenizer":{"type":"BertPreTokenizer"},

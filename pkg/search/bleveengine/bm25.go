@@ -23,8 +23,15 @@ type fieldStats struct {
 	avgLen float64 // average field length in tokens
 }
 
-// collectionStats returns the statistics of a field.
-type collectionStats func(field string) fieldStats
+// collectionStats are the statistics a search scores with: a field's
+// (field) and a term's document frequency (docFreq), both over the
+// documents the caller can see (statsView).
+type collectionStats interface {
+	field(name string) fieldStats
+	// docFreq returns how many of those documents contain term in
+	// field; all is the number in the whole index.
+	docFreq(field, term string, all uint64) (uint64, error)
+}
 
 // bm25 scores one term of one field, the Lucene way (BM25Similarity):
 //
@@ -71,7 +78,16 @@ func newTermSearcher(ctx context.Context, r index.IndexReader, term, field strin
 	if err != nil {
 		return nil, err
 	}
-	return &termSearcher{r: tfr, scorer: newBM25(stats(field), tfr.Count()), scored: scored}, nil
+	s := &termSearcher{r: tfr, scored: scored}
+	if scored {
+		n, err := stats.docFreq(field, term, tfr.Count())
+		if err != nil {
+			_ = tfr.Close()
+			return nil, err
+		}
+		s.scorer = newBM25(stats.field(field), n)
+	}
+	return s, nil
 }
 
 func (s *termSearcher) match(ctx *search.SearchContext, tfd *index.TermFieldDoc, err error) (*search.DocumentMatch, error) {

@@ -24,7 +24,7 @@ func slotsOf(ms []match) []int32 {
 	return out
 }
 
-func TestPageOf(t *testing.T) {
+func TestPageOfSortsByScoreThenSlotAndCutsTheWindow(t *testing.T) {
 	all := func() []match {
 		return []match{{slot: 4, score: 1}, {slot: 1, score: 3}, {slot: 2, score: 3}, {slot: 3, score: 2}, {slot: 0, score: 0.5}}
 	}
@@ -51,7 +51,7 @@ func TestPageOf(t *testing.T) {
 	}
 }
 
-func TestNearestMatches(t *testing.T) {
+func TestNearestMatchesScoreByDistanceOrBM25(t *testing.T) {
 	recs := make([]record, 4)
 	nearest := []neighbour{{slot: 2, d2: 0}, {slot: 0, d2: 1}, {slot: 3, d2: 3}}
 	matchEven := func(slot int32, _ *record) (bool, float64) { return slot%2 == 0, float64(10 + slot) }
@@ -72,7 +72,7 @@ func TestNearestMatches(t *testing.T) {
 	}
 }
 
-func TestScanCandidates(t *testing.T) {
+func TestScanKeepsMatchingLiveSlotsInTheDriversOrder(t *testing.T) {
 	recs := make([]record, 10)
 	recs[3].deleted = true
 	run := &searchRun{ctx: context.Background(), tab: &table{recs: recs}}

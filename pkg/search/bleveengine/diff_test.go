@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/docrepo/docrepo/pkg/search/ann"
 	"github.com/docrepo/docrepo/pkg/search/dsl"
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
@@ -76,11 +77,11 @@ func refMatch(an *analyzers, q *qnode, content string) bool {
 	return eval(q)
 }
 
-// TestDifferentialFTS compares the engine's fts matches with the reference
+// TestFTSMatchesAgreeWithTheReferenceMatcher compares the engine's fts matches with the reference
 // matcher on random documents and random queries over a small vocabulary
 // rich in stop words, so phrases, grams, NEAR windows and boolean
 // combinations meet often.
-func TestDifferentialFTS(t *testing.T) {
+func TestFTSMatchesAgreeWithTheReferenceMatcher(t *testing.T) {
 	vocab := strings.Fields("the of and a to in apple apples banana cherry runs running ran e-mail state-of-the-art fox Fox's dog dogs x1 y2")
 	r := rand.New(rand.NewPCG(21, 22))
 	e := newTestEngine(t, "", Options{InMemory: true, BatchSize: 37})
@@ -170,14 +171,20 @@ func TestDifferentialFTS(t *testing.T) {
 	}
 }
 
-// TestNearestMatchesFullSort: the parallel, early-abandoning scan returns
-// exactly the k first of a full sort by (distance of the nearest passage,
-// id), each document once, for a dense query
-// (the full difference) and a sparse one (the norm-and-dot form). Small
-// integer components keep both forms exact, so ties must break by id.
+// TestNearestMatchesFullSort: the exact scan of the int8 codes, re-ranked
+// from the full-precision vectors, returns exactly the k first of a full
+// sort by (distance of the nearest passage, id), each document once, for
+// a dense query and a sparse one. Small integer components make many
+// exact ties, which must break by id.
 func TestNearestMatchesFullSort(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
-	tab := newTable()
+	e, err := Open("", Options{InMemory: true, VectorGraph: GraphNever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var recs []record
+	vecs := map[int64][]float32{}
 	for id := int64(1); id <= 50000; id++ {
 		rec := record{id: id, hasLens: true}
 		if id%7 != 0 {
@@ -191,11 +198,15 @@ func TestNearestMatchesFullSort(t *testing.T) {
 				v[i] = float32(r.IntN(3)) // many ties
 			}
 			rec.cvec, rec.cdim = v, 70
+			vecs[id] = v
 		}
 		if id%11 == 0 {
 			rec.deleted = true
 		}
-		tab.put(rec)
+		recs = append(recs, rec)
+	}
+	if err := e.putRecords(recs); err != nil {
+		t.Fatal(err)
 	}
 	dense := make([]float32, 70)
 	for i := range dense {
@@ -214,21 +225,21 @@ func TestNearestMatchesFullSort(t *testing.T) {
 		{name: "sparse", q: sparse, wantSparse: true},
 		{name: "zero", q: make([]float32, 70), wantSparse: true},
 	}
-	run := &searchRun{ctx: context.Background(), tab: tab}
+	tab := e.tab
+	run := &searchRun{e: e, ctx: context.Background(), tab: tab}
 	eligible := func(_ int32, r *record) bool { return !r.deleted && r.id%3 != 0 }
 	for _, tt := range tests {
-		if got := newVecQuery(tt.q).sparse != nil; got != tt.wantSparse {
+		if got := ann.NewQuery(tt.q).Sparse(); got != tt.wantSparse {
 			t.Fatalf("%s: sparse form %v, want %v", tt.name, got, tt.wantSparse)
 		}
 		var all []neighbour
 		for i := range tab.recs {
 			rec := &tab.recs[i]
-			if rec.cvec != nil && eligible(int32(i), rec) {
+			if v := vecs[rec.id]; v != nil && eligible(int32(i), rec) {
 				// A document is as near as its nearest passage.
 				best := float32(math.Inf(1))
-				for p := range rec.passages() {
-					d, _ := l2(tt.q, rec.passage(p), -1)
-					best = min(best, d)
+				for p := range len(v) / 70 {
+					best = min(best, float32(ann.L2(tt.q, v[p*70:(p+1)*70])))
 				}
 				all = append(all, neighbour{slot: int32(i), id: rec.id, d2: best})
 			}
@@ -250,44 +261,6 @@ func TestNearestMatchesFullSort(t *testing.T) {
 			if !slices.Equal(got, all[:k]) {
 				t.Errorf("%s, k=%d: nearest differs from the full sort\n got %v\nwant %v", tt.name, k, got[:min(5, len(got))], all[:min(5, k)])
 			}
-		}
-	}
-}
-
-// TestSparseL2Precision: the norm-and-dot form agrees with the float64
-// difference to float32 resolution, also for a vector next to the query,
-// where |q|² + |v|² - 2·q·v cancels.
-func TestSparseL2Precision(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 8))
-	const dim = 768
-	for trial := range 200 {
-		q := make([]float32, dim)
-		for range 1 + r.IntN(100) {
-			q[r.IntN(dim)] = float32(r.NormFloat64())
-		}
-		v := make([]float32, dim)
-		for i := range v {
-			v[i] = float32(r.NormFloat64() * 0.05)
-		}
-		if trial%2 == 0 { // a near neighbour: v = q + a small perturbation
-			for i := range v {
-				v[i] = q[i] + float32(r.NormFloat64()*1e-3)
-			}
-		}
-		kn := newVecQuery(q)
-		if kn.sparse == nil {
-			t.Fatalf("trial %d: query with %d of %d non-zero is not sparse", trial, len(kn.sparse), dim)
-		}
-		var want float64
-		for i := range q {
-			d := float64(q[i]) - float64(v[i])
-			want += d * d
-		}
-		got := float64(sparseL2(kn.sparse, kn.qnorm, v, sqNorm(v)))
-		// float64 cancellation leaves an absolute error near 1e-16 of the
-		// norms; float32 rounding of the result a relative 6e-8.
-		if tol := 1e-7*want + 1e-12*(kn.qnorm+sqNorm(v)); math.Abs(got-want) > tol {
-			t.Errorf("trial %d: sparse L2 %g, want %g (off by %g)", trial, got, want, got-want)
 		}
 	}
 }

@@ -24,17 +24,36 @@
 // vectors the index holds (SetEmbedder; Reset clears it).
 //
 // A deleted document is replaced by a tombstone: a bleve document with only
-// its record, marked deleted, at the delete's revision. Tombstones are kept
+// its record (id and revision), marked deleted, at the delete's revision:
+// no content, no vectors. Tombstones are kept
 // until Reset so that an older Upsert arriving after a Delete is recognised
 // as stale; they never match and do not count in BM25's statistics.
 //
-// Open reads every record and vector back into memory (a table of slots
-// keyed by id), so filters, sorting, selecting, visibility and the vector
-// scan never touch the index. Memory is about the stored metadata plus
-// 4·dimensions + 8 bytes per vector (100,000 documents with one content
-// passage and a metadata vector of 768 dimensions: about 615 MB; a
-// document of 6,000 words or more has 64 passages of the hash
-// embedder's 128 words, about 200 KB).
+// Open reads every record back into memory (a table of slots keyed by
+// id), so filters, sorting, selecting and visibility never touch the
+// index. Vectors are not kept in the records but in the vector index
+// (vectors.go, vecfile.go; pkg/search/ann), in the directory "vectors"
+// beside bleve's files: per target and dimension, the full-precision
+// vectors in a memory-mapped file (file-backed memory: 4·dimensions bytes
+// per vector, read when re-ranking), int8 codes with a scale per vector
+// in memory (dimensions + 8 bytes), and, for embedders whose queries are
+// dense, an HNSW graph (about 34 links of 4 bytes per vector on layer 0).
+// A small document with a 768-dimension hash content passage and
+// metadata vector costs about 1.6 KB of heap for its vectors and 6 KB of
+// file. The vector index is checkpointed every 50,000 vectors and at
+// Close, and matched to the bleve index at Open: documents written or
+// changed after the checkpoint get their vectors again from their stored
+// field, so a crash (kill -9) costs only that work, and a missing or
+// damaged checkpoint rebuilds the vector index from the bleve index.
+// Documents written again with the same vectors (a metadata change) keep
+// them; vectors a document loses — replaced by new content, or all of
+// them when it is deleted (to the trash or purged) — are erased:
+// overwritten with zeros in the file and the codes (their numbers and
+// graph nodes stay, owned by no document, until the index is rebuilt), so
+// nothing derived from a deleted document's text stays in the vector
+// index. A restore from trash embeds the document again. Vectors of
+// tombstones the last checkpoint still lists (a crash between a delete
+// and its erasure) are erased at open.
 //
 // Writes: one writer at a time (Upsert, Delete, Reset). Upsert keeps, per
 // id, the newest revision newer than the stored one (of a document or a
@@ -125,7 +144,7 @@
 // of the scores of the fts clauses of the where tree it matched outside
 // not; a document matching only through a metadata branch of an or scores
 // 0. On SciFact (title and text, queries OR-joined) it reaches nDCG@10
-// 0.681 and Recall@100 0.918 (TestSciFact; BEIR's Elasticsearch BM25:
+// 0.681 and Recall@100 0.918 (TestSciFactRankingMeetsBM25Targets; BEIR's Elasticsearch BM25:
 // 0.665, Anserini: 0.679).
 //
 // # Execution
@@ -135,26 +154,24 @@
 //  1. The eligible documents are the live ones visible to the caller (a
 //     group in common, or unrestricted) that pass Plan.Filters.
 //  2. With a vector clause: the vector_k nearest eligible documents by
-//     exact squared L2 distance over the in-memory float32 vectors (ties by
-//     id; documents without a vector of the target's dimension are never
-//     neighbours). A document's content distance is that of its nearest
-//     passage, and it is one candidate however many passages it has, so
-//     k counts documents. The scan runs in parallel chunks and abandons a
-//     vector as soon as its partial distance exceeds the current k-th
-//     nearest (or, for another passage of the same document, the
-//     nearest passage so far). A
-//     sparse query (at most a quarter of its components non-zero, as the
-//     hash embedder makes short queries) is scored as |q|² + |v|² - 2·q·v
-//     in float64 with each vector's squared norm kept in the table, one
-//     multiply per non-zero component: on 100,000 documents with
-//     768-dimension vectors (BenchmarkSearch100k, 2 cores) a two-word
-//     query's unrestricted scan went from 42 to 10 ms p50. Dense queries
-//     (e.g. from an OpenAI-compatible embedder) take the full difference.
-//     The scan's cost is proportional to the number of passages: the
-//     benchmark's corpus (median 150 words) has 2.1 hash passages a
-//     document, and its unrestricted two-word scan went from 23 to 47 ms
-//     p50 with them (a user of 5 of the 50 groups: 9 to 12 ms), while
-//     with one passage a document it is as fast as before passages.
+//     squared L2 distance (ties by id; documents without a vector of the
+//     target's dimension are never neighbours). A document's content
+//     distance is that of its nearest passage, and it is one candidate
+//     however many passages it has, so k counts documents. Candidates come
+//     from the vector index (nearest.go): a dense query walks the HNSW
+//     graph with the eligibility applied during the walk, widening until k
+//     eligible documents are found, unless the filter admits so few
+//     documents (estimated from a sample) that scanning them costs less;
+//     a sparse query (at most a quarter of its components non-zero: the
+//     hash embedder's short queries), a set without a graph, or a
+//     selective filter scans the int8 codes of the eligible documents
+//     exactly, in parallel parts. The 2k+32 best candidates by quantised
+//     distance (more when documents have several passages among them) are
+//     then re-ranked by their exact distance from the full-precision
+//     vectors, so the result is exact for the scan and ties break by id.
+//     Recall@10 against an exact float64 scan, with the visibility filter
+//     admitting all, 10 % or 1 % of the documents, is measured by
+//     BenchmarkVectorScale (docs/benchmarks.md).
 //  3. Each fts clause runs as a bleve searcher over the whole index (over
 //     the k nearest only, with a vector clause) and yields every matching
 //     document with its BM25 score. Matches are mapped to table slots

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -44,6 +45,9 @@ type Options struct {
 	// process's CPU per document and raised the lag's p99 from 0.7 s to
 	// 2.2 s). 0, the default, is bleve's (no nap).
 	PersistNap time.Duration
+	// VectorGraph says which vector sets get an HNSW graph for dense
+	// queries (default GraphAuto; see vectors.go).
+	VectorGraph GraphMode
 }
 
 // DefaultMaxPrefixTerms is the default of Options.MaxPrefixTerms.
@@ -82,6 +86,9 @@ type Engine struct {
 	an   *analyzers
 
 	writeMu sync.Mutex // serialises Upsert, Delete, Reset and SetEmbedder
+	// vecMu serialises the vector index's writers (the batches of one
+	// Upsert are written concurrently); taken before mu.
+	vecMu sync.Mutex
 
 	mu       sync.RWMutex // guards the fields below; Search holds it shared
 	idx      bleve.Index
@@ -89,7 +96,12 @@ type Engine struct {
 	tab      *table
 	slots    *slotCache // of tab
 	embedder *embed.Identity
-	closed   bool
+	vecs     *vecIndex
+	// vecErr is the last error writing the vector files (logged by the
+	// caller through VectorStats; the vectors are then rebuilt from the
+	// bleve index at the next start).
+	vecErr error
+	closed bool
 }
 
 var (
@@ -114,6 +126,12 @@ type table struct {
 	withContent int
 	sumLens     [numLenFields]int64
 	noLens      int
+
+	// gen counts the writes to the table (put): statistics computed at
+	// one generation hold until the next.
+	gen uint64
+	// stats caches the statistics views of recent callers (statsView).
+	stats *statsCache
 }
 
 // account adds (sign 1) or removes (sign -1) a record's share of the
@@ -139,7 +157,7 @@ func (t *table) account(r *record, sign int) {
 }
 
 func newTable() *table {
-	return &table{slots: make(map[int64]int32)}
+	return &table{slots: make(map[int64]int32), stats: newStatsCache()}
 }
 
 func (t *table) get(id int64) (*record, bool) {
@@ -150,21 +168,23 @@ func (t *table) get(id int64) (*record, bool) {
 	return &t.recs[s], true
 }
 
-func (t *table) put(r record) {
-	r.cnorms = nil
-	for i := range r.passages() {
-		r.cnorms = append(r.cnorms, sqNorm(r.passage(i)))
-	}
-	r.mnorm = sqNorm(r.mvec)
+// put stores r (its vectors, kept in the vector index, are dropped) and
+// returns its slot.
+func (t *table) put(r record) int32 {
+	r.cvec, r.mvec = nil, nil
+	t.gen++
 	if s, ok := t.slots[r.id]; ok {
 		old := &t.recs[s]
 		t.account(old, -1)
 		*old = r
-	} else {
-		t.slots[r.id] = int32(len(t.recs))
-		t.recs = append(t.recs, r)
+		t.account(&r, 1)
+		return s
 	}
+	s := int32(len(t.recs))
+	t.slots[r.id] = s
+	t.recs = append(t.recs, r)
 	t.account(&r, 1)
+	return s
 }
 
 // Open opens the engine stored in dir, creating it when dir does not exist
@@ -177,22 +197,63 @@ func Open(dir string, opts Options) (*Engine, error) {
 		opts.MaxPrefixTerms = DefaultMaxPrefixTerms
 	}
 	e := &Engine{dir: dir, opts: opts, an: newAnalyzers()}
-	idx, grams, err := e.openIndex()
-	if err != nil {
+	if err := e.load(); err != nil {
 		return nil, err
 	}
-	tab, err := loadTable(idx)
+	return e, nil
+}
+
+// load opens the index in e.dir and reads the table and the vector index.
+func (e *Engine) load() error {
+	idx, grams, err := e.openIndex()
 	if err != nil {
-		_ = idx.Close()
-		return nil, err
+		return err
 	}
 	emb, err := readEmbedder(idx)
 	if err != nil {
 		_ = idx.Close()
-		return nil, fmt.Errorf("bleveengine: open %s: %w", dir, err)
+		return fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
 	}
-	e.idx, e.grams, e.tab, e.slots, e.embedder = idx, grams, tab, newSlotCache(), emb
-	return e, nil
+	e.idx, e.grams, e.embedder = idx, grams, emb
+	e.vecs, err = e.openVectors()
+	if err != nil {
+		_ = idx.Close()
+		return err
+	}
+	e.tab, e.slots = newTable(), newSlotCache()
+	err = loadRecords(idx, e.vecs.holds, e.putLoaded)
+	if err == nil {
+		// Vectors of documents deleted after the last checkpoint (a
+		// crash between a delete and its erasure included) were erased
+		// as their tombstones were read.
+		if err = e.vecs.syncErased(); err != nil {
+			err = fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
+		}
+	}
+	if err != nil {
+		e.vecs.close()
+		_ = idx.Close()
+		return err
+	}
+	return nil
+}
+
+// putLoaded puts a record read from the index into the table and matches
+// the vector index to it: a document whose vectors the persisted vector
+// index holds (by stamp) gets them back, any other has its vectors added.
+// Vectors of documents the bleve index no longer holds stay unowned.
+func (e *Engine) putLoaded(r *record) error {
+	e.vecMu.Lock()
+	defer e.vecMu.Unlock()
+	nv, err := e.stageVectors(r)
+	if err != nil {
+		return fmt.Errorf("bleveengine: open %s: vectors of %d: %w", e.dir, r.id, err)
+	}
+	e.mu.Lock()
+	slot := e.tab.put(*r)
+	e.vecs.bind(r.id, slot, nv, !r.deleted)
+	e.mu.Unlock()
+	return nil
 }
 
 // readEmbedder returns the embedder identity recorded in idx (nil when
@@ -342,42 +403,47 @@ func (e *Engine) newIndex(dir string) (bleve.Index, error) {
 	return idx, nil
 }
 
-// loadTable reads every document's record and vectors from the index.
-func loadTable(idx bleve.Index) (*table, error) {
+// loadRecords reads every document's record and vectors from the index
+// and passes each to put. Vectors that known says the vector index holds
+// already (by their stored bytes) are not decoded: the record has
+// keepVectors set instead.
+func loadRecords(idx bleve.Index, known func(id int64, stored []byte) bool, put func(*record) error) error {
 	adv, err := idx.Advanced()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r, err := adv.Reader()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer r.Close()
+	if snap, ok := r.(*scorch.IndexSnapshot); ok {
+		return loadSegments(snap, known, put)
+	}
 	ids, err := r.DocIDReaderAll()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer ids.Close()
-	tab := newTable()
 	for {
 		iid, err := ids.Next()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if iid == nil {
-			break
+			return nil
 		}
 		ext, err := r.ExternalID(iid)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		id, err := parseDocID(ext)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		doc, err := r.Document(ext)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if doc == nil {
 			continue
@@ -397,6 +463,10 @@ func loadTable(idx bleve.Index) (*table, error) {
 				cvec, mvec, err = decodeVectors(f.Value())
 				cdim = len(cvec)
 			case fieldPassages:
+				if known(id, f.Value()) {
+					rec.keepVectors = true
+					return
+				}
 				cvec, cdim, mvec, err = decodePassageVectors(f.Value())
 			}
 			if err != nil && recErr == nil {
@@ -404,15 +474,154 @@ func loadTable(idx bleve.Index) (*table, error) {
 			}
 		})
 		if recErr != nil {
-			return nil, fmt.Errorf("bleveengine: document %d: %w", id, recErr)
+			return fmt.Errorf("bleveengine: document %d: %w", id, recErr)
 		}
 		if !found {
-			return nil, fmt.Errorf("bleveengine: document %d: %w: no record", id, errCorrupt)
+			return fmt.Errorf("bleveengine: document %d: %w: no record", id, errCorrupt)
 		}
-		rec.cvec, rec.cdim, rec.mvec = cvec, cdim, mvec
-		tab.put(rec)
+		keep := rec.keepVectors
+		rec.cvec, rec.cdim, rec.mvec, rec.keepVectors = cvec, cdim, mvec, keep
+		if err := put(&rec); err != nil {
+			return err
+		}
 	}
-	return tab, nil
+}
+
+// loadSegments is loadRecords over a scorch snapshot: each segment's live
+// documents read by number, their stored fields visited in place (no
+// lookup of each id in the id dictionary, no document objects), the
+// segments decoded by GOMAXPROCS goroutines while put takes the records
+// in turn.
+func loadSegments(snap *scorch.IndexSnapshot, known func(id int64, stored []byte) bool, put func(*record) error) error {
+	segs := snap.Segments()
+	type batch struct {
+		recs []record
+		err  error
+	}
+	out := make(chan batch, 4)
+	next := make(chan *scorch.SegmentSnapshot)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range min(len(segs), runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ss := range next {
+				var recs []record
+				var err error
+				it := ss.DocNumbersLive().Iterator()
+				for it.HasNext() && err == nil {
+					var rec record
+					rec, err = readSegmentDoc(ss, uint64(it.Next()))
+					recs = append(recs, rec)
+					if len(recs) == 1024 || err != nil {
+						select {
+						case out <- batch{recs, err}:
+						case <-done:
+							return
+						}
+						recs = nil
+					}
+				}
+				if len(recs) > 0 {
+					select {
+					case out <- batch{recs: recs}:
+					case <-done:
+						return
+					}
+				}
+			}
+		}()
+	}
+	go func() {
+		defer close(next)
+		for _, ss := range segs {
+			select {
+			case next <- ss:
+			case <-done:
+				return
+			}
+		}
+	}()
+	go func() {
+		wg.Wait()
+		close(out)
+	}()
+	defer func() {
+		// The reader is closed when this returns: the workers stop first.
+		close(done)
+		wg.Wait()
+	}()
+	var err error
+	for b := range out {
+		if b.err != nil {
+			return b.err
+		}
+		for i := range b.recs {
+			r := &b.recs[i]
+			if r.stored != nil {
+				if known(r.id, r.stored) {
+					r.keepVectors = true
+				} else if r.cvec, r.cdim, r.mvec, err = decodePassageVectors(r.stored); err != nil {
+					return fmt.Errorf("bleveengine: document %d: %w", r.id, err)
+				}
+				r.stored = nil
+			}
+			if err := put(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// readSegmentDoc reads the record and vectors of document num of a
+// segment; format 3 vectors are left encoded in record.stored.
+func readSegmentDoc(ss *scorch.SegmentSnapshot, num uint64) (record, error) {
+	ext, err := ss.DocID(num)
+	if err != nil {
+		return record{}, err
+	}
+	id, err := parseDocID(string(ext))
+	if err != nil {
+		return record{}, err
+	}
+	var rec record
+	var recErr error
+	found := false
+	var cvec, mvec []float32
+	var cdim int
+	var stored []byte
+	err = ss.VisitDocument(num, func(field string, _ byte, value []byte, _ []uint64) bool {
+		var err error
+		switch field {
+		case fieldRecord:
+			rec, recErr = decodeRecord(id, value)
+			found = true
+		case fieldVectors:
+			cvec, mvec, err = decodeVectors(value)
+			cdim = len(cvec)
+		case fieldPassages:
+			// Decoded (or not) by the consumer: known reads the vector
+			// index, which put changes.
+			stored = slices.Clone(value)
+		}
+		if err != nil && recErr == nil {
+			recErr = err
+		}
+		return true
+	})
+	if err == nil {
+		err = recErr
+	}
+	if err != nil {
+		return record{}, fmt.Errorf("bleveengine: document %d: %w", id, err)
+	}
+	if !found {
+		return record{}, fmt.Errorf("bleveengine: document %d: %w: no record", id, errCorrupt)
+	}
+	rec.cvec, rec.cdim, rec.mvec, rec.stored = cvec, cdim, mvec, stored
+	return rec, nil
 }
 
 func docID(id int64) string { return strconv.FormatInt(id, 10) }
@@ -445,109 +654,167 @@ func checkPassages(op string, docs []engine.Document) error {
 func (e *Engine) Upsert(ctx context.Context, docs []engine.Document) (engine.WriteResult, error) {
 	e.writeMu.Lock()
 	defer e.writeMu.Unlock()
-	var res engine.WriteResult
 	idx, err := e.writer()
 	if err != nil {
-		return res, err
+		return engine.WriteResult{}, err
 	}
 	if err := checkPassages("upsert", docs); err != nil {
-		return res, err
+		return engine.WriteResult{}, err
 	}
+	u := &upsert{e: e, idx: idx, docs: docs}
+	u.choose()
+	err = u.writeChunks(ctx, u.chunks())
+	if err == nil {
+		err = e.maybeCheckpoint()
+	}
+	if err != nil {
+		return u.res, fmt.Errorf("bleveengine: upsert: %w", err)
+	}
+	return u.res, nil
+}
 
-	// Pick, per id, the newest revision that beats the stored one.
-	chosen := make(map[int64]int, len(docs))
-	order := make([]int64, 0, len(docs))
-	e.mu.RLock()
-	for i := range docs {
-		d := &docs[i]
-		if r, ok := e.tab.get(d.ID); ok && (r.rev > d.Rev || r.rev == d.Rev && !d.Reread) {
-			res.Stale++
+// upsert is the state of one Upsert.
+type upsert struct {
+	e    *Engine
+	idx  bleve.Index
+	docs []engine.Document
+	// chosen maps each id to write to the index of its newest document;
+	// order lists those ids in the order of their first document.
+	chosen map[int64]int
+	order  []int64
+
+	resMu sync.Mutex
+	res   engine.WriteResult
+}
+
+// choose picks, per id, the newest revision that beats the stored one.
+func (u *upsert) choose() {
+	u.chosen = make(map[int64]int, len(u.docs))
+	u.order = make([]int64, 0, len(u.docs))
+	u.e.mu.RLock()
+	defer u.e.mu.RUnlock()
+	for i := range u.docs {
+		d := &u.docs[i]
+		if r, ok := u.e.tab.get(d.ID); ok && (r.rev > d.Rev || r.rev == d.Rev && !d.Reread) {
+			u.res.Stale++
 			continue
 		}
-		if j, ok := chosen[d.ID]; ok {
-			res.Stale++
-			if docs[j].Rev >= d.Rev {
+		if j, ok := u.chosen[d.ID]; ok {
+			u.res.Stale++
+			if u.docs[j].Rev >= d.Rev {
 				continue
 			}
 		} else {
-			order = append(order, d.ID)
+			u.order = append(u.order, d.ID)
 		}
-		chosen[d.ID] = i
+		u.chosen[d.ID] = i
 	}
-	e.mu.RUnlock()
+}
 
-	// Batches are built and committed by up to GOMAXPROCS goroutines:
-	// building a segment is single-threaded in bleve, and concurrent
-	// batches also share durable commits. Chunks hold distinct ids, so
-	// the order in which they land does not matter.
-	var chunks [][]int64
-	for start := 0; start < len(order); start += e.opts.BatchSize {
-		chunks = append(chunks, order[start:min(start+e.opts.BatchSize, len(order))])
+// chunks cuts the chosen ids into batches of Options.BatchSize.
+func (u *upsert) chunks() [][]int64 {
+	var out [][]int64
+	size := u.e.opts.BatchSize
+	for start := 0; start < len(u.order); start += size {
+		out = append(out, u.order[start:min(start+size, len(u.order))])
 	}
+	return out
+}
+
+// writeChunks writes the batches with up to GOMAXPROCS goroutines:
+// building a segment is single-threaded in bleve, and concurrent batches
+// also share durable commits. Chunks hold distinct ids, so the order in
+// which they land does not matter. It stops starting batches at the first
+// error and returns it.
+func (u *upsert) writeChunks(ctx context.Context, chunks [][]int64) error {
 	var (
 		wg      sync.WaitGroup
-		resMu   sync.Mutex
+		errMu   sync.Mutex
 		firstEr error
 		next    = make(chan []int64)
 	)
-	write := func(ids []int64) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		b := idx.NewBatch()
-		recs := make([]record, 0, len(ids))
-		for _, id := range ids {
-			d := &docs[chosen[id]]
-			rec := recordFromDocument(d)
-			rec.lens, rec.hasLens = e.an.fieldLengths(d.Content), true
-			if err := b.IndexAdvanced(e.document(d, &rec)); err != nil {
-				return err
-			}
-			recs = append(recs, rec)
-		}
-		if err := idx.Batch(b); err != nil {
-			return err
-		}
-		e.mu.Lock()
-		for _, r := range recs {
-			e.tab.put(r)
-		}
-		e.mu.Unlock()
-		resMu.Lock()
-		res.Written += len(recs)
-		resMu.Unlock()
-		return nil
+	failed := func() bool {
+		errMu.Lock()
+		defer errMu.Unlock()
+		return firstEr != nil
 	}
 	for range min(len(chunks), runtime.GOMAXPROCS(0)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for ids := range next {
-				if err := write(ids); err != nil {
-					resMu.Lock()
+				if err := u.writeChunk(ctx, ids); err != nil {
+					errMu.Lock()
 					if firstEr == nil {
 						firstEr = err
 					}
-					resMu.Unlock()
+					errMu.Unlock()
 				}
 			}
 		}()
 	}
 	for _, c := range chunks {
-		resMu.Lock()
-		failed := firstEr != nil
-		resMu.Unlock()
-		if failed {
+		if failed() {
 			break
 		}
 		next <- c
 	}
 	close(next)
 	wg.Wait()
-	if firstEr != nil {
-		return res, fmt.Errorf("bleveengine: upsert: %w", firstEr)
+	return firstEr
+}
+
+// writeChunk writes one batch: the bleve documents (durable when Batch
+// returns), then the vectors and the records.
+func (u *upsert) writeChunk(ctx context.Context, ids []int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return res, nil
+	e := u.e
+	b := u.idx.NewBatch()
+	recs := make([]record, 0, len(ids))
+	for _, id := range ids {
+		d := &u.docs[u.chosen[id]]
+		rec := recordFromDocument(d)
+		rec.lens, rec.hasLens = e.an.fieldLengths(d.Content), true
+		if err := b.IndexAdvanced(e.document(d, &rec)); err != nil {
+			return err
+		}
+		recs = append(recs, rec)
+	}
+	if err := u.idx.Batch(b); err != nil {
+		return err
+	}
+	if err := e.putRecords(recs); err != nil {
+		return err
+	}
+	u.resMu.Lock()
+	u.res.Written += len(recs)
+	u.resMu.Unlock()
+	return nil
+}
+
+// putRecords adds records written to the index to the vector index and
+// the table: a search sees each document once both have it.
+func (e *Engine) putRecords(recs []record) error {
+	e.vecMu.Lock()
+	defer e.vecMu.Unlock()
+	staged := make([]docVecs, len(recs))
+	for i := range recs {
+		nv, err := e.stageVectors(&recs[i])
+		if err != nil {
+			return err
+		}
+		staged[i] = nv
+	}
+	e.mu.Lock()
+	for i := range recs {
+		r := &recs[i]
+		slot := e.tab.put(*r)
+		e.vecs.bind(r.id, slot, staged[i], !r.deleted)
+	}
+	e.mu.Unlock()
+	return e.vecs.syncErased()
 }
 
 // document builds the index document of d.
@@ -603,9 +870,9 @@ func (e *Engine) Delete(ctx context.Context, id, rev int64) error {
 	if err := idx.Batch(b); err != nil {
 		return fmt.Errorf("bleveengine: delete: %w", err)
 	}
-	e.mu.Lock()
-	e.tab.put(tomb)
-	e.mu.Unlock()
+	if err := e.putRecords([]record{tomb}); err != nil {
+		return fmt.Errorf("bleveengine: delete: %w", err)
+	}
 	return nil
 }
 
@@ -670,6 +937,7 @@ func (e *Engine) Reset(ctx context.Context) error {
 	if e.closed {
 		return engine.ErrClosed
 	}
+	e.vecs.close()
 	if err := e.idx.Close(); err != nil {
 		return fmt.Errorf("bleveengine: reset: %w", err)
 	}
@@ -684,6 +952,13 @@ func (e *Engine) Reset(ctx context.Context) error {
 		e.closed = true
 		return fmt.Errorf("bleveengine: reset: %w", err)
 	}
+	vecs, err := e.openVectors()
+	if err != nil {
+		_ = idx.Close()
+		e.closed = true
+		return fmt.Errorf("bleveengine: reset: %w", err)
+	}
+	e.vecs = vecs
 	e.idx, e.grams, e.tab, e.slots, e.embedder = idx, grams, newTable(), newSlotCache(), nil
 	return nil
 }
@@ -699,5 +974,9 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.closed = true
-	return e.idx.Close()
+	// A checkpoint, so that the next start reads the vector index
+	// instead of adding every vector again.
+	cerr := e.vecs.checkpoint()
+	e.vecs.close()
+	return errors.Join(cerr, e.idx.Close())
 }

@@ -202,7 +202,7 @@ type searcherBuilder struct {
 	r              index.IndexReader
 	an             *analyzers
 	grams          bool // the index has the common grams field
-	stats          collectionStats
+	stats          *statsView
 	maxPrefixTerms int
 	prefixTerms    *int // terms expanded so far by the query's prefixes (shared by its fts clauses)
 }
@@ -305,10 +305,14 @@ func (b *searcherBuilder) buildAll(qs []*qnode, opts search.SearcherOptions) ([]
 	return out, nil
 }
 
-// expand returns the exact terms starting with prefix, failing with a
-// *dsl.Error when the query's prefixes together expand to more than
-// maxPrefixTerms (one prefix, or many short ones ORed together, would
-// otherwise make one request cost seconds of CPU).
+// expand returns the exact terms starting with prefix that documents the
+// caller can see contain, failing with a *dsl.Error when the query's
+// prefixes together expand to more than maxPrefixTerms (one prefix, or
+// many short ones ORed together, would otherwise make one request cost
+// seconds of CPU). Words only invisible documents contain are neither
+// counted nor searched, so a refusal reveals nothing of them — unless the
+// whole index holds more than prefixScanFactor times the limit words
+// with the prefix, which refuses as well, to bound the work.
 func (b *searcherBuilder) expand(field, prefix string) ([]string, error) {
 	before := *b.prefixTerms
 	terms, err := b.expandUpTo(field, prefix, b.maxPrefixTerms-before)
@@ -329,17 +333,22 @@ func (b *searcherBuilder) expand(field, prefix string) ([]string, error) {
 	return terms, nil
 }
 
-// expandUpTo returns the exact terms starting with prefix (non-nil, maybe
-// empty), or nil when there are more than limit.
+// prefixScanFactor bounds the words of the whole index a prefix may
+// expand to, as a multiple of the limit of visible words (expand).
+const prefixScanFactor = 8
+
+// expandUpTo returns the visible exact terms starting with prefix
+// (non-nil, maybe empty), or nil when there are more than limit, or more
+// than prefixScanFactor·maxPrefixTerms in the whole index.
 func (b *searcherBuilder) expandUpTo(field, prefix string, limit int) ([]string, error) {
 	dict, err := b.r.FieldDictPrefix(field, []byte(prefix))
 	if err != nil {
 		return nil, err
 	}
 	defer dict.Close()
-	var terms []string
-	for {
-		if len(terms)%1024 == 0 {
+	terms := []string{}
+	for seen := 0; ; seen++ {
+		if seen%1024 == 0 {
 			if err := b.ctx.Err(); err != nil {
 				return nil, err
 			}
@@ -349,10 +358,17 @@ func (b *searcherBuilder) expandUpTo(field, prefix string, limit int) ([]string,
 			return nil, err
 		}
 		if de == nil {
-			if terms == nil {
-				terms = []string{}
-			}
 			return terms, nil
+		}
+		if seen >= prefixScanFactor*b.maxPrefixTerms {
+			return nil, nil
+		}
+		ok, err := b.stats.holds(field, de.Term)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
 		}
 		if len(terms) >= limit {
 			return nil, nil

@@ -28,7 +28,7 @@ func entries(t *testing.T, dir string) []string {
 // committed rebuild replaces it for good (CURRENT names the new one, a
 // restart opens it, the old files go); an unfinished rebuild is dropped at
 // the next start.
-func TestGenerations(t *testing.T) {
+func TestGenerationsReplaceTheLegacyIndexAndDropUnfinishedRebuilds(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	legacy, err := Open(root, Options{})

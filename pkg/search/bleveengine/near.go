@@ -153,6 +153,7 @@ func newPosSearcher(ctx context.Context, r index.IndexReader, clauses [][]posTer
 		s.clauses = append(s.clauses, ci)
 		s.lens = append(s.lens, len(c))
 	}
+	s.scored = opts.Score != "none"
 	for _, t := range terms {
 		tfr, err := r.TermFieldReader(ctx, []byte(t.term), t.field, true, true, true)
 		if err != nil {
@@ -160,9 +161,17 @@ func newPosSearcher(ctx context.Context, r index.IndexReader, clauses [][]posTer
 			return nil, err
 		}
 		s.tfrs = append(s.tfrs, tfr)
-		s.scorers = append(s.scorers, newBM25(stats(t.field), tfr.Count()))
+		var scorer bm25
+		if s.scored {
+			n, err := stats.docFreq(t.field, t.term, tfr.Count())
+			if err != nil {
+				_ = s.Close()
+				return nil, err
+			}
+			scorer = newBM25(stats.field(t.field), n)
+		}
+		s.scorers = append(s.scorers, scorer)
 	}
-	s.scored = opts.Score != "none"
 	n := len(terms)
 	s.cur = make([]*index.TermFieldDoc, n)
 	s.bufs = make([]*index.TermFieldDoc, n)

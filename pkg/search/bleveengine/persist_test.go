@@ -63,9 +63,9 @@ func randomDoc(r *rand.Rand, id, rev int64) engine.Document {
 	return d
 }
 
-// TestRestart: an engine reopened from its directory holds the same
+// TestReopenedEngineHoldsTheSameDataAndAnswers: an engine reopened from its directory holds the same
 // documents, revisions, tombstones and vectors and answers the same.
-func TestRestart(t *testing.T) {
+func TestReopenedEngineHoldsTheSameDataAndAnswers(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "idx")
 	e, err := Open(dir, Options{})
@@ -359,9 +359,9 @@ func TestOpenFormat2Vectors(t *testing.T) {
 	}
 }
 
-// TestEmbedderRecorded: the recorded embedder survives a restart and is
+// TestRecordedEmbedderSurvivesRestartAndIsDroppedByReset: the recorded embedder survives a restart and is
 // dropped by Reset; an index without one reports none.
-func TestEmbedderRecorded(t *testing.T) {
+func TestRecordedEmbedderSurvivesRestartAndIsDroppedByReset(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "idx")
 	e, err := Open(dir, Options{})

@@ -63,15 +63,17 @@ type record struct {
 	pending bool
 
 	// cvec holds the content's passage vectors back to back, cdim values
-	// each; mvec is the metadata vector. Nil when absent.
+	// each; mvec is the metadata vector. Nil when absent, and always in
+	// the table: a record carries them from a write (or the index, at
+	// open) to the vector index (vectors.go), which keeps them.
 	cvec []float32
 	cdim int
 	mvec []float32
-	// cnorms (one per passage) and mnorm are the squared L2 norms of the
-	// vectors, for the sparse-query distance (vector.go); table.put sets
-	// them.
-	cnorms []float64
-	mnorm  float64
+	// keepVectors: read at open, its vectors are those the vector index
+	// holds already (cvec and mvec are then nil, not decoded).
+	keepVectors bool
+	// stored holds the encoded vectors field while a record is loaded.
+	stored []byte
 
 	// lens are the content's token counts in the stemmed, exact and grams
 	// fields (for BM25's average field length); hasLens is false for
@@ -89,19 +91,6 @@ const (
 )
 
 func (r *record) has(i int) bool { return r.strSet&(1<<i) != 0 }
-
-// passages returns the number of content passages of r.
-func (r *record) passages() int {
-	if r.cdim == 0 {
-		return 0
-	}
-	return len(r.cvec) / r.cdim
-}
-
-// passage returns the content passage vector i of r.
-func (r *record) passage(i int) []float32 {
-	return r.cvec[i*r.cdim : (i+1)*r.cdim]
-}
 
 // flattenPassages puts passage vectors back to back. They must all have
 // the same length; empty ones are an error too (nil for no passages).

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/searcher"
@@ -44,6 +42,8 @@ type searchRun struct {
 	// prefixTerms counts the terms the prefixes of all fts clauses have
 	// expanded to: Options.MaxPrefixTerms bounds the whole query.
 	prefixTerms int
+	// view is the statistics of the documents the caller can see.
+	view *statsView
 }
 
 // Search executes req (see the package documentation for the semantics).
@@ -322,80 +322,181 @@ func pageOf(matches []match, offset, limit int, cmp func(a, b *match) int) []mat
 	return top[offset:]
 }
 
-// nearest returns the k eligible documents nearest to q (content or
-// metadata vectors), scanning the table in parallel chunks. A document's
-// content distance is that of its nearest passage.
-func (run *searchRun) nearest(q []float32, k int, metadata bool, eligible func(int32, *record) bool) ([]neighbour, error) {
-	recs := run.tab.recs
-	vq := newVecQuery(q)
-	workers := min(runtime.GOMAXPROCS(0), (len(recs)+minScanChunk-1)/minScanChunk)
-	if workers < 1 {
-		workers = 1
-	}
-	chunk := (len(recs) + workers - 1) / workers
-	results := make([][]neighbour, workers)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			kn := newKNN(vq, k)
-			for i := w * chunk; i < min(len(recs), (w+1)*chunk); i++ {
-				if i%checkEvery == 0 {
-					if err := run.checkCtx(); err != nil {
-						errs[w] = err
-						return
-					}
-				}
-				r := &recs[i]
-				if metadata {
-					if r.mvec != nil && eligible(int32(i), r) {
-						kn.offer(int32(i), r.id, r.mvec, r.mnorm)
-					}
-				} else if r.cvec != nil && eligible(int32(i), r) {
-					kn.offerPassages(int32(i), r.id, r.cvec, r.cdim, r.cnorms)
-				}
-			}
-			results[w] = kn.h
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
+// stats returns the search's statistics view (statsView), made on first
+// use.
+func (run *searchRun) stats() (*statsView, error) {
+	if run.view == nil {
+		v, err := newStatsView(run)
 		if err != nil {
 			return nil, err
 		}
+		run.view = v
 	}
-	all := newKNN(vq, k)
-	for _, part := range results {
-		for _, n := range part {
-			all.push(n)
-		}
-	}
-	return all.result(), nil
+	return run.view, nil
 }
 
-// minScanChunk is the fewest documents worth a goroutine of the vector
-// scan.
-const minScanChunk = 16384
+// statsView is what a search's BM25 statistics and prefix expansions are
+// computed over: the live documents the caller can see. N is the number of
+// those with content, the average field length their total tokens over N,
+// a term's document frequency the number of them containing it; a prefix
+// expands to the words they contain. So neither a score nor a refused
+// prefix depends on documents the caller cannot see (docs/design.md §6).
+// For a caller who sees every live document (unrestricted, or in every
+// group that holds one) it is the whole table's, at no extra cost. For an
+// index whose records lack lengths (format 1) the average is unknown and
+// scores are not length-normalised.
+type statsView struct {
+	run *searchRun
+	*viewStats
+}
 
-// stats returns the BM25 collection statistics of the live documents: N
-// is the number of documents with content, the average field length their
-// total tokens over N. For an index whose records lack lengths (format 1)
-// the average is unknown and scores are not length-normalised.
-func (run *searchRun) stats() collectionStats {
+// newStatsView returns run's view, reusing the statistics of an earlier
+// search by a caller of the same visibility when the table has not been
+// written since (table.gen); computing them walks every record.
+func newStatsView(run *searchRun) (*statsView, error) {
 	t := run.tab
+	if run.req.Unrestricted {
+		return &statsView{run: run, viewStats: t.wholeStats()}, nil
+	}
+	key := visibilityKey(run.req)
+	if s, ok := t.stats.get(key, t.gen); ok {
+		return &statsView{run: run, viewStats: s}, nil
+	}
+	s, err := computeViewStats(run)
+	if err != nil {
+		return nil, err
+	}
+	t.stats.put(key, t.gen, s)
+	return &statsView{run: run, viewStats: s}, nil
+}
+
+// wholeStats returns the statistics of every live document.
+func (t *table) wholeStats() *viewStats {
+	return t.finishStats(&viewStats{}, t.withContent, t.sumLens)
+}
+
+// computeViewStats walks the table for the statistics of the documents
+// run's caller can see.
+func computeViewStats(run *searchRun) (*viewStats, error) {
+	t := run.tab
+	visible := visibility(run.req)
+	s := &viewStats{visible: newBitset(len(t.recs))}
+	live := 0
+	withContent, lens := 0, [numLenFields]int64{}
+	for i := range t.recs {
+		if i%checkEvery == 0 {
+			if err := run.checkCtx(); err != nil {
+				return nil, err
+			}
+		}
+		r := &t.recs[i]
+		if r.deleted || !visible(r) {
+			continue
+		}
+		s.visible.set(i)
+		live++
+		if r.hasLens && r.lens[lenExact] > 0 {
+			withContent++
+		}
+		for j, n := range r.lens {
+			lens[j] += int64(n)
+		}
+	}
+	if live == t.live {
+		return t.wholeStats(), nil
+	}
 	if t.noLens > 0 {
-		n := float64(t.live)
-		return func(string) fieldStats { return fieldStats{docs: n} }
+		s.docs = float64(live)
+		return s, nil
 	}
-	n := float64(max(t.withContent, 1))
-	lens := map[string]float64{
-		fieldStem:  float64(t.sumLens[lenStem]) / n,
-		fieldExact: float64(t.sumLens[lenExact]) / n,
-		fieldGrams: float64(t.sumLens[lenGrams]) / n,
+	return t.finishStats(s, withContent, lens), nil
+}
+
+// finishStats sets s's N and average lengths from the documents with
+// content and their total lengths; with records lacking lengths, N is
+// the live documents and lengths are unknown.
+func (t *table) finishStats(s *viewStats, withContent int, lens [numLenFields]int64) *viewStats {
+	if t.noLens > 0 {
+		s.docs = float64(t.live)
+		return s
 	}
-	return func(field string) fieldStats { return fieldStats{docs: n, avgLen: lens[field]} }
+	s.docs = float64(max(withContent, 1))
+	s.avgLen = map[string]float64{
+		fieldStem:  float64(lens[lenStem]) / s.docs,
+		fieldExact: float64(lens[lenExact]) / s.docs,
+		fieldGrams: float64(lens[lenGrams]) / s.docs,
+	}
+	return s
+}
+
+func (v *statsView) field(name string) fieldStats {
+	return fieldStats{docs: v.docs, avgLen: v.avgLen[name]}
+}
+
+// docFreq counts the visible documents containing term in field by
+// reading the term's postings (once per term, caller visibility and
+// table generation: the count is kept with the view).
+func (v *statsView) docFreq(field, term string, all uint64) (uint64, error) {
+	if v.visible == nil {
+		return all, nil
+	}
+	key := posTerm{field: field, term: term}
+	if n, ok := v.freq(key); ok {
+		return n, nil
+	}
+	var n uint64
+	err := v.postings(field, term, func(int32) bool {
+		n++
+		return true
+	})
+	if err != nil {
+		return 0, err
+	}
+	v.setFreq(key, n)
+	return n, nil
+}
+
+// holds reports whether a visible document contains term in field.
+func (v *statsView) holds(field, term string) (bool, error) {
+	if v.visible == nil {
+		return true, nil
+	}
+	found := false
+	err := v.postings(field, term, func(int32) bool {
+		found = true
+		return false
+	})
+	return found, err
+}
+
+// postings calls fn with the slot of each visible document containing
+// term in field, until fn returns false.
+func (v *statsView) postings(field, term string, fn func(slot int32) bool) error {
+	run := v.run
+	tfr, err := run.r.TermFieldReader(run.ctx, []byte(term), field, false, false, false)
+	if err != nil {
+		return err
+	}
+	defer tfr.Close()
+	var tfd index.TermFieldDoc
+	for n := 0; ; n++ {
+		if n%checkEvery == 0 {
+			if err := run.checkCtx(); err != nil {
+				return err
+			}
+		}
+		d, err := tfr.Next(tfd.Reset())
+		if err != nil || d == nil {
+			return err
+		}
+		slot, ok, err := run.res.slot(d.ID)
+		if err != nil {
+			return err
+		}
+		if ok && v.visible.has(int(slot)) && !fn(slot) {
+			return nil
+		}
+	}
 }
 
 // driver returns the result of the full-text conjunct that is an fts
@@ -423,8 +524,12 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 		return leaf, nil
 	}
 	ctx := run.ctx
+	view, err := run.stats()
+	if err != nil {
+		return nil, err
+	}
 	b := &searcherBuilder{
-		ctx: ctx, r: run.r, an: run.e.an, grams: run.e.grams, stats: run.stats(),
+		ctx: ctx, r: run.r, an: run.e.an, grams: run.e.grams, stats: view,
 		maxPrefixTerms: run.e.opts.MaxPrefixTerms, prefixTerms: &run.prefixTerms,
 	}
 	s, err := b.build(qn, scoring)
@@ -675,4 +780,49 @@ func selectFields(r *record, sel []string) map[string]any {
 		out[name] = v
 	}
 	return out
+}
+
+// DocFreqs implements engine.DocFreqs over the stemmed content field and
+// the statistics BM25 uses (statsView: the live documents req's caller
+// can see).
+func (e *Engine) DocFreqs(ctx context.Context, req engine.Request, words []string) ([]int64, int64, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return nil, 0, engine.ErrClosed
+	}
+	adv, err := e.idx.Advanced()
+	if err != nil {
+		return nil, 0, fmt.Errorf("bleveengine: doc freqs: %w", err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, 0, fmt.Errorf("bleveengine: doc freqs: %w", err)
+	}
+	defer r.Close()
+	run := &searchRun{e: e, ctx: ctx, r: r, tab: e.tab, req: &req, res: e.slots.resolver(r, e.tab)}
+	v, err := run.stats()
+	if err != nil {
+		return nil, 0, fmt.Errorf("bleveengine: doc freqs: %w", err)
+	}
+	freqs := make([]int64, len(words))
+	for i, w := range words {
+		toks := analyze(e.an.stem, w)
+		if len(toks) == 0 {
+			continue
+		}
+		term := toks[0].term
+		tfr, err := r.TermFieldReader(ctx, []byte(term), fieldStem, false, false, false)
+		if err != nil {
+			return nil, 0, fmt.Errorf("bleveengine: doc freqs: %w", err)
+		}
+		all := tfr.Count()
+		tfr.Close()
+		n, err := v.docFreq(fieldStem, term, all)
+		if err != nil {
+			return nil, 0, fmt.Errorf("bleveengine: doc freqs: %w", err)
+		}
+		freqs[i] = int64(n)
+	}
+	return freqs, int64(v.docs), nil
 }

@@ -104,6 +104,11 @@ func (e *Engine) SetContentVectors(ctx context.Context, docs []engine.Document) 
 			return engine.WriteResult{}, fmt.Errorf("bleveengine: set vectors: content of %d: %w", d.ID, err)
 		}
 		rec.cvec, rec.cdim, _ = flattenPassages(d.ContentVectors)
+		// The table keeps no vectors: the metadata vector is written
+		// again from the vector index.
+		e.mu.RLock()
+		rec.mvec, _ = e.storedVectors(d.ID, true)
+		e.mu.RUnlock()
 		rec.pending = false
 		if err := b.IndexAdvanced(e.document(&engine.Document{ID: d.ID, Content: content}, &rec)); err != nil {
 			return engine.WriteResult{}, fmt.Errorf("bleveengine: set vectors: %w", err)
@@ -116,11 +121,12 @@ func (e *Engine) SetContentVectors(ctx context.Context, docs []engine.Document) 
 	if err := idx.Batch(b); err != nil {
 		return engine.WriteResult{Stale: res.Stale}, fmt.Errorf("bleveengine: set vectors: %w", err)
 	}
-	e.mu.Lock()
-	for _, rec := range recs {
-		e.tab.put(rec)
+	if err := e.putRecords(recs); err != nil {
+		return engine.WriteResult{Stale: res.Stale}, fmt.Errorf("bleveengine: set vectors: %w", err)
 	}
-	e.mu.Unlock()
 	res.Written = len(recs)
+	if err := e.maybeCheckpoint(); err != nil {
+		return res, fmt.Errorf("bleveengine: set vectors: %w", err)
+	}
 	return res, nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
 
-func TestNearWindows(t *testing.T) {
+func TestNearWindowsHoldAllClausesWithinTheSlop(t *testing.T) {
 	cases := []struct {
 		name   string
 		starts [][]int
@@ -54,7 +54,7 @@ func TestNearWindows(t *testing.T) {
 	})
 }
 
-func TestPhraseStarts(t *testing.T) {
+func TestPhraseStartsFindConsecutiveTermPositions(t *testing.T) {
 	pos := positions{"a": {1, 4, 7}, "b": {2, 8}, "c": {3, 9}}
 	cases := []struct {
 		terms []string
@@ -73,7 +73,7 @@ func TestPhraseStarts(t *testing.T) {
 	}
 }
 
-func TestTranslate(t *testing.T) {
+func TestTranslateMapsFTSToStemExactGramAndNearQueries(t *testing.T) {
 	an := newAnalyzers()
 	cases := []struct {
 		query string
@@ -107,7 +107,7 @@ func TestTranslate(t *testing.T) {
 	}
 }
 
-func TestRecordCodec(t *testing.T) {
+func TestRecordCodecRoundTripsAndRejectsTruncation(t *testing.T) {
 	d := engine.Document{
 		ID: 42, Rev: 7, GroupIDs: []int64{3, 1, 3}, FolderIDs: []int64{-5, 9},
 		Description: ptr("Straße ünïcode"), DocType: ptr(""), Subdoctype: ptr("x"),
@@ -147,25 +147,6 @@ func TestRecordCodec(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-func TestL2(t *testing.T) {
-	for _, n := range []int{1, 3, 63, 64, 65, 130, 512} {
-		a, b := make([]float32, n), make([]float32, n)
-		var want float32
-		for i := range a {
-			a[i], b[i] = float32(i%7)/3, float32(i%5)/2
-			d := a[i] - b[i]
-			want += d * d
-		}
-		got, ok := l2(a, b, -1)
-		if !ok || absf(got-want) > 1e-3*want+1e-6 {
-			t.Errorf("n=%d: l2 = %g, want %g", n, got, want)
-		}
-		if _, ok := l2(a, b, want/2); ok && n >= 128 {
-			t.Errorf("n=%d: not abandoned over the bound", n)
-		}
-	}
-}
-
 func absf(f float32) float32 {
 	if f < 0 {
 		return -f
@@ -173,7 +154,7 @@ func absf(f float32) float32 {
 	return f
 }
 
-func TestPrefixLimit(t *testing.T) {
+func TestPrefixLimitBoundsExpandedTermsPerQuery(t *testing.T) {
 	e := newTestEngine(t, "", Options{InMemory: true, MaxPrefixTerms: 3})
 	var docs []engine.Document
 	for i := range 5 {
@@ -229,20 +210,7 @@ func TestPrefixLimit(t *testing.T) {
 	}
 }
 
-func BenchmarkL2(b *testing.B) {
-	x, y := make([]float32, 512), make([]float32, 512)
-	for i := range x {
-		x[i], y[i] = float32(i)/512, float32(511-i)/512
-	}
-	var s float32
-	for b.Loop() {
-		d, _ := l2(x, y, -1)
-		s += d
-	}
-	_ = s
-}
-
-func TestPhraseParts(t *testing.T) {
+func TestPhrasePartsPairStopWordsIntoGrams(t *testing.T) {
 	an := newAnalyzers()
 	cases := []struct {
 		terms []string

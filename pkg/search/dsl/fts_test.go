@@ -23,7 +23,7 @@ func near(distance int, clauses ...string) *Near {
 	return n
 }
 
-func TestParseFTS(t *testing.T) {
+func TestParseFTSBuildsTheTreeAndCanonicalString(t *testing.T) {
 	tests := []struct {
 		name  string
 		query string
@@ -166,7 +166,7 @@ func TestParseFTSErrors(t *testing.T) {
 	}
 }
 
-func TestPhraseText(t *testing.T) {
+func TestPhraseTextCollapsesWhitespace(t *testing.T) {
 	n, err := ParseFTS("\"  Annual\treport  2024 \"")
 	if err != nil {
 		t.Fatal(err)

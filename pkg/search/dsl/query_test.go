@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestParseDefaults(t *testing.T) {
+func TestEmptyRequestGetsTheDocumentedDefaults(t *testing.T) {
 	q, err := Parse(Request{})
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +28,7 @@ func TestParseDefaults(t *testing.T) {
 	assertRoundTrip(t, q)
 }
 
-func TestParseRequest(t *testing.T) {
+func TestParseRequestNormalisesSelectSortAndDefaults(t *testing.T) {
 	tests := []struct {
 		name  string
 		body  string
@@ -191,7 +191,7 @@ func TestParseGoRequest(t *testing.T) {
 	assertDetail(t, nil, err, "Invalid direction up for sort field id: expected asc or desc")
 }
 
-func TestRequestJSON(t *testing.T) {
+func TestRequestMarshalsWithDefaultsAndParsesBack(t *testing.T) {
 	q, err := parseBody(`{"where":{"eq":{"field":"date","value":"2024-01-31"}},"select":["doc_type"],"limit":5}`)
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +213,7 @@ func TestRequestJSON(t *testing.T) {
 	}
 }
 
-func TestFieldTable(t *testing.T) {
+func TestMetadataFieldsFollowTheAPIWithTypesAndOperators(t *testing.T) {
 	fields := MetadataFields()
 	var names []string
 	for _, f := range fields {
@@ -264,7 +264,7 @@ func TestFieldTable(t *testing.T) {
 	}
 }
 
-func TestPlan(t *testing.T) {
+func TestPlanSplitsWhereIntoModeFiltersAndFullText(t *testing.T) {
 	const (
 		fts    = `{"fts":{"query":"tax"}}`
 		vec    = `{"vector":{"target":"content","query":"late payment"}}`
@@ -346,7 +346,7 @@ func TestPlanHandBuilt(t *testing.T) {
 	}
 }
 
-func TestWalk(t *testing.T) {
+func TestWalkVisitsInPreOrderAndSkipsPrunedSubtrees(t *testing.T) {
 	q, err := parseBody(`{"where":{"and":[{"not":{"eq":{"field":"id","value":1}}},{"or":[{"fts":{"query":"a"}},{"fts":{"query":"b"}}]}]}}`)
 	if err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func str(s string) Value                       { return Value{Str: s} }
 func num(n int64) Value                        { return Value{Int: n} }
 func boolean(b bool) Value                     { return Value{Bool: b} }
 
-func TestParseWhere(t *testing.T) {
+func TestParseWhereBuildsTypedClauses(t *testing.T) {
 	fts := func(q string) *FTS {
 		root, err := ParseFTS(q)
 		if err != nil {

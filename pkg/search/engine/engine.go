@@ -1,5 +1,5 @@
 // Package engine is the contract between docrepo's search service and its
-// search engines: the embedded engine (bleve plus an exact vector scan) and
+// search engines: the embedded engine (bleve plus a vector index of its own) and
 // OpenSearch. Both execute the same parsed query (pkg/search/dsl) with the
 // semantics of docs/design.md §6, so that they answer identically.
 //
@@ -168,6 +168,21 @@ type VectorStage interface {
 	// written (it is no longer pending); the others (since changed,
 	// deleted, or given vectors already) count as Stale.
 	SetContentVectors(ctx context.Context, docs []Document) (WriteResult, error)
+}
+
+// DocFreqs is implemented by engines that can say how common a query's
+// words are among the documents a caller can see: the search service
+// weights a query vector's words by their rarity with it (pkg/embed,
+// QueryStats). The embedded engine implements it; OpenSearch does not
+// (its vector queries are then unweighted).
+type DocFreqs interface {
+	// DocFreqs returns, for each word as full-text search analyses a bare
+	// word (stemmed), how many of the documents req's caller can see
+	// (GroupIDs, Unrestricted) contain it in their content, and how many
+	// documents with content the caller can see in all. A word that
+	// analyses to nothing (a stop word) counts 0. Nil freqs (and no
+	// error): the engine cannot say.
+	DocFreqs(ctx context.Context, req Request, words []string) (freqs []int64, docs int64, err error)
 }
 
 // SortedIDs returns ids sorted, without duplicates (nil for none): how both

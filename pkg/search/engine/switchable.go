@@ -55,6 +55,17 @@ func (s *Switchable) Switch(next Engine) Engine {
 // Current returns the engine in use.
 func (s *Switchable) Current() Engine { return s.cur.Load().e }
 
+// Pin returns the engine in use, held as one call in progress until
+// release is called: a Switch meanwhile waits for it, so that several
+// calls (the search service reads the index's embedder, embeds the query
+// with it and searches) see the same index. release must be called
+// exactly once, soon: Switch blocks until it is.
+func (s *Switchable) Pin() (e Engine, release func()) {
+	g := s.acquire()
+	var once sync.Once
+	return g.e, func() { once.Do(g.mu.RUnlock) }
+}
+
 func (s *Switchable) Upsert(ctx context.Context, docs []Document) (WriteResult, error) {
 	g := s.acquire()
 	defer g.mu.RUnlock()
@@ -129,6 +140,17 @@ func (s *Switchable) SetContentVectors(ctx context.Context, docs []Document) (Wr
 		return vs.SetContentVectors(ctx, docs)
 	}
 	return WriteResult{Stale: len(docs)}, nil
+}
+
+// DocFreqs implements DocFreqs for an engine in use that does; for
+// another it knows nothing (nil freqs).
+func (s *Switchable) DocFreqs(ctx context.Context, req Request, words []string) ([]int64, int64, error) {
+	g := s.acquire()
+	defer g.mu.RUnlock()
+	if df, ok := g.e.(DocFreqs); ok {
+		return df.DocFreqs(ctx, req, words)
+	}
+	return nil, 0, nil
 }
 
 // Close closes the engine in use.

@@ -22,7 +22,7 @@ func spansOf(text string, words ...string) []Span {
 	return out
 }
 
-func TestSnippets(t *testing.T) {
+func TestSnippetsEscapeMarkAndFitMatchesInMaxLen(t *testing.T) {
 	long := strings.Repeat("lorem ipsum dolor sit amet ", 40) // 1080 chars
 	cases := []struct {
 		name   string

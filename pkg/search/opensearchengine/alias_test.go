@@ -21,7 +21,7 @@ import (
 // OpenSearch documentation describes them: create with aliases, atomic
 // POST /_aliases (remove_index first, must_exist), no delete through an
 // alias, auto-creation of a missing index by a bulk write. What a real
-// cluster does is the integration suite's job (TestIntegrationRebuild).
+// cluster does is the integration suite's job (TestIntegrationRebuildSwitchesTheAliasAndCleansUp).
 
 // aliasConfig is the configuration of the engines of these tests.
 func aliasConfig(srv *httptest.Server) Config {
@@ -354,7 +354,7 @@ func TestAliasLegacyIndex(t *testing.T) {
 
 // Reset empties the index by switching the alias to a new, empty index:
 // the alias exists throughout, the tombstones go with the old index.
-func TestAliasReset(t *testing.T) {
+func TestAliasResetSwitchesToAnEmptyIndexWithoutTombstones(t *testing.T) {
 	tests := []struct {
 		name    string
 		legacy  bool
@@ -463,7 +463,7 @@ func TestAliasMissingButIndexExists(t *testing.T) {
 	}
 }
 
-func TestVersionOf(t *testing.T) {
+func TestVersionOfParsesOnlyVersionedIndexNames(t *testing.T) {
 	tests := []struct {
 		name, index string
 		want        int

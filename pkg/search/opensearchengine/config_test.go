@@ -31,7 +31,7 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 }
 
-func TestConfigDefaults(t *testing.T) {
+func TestConfigDefaultsFillGapsAndRejectBadIndexNames(t *testing.T) {
 	cfg, err := Config{Addresses: []string{"http://x"}, Dimensions: 768}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestConfigDefaults(t *testing.T) {
 	}
 }
 
-func TestBackoffDelay(t *testing.T) {
+func TestBackoffDoublesUpToItsCapWithJitter(t *testing.T) {
 	for attempt, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 4: 800 * time.Millisecond, 20: 5 * time.Second} {
 		got := backoffDelay(100*time.Millisecond, attempt)
 		if got < want*8/10 || got > want*12/10 {

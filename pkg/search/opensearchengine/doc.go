@@ -222,16 +222,16 @@
 //     start, rebuild and switch, interrupted rebuilds, the index from
 //     before, Reset) against the emulator below, which keeps indexes and
 //     aliases as the documentation describes them.
-//   - TestConformanceEmulated runs the shared behaviour suite (enginetest)
+//   - TestEmulatedOpenSearchPassesTheEngineSuite runs the shared behaviour suite (enginetest)
 //     against an in-process emulator that evaluates the bodies the way the
 //     OpenSearch documentation describes, with bleve's equivalents of the
 //     analyzers. It checks the translation's logic against the suite's
 //     answers; where the emulator misreads OpenSearch, both can be wrong
 //     together.
-//   - TestConformance and TestIntegrationSemantics run the suite and
+//   - TestRealOpenSearchPassesTheEngineSuite and TestIntegrationSearchMatchesHandCheckedAnswers run the suite and
 //     hand-checked expectations (NEAR boundaries, exact l2 scores,
 //     efficient filtering, highlights combining stemmed and exact matches),
-//     and TestIntegrationRebuild the index versions, against a real
+//     and TestIntegrationRebuildSwitchesTheAliasAndCleansUp the index versions, against a real
 //     OpenSearch when OPENSEARCH_URL is set, each test under its own
 //     docrepo-test-… alias, and skip otherwise. Nothing else replaces
 //     them.

@@ -30,7 +30,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/search/enginetest"
 )
 
-// TestConformanceEmulated runs the shared behaviour suite against an
+// TestEmulatedOpenSearchPassesTheEngineSuite runs the shared behaviour suite against an
 // emulator: an in-process HTTP server that evaluates the request bodies
 // this package sends the way the OpenSearch documentation says OpenSearch
 // does (bool, term, terms, range, wildcard, prefix, match, match_phrase,
@@ -43,9 +43,9 @@ import (
 // lands where, nesting, escaping, date bounds, the two-step fts+vector,
 // client-side vector sorting and paging, snippet clean-up) against the
 // suite's expected answers; where the emulator's reading of OpenSearch is
-// wrong, both can be wrong together. Only TestConformance against a real
+// wrong, both can be wrong together. Only TestRealOpenSearchPassesTheEngineSuite against a real
 // OpenSearch settles that.
-func TestConformanceEmulated(t *testing.T) {
+func TestEmulatedOpenSearchPassesTheEngineSuite(t *testing.T) {
 	emu := newEmulator()
 	srv := httptest.NewServer(emu)
 	t.Cleanup(srv.Close)

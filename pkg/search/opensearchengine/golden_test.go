@@ -75,7 +75,7 @@ func TestGoldenIndexBody(t *testing.T) {
 	golden(t, "index_body_embedder", IndexBody(cfg))
 }
 
-func TestGoldenBulk(t *testing.T) {
+func TestBulkBodyMatchesGolden(t *testing.T) {
 	str := func(s string) *string { return &s }
 	day := time.Date(2024, 3, 5, 0, 0, 0, 0, time.UTC)
 	entry := time.Date(1969, 7, 20, 20, 17, 40, 123456789, time.FixedZone("X", 3600))
@@ -273,10 +273,10 @@ func buildRequest(t *testing.T, c searchCase) engine.Request {
 	return req
 }
 
-// TestGoldenSearch writes, per case, the mode and every request body the
+// TestSearchBodiesMatchGolden writes, per case, the mode and every request body the
 // search sends, in order. For fts+vector, step 2 is shown with the ids
 // 11 and 5 as if step 1 had found them.
-func TestGoldenSearch(t *testing.T) {
+func TestSearchBodiesMatchGolden(t *testing.T) {
 	seen := map[string]bool{}
 	for _, c := range searchCases {
 		if seen[c.name] {

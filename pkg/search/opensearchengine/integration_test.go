@@ -26,11 +26,11 @@ import (
 
 var testIndexSeq atomic.Int64
 
-// TestConformance runs the shared behaviour suite (enginetest), which the
+// TestRealOpenSearchPassesTheEngineSuite runs the shared behaviour suite (enginetest), which the
 // embedded engine passes too, against a real OpenSearch: each engine on a
 // fresh index with 4-dimensional vectors, writes refreshed (wait_for) so
 // that the suite reads its writes.
-func TestConformance(t *testing.T) {
+func TestRealOpenSearchPassesTheEngineSuite(t *testing.T) {
 	integrationConfig(t, 4, 4) // skips without OPENSEARCH_URL
 	enginetest.Run(t, func(t *testing.T) engine.Engine {
 		return newIntegrationEngine(t, 4, 4)
@@ -103,7 +103,7 @@ func dropTestIndexes(t *testing.T, e *Engine) {
 func ptr[T any](v T) *T { return &v }
 
 // corpus is a small set of documents whose expected matches are worked
-// out by hand in TestIntegrationSemantics.
+// out by hand in TestIntegrationSearchMatchesHandCheckedAnswers.
 func corpus() []engine.Document {
 	day := func(s string) *time.Time {
 		t, err := time.Parse(time.RFC3339, s)
@@ -147,7 +147,7 @@ func sortedIDs(res engine.Result) []int64 {
 	return out
 }
 
-func TestIntegrationSemantics(t *testing.T) {
+func TestIntegrationSearchMatchesHandCheckedAnswers(t *testing.T) {
 	e := newIntegrationEngine(t, 4, 3)
 	ctx := context.Background()
 
@@ -358,7 +358,7 @@ func TestIntegrationSemantics(t *testing.T) {
 	})
 }
 
-func TestIntegrationTimeout(t *testing.T) {
+func TestIntegrationSearchHonoursTheContextDeadline(t *testing.T) {
 	e := newIntegrationEngine(t, 4, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel()
@@ -369,14 +369,14 @@ func TestIntegrationTimeout(t *testing.T) {
 	}
 }
 
-// TestIntegrationRebuild runs the versioned indexes behind the alias
+// TestIntegrationRebuildSwitchesTheAliasAndCleansUp runs the versioned indexes behind the alias
 // against a real OpenSearch: the alias made with the first index, a
 // rebuild into a new index while searches answer from the old one, the
 // switch in one POST /_aliases, the old index deleted; a rebuild that
 // never switched, cleaned up by the next; a switch refused because the
 // alias moved meanwhile (must_exist); and an index made before versioned
 // indexes, replaced behind the alias.
-func TestIntegrationRebuild(t *testing.T) {
+func TestIntegrationRebuildSwitchesTheAliasAndCleansUp(t *testing.T) {
 	ctx := context.Background()
 	all := func(t *testing.T, e *Engine) int64 {
 		t.Helper()

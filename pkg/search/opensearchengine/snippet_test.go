@@ -6,7 +6,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/search/highlight"
 )
 
-func TestSnippet(t *testing.T) {
+func TestSnippetCleansFragmentsToMaxLen(t *testing.T) {
 	for _, c := range []struct {
 		frag string
 		max  int

@@ -561,7 +561,7 @@ func TestWireTransientStatusesRetried(t *testing.T) {
 	}
 }
 
-func TestWireDelete(t *testing.T) {
+func TestWireDeleteHonoursRevisionsAndTombstones(t *testing.T) {
 	f, srv := newFakeOS(t)
 	e := newTestEngine(t, srv, nil)
 	ctx := context.Background()
@@ -605,7 +605,7 @@ func TestWireDeleteIndexMissing(t *testing.T) {
 	}
 }
 
-func TestWireCount(t *testing.T) {
+func TestWireCountReturnsIndexedDocuments(t *testing.T) {
 	_, srv := newFakeOS(t)
 	e := newTestEngine(t, srv, nil)
 	ctx := context.Background()
@@ -615,7 +615,7 @@ func TestWireCount(t *testing.T) {
 	}
 }
 
-func TestWireClosed(t *testing.T) {
+func TestWireClosedEngineRefusesEveryCall(t *testing.T) {
 	_, srv := newFakeOS(t)
 	e := newTestEngine(t, srv, nil)
 	e.Close()
@@ -870,7 +870,7 @@ func TestHungNodeTimesOut(t *testing.T) {
 	}
 }
 
-func TestWireEmbedder(t *testing.T) {
+func TestWireEmbedderIsRecordedInMetaAndCached(t *testing.T) {
 	ctx := context.Background()
 	f, srv := newFakeOS(t)
 	hash := embed.Identity{Kind: "hash", Model: "hash", Version: "v1", Dimensions: 4}

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestMetrics(t *testing.T) {
+func TestNDCGAndRecallOfRankedLists(t *testing.T) {
 	rel := map[string]bool{"a": true, "b": true}
 	tests := []struct {
 		name       string
@@ -33,7 +33,7 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
-func TestORQuery(t *testing.T) {
+func TestORQueryJoinsWordsWithoutOperators(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{in: "0-dimensional biomaterials show inductive properties.", want: "0 OR dimensional OR biomaterials OR show OR inductive OR properties"},
 		{in: `"quoted" -minus pre* OR x`, want: "quoted OR minus OR pre OR or OR x"},
@@ -46,7 +46,7 @@ func TestORQuery(t *testing.T) {
 	}
 }
 
-func TestLoad(t *testing.T) {
+func TestLoadReadsCorpusQueriesAndJudgements(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {

@@ -10,7 +10,8 @@
 //
 // [Server.Shutdown] and [Server.Restart] simulate an outage: the restarted
 // server listens on the same port and keeps its streams, and clients from
-// [Server.Connect] reconnect to it within milliseconds.
+// [Server.Connect] reconnect to it within milliseconds. [Server.RestartEmpty]
+// simulates a server that lost its store.
 package natstest
 
 import (
@@ -126,6 +127,18 @@ func (s *Server) Restart(t testing.TB) {
 	s.mu.Lock()
 	s.srv = srv
 	s.mu.Unlock()
+}
+
+// RestartEmpty stops the server and starts it again on the same port with
+// a new, empty JetStream store: streams, consumers and messages are gone,
+// as after a NATS server lost its disk. Clients reconnect as after Restart.
+func (s *Server) RestartEmpty(t testing.TB) {
+	t.Helper()
+	s.Shutdown()
+	s.mu.Lock()
+	s.opts.StoreDir = t.TempDir()
+	s.mu.Unlock()
+	s.Restart(t)
 }
 
 // Connect returns a client connection closed when t ends. It reconnects

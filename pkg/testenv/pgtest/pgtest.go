@@ -49,7 +49,7 @@ func withDatabase(raw, db string) (string, error) {
 
 func templateName(sets []database.MigrationSet) (string, error) {
 	h := sha256.New()
-	for _, set := range sets {
+	for _, set := range database.Expand(sets) {
 		ms, err := set.Migrations()
 		if err != nil {
 			return "", err

@@ -20,11 +20,8 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +33,7 @@ import (
 	"time"
 
 	"github.com/docrepo/docrepo/pkg/blob/diskstore"
+	"github.com/docrepo/docrepo/pkg/client"
 	"github.com/docrepo/docrepo/pkg/database"
 	"github.com/docrepo/docrepo/pkg/identity"
 	"github.com/docrepo/docrepo/pkg/launcher"
@@ -258,38 +256,19 @@ func BenchmarkUpload(b *testing.B) {
 	gw := start(b, bin, "gateway", append(common, "DOCREPO_HTTP_ADDR="+httpAddr))
 	base := "http://" + httpAddr
 
-	call := func(method, path, contentType string, body io.Reader) (int, []byte, error) {
-		req, err := http.NewRequest(method, base+path, body)
-		if err != nil {
-			return 0, nil, err
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		if contentType != "" {
-			req.Header.Set("Content-Type", contentType)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, nil, err
-		}
-		defer resp.Body.Close()
-		data, err := io.ReadAll(resp.Body)
-		return resp.StatusCode, data, err
+	api, err := client.New(base, token, client.Options{Retry: client.NoRetry})
+	if err != nil {
+		b.Fatal(err)
 	}
 	// Wait for the stack, then create the target folder.
-	var folder struct {
-		FolderID int64 `json:"folder_id"`
-	}
+	var folder *client.Folder
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		status, body, err := call("POST", "/apiv2/pub/folders", "application/json", strings.NewReader(`{"name":"bench"}`))
-		if err == nil && status == 200 {
-			if err := json.Unmarshal(body, &folder); err != nil {
-				b.Fatal(err)
-			}
+		if folder, err = api.CreateFolder(ctx, "bench", 0); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("stack not ready: %d %s %v", status, body, err)
+			b.Fatalf("stack not ready: %v", err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -320,27 +299,11 @@ func BenchmarkUpload(b *testing.B) {
 	directBefore := directWrite()
 
 	// Through the gateway: a streamed multipart body, never in memory.
-	var upload struct {
-		DocID int64 `json:"doc_id"`
-	}
 	var peakGW, peakDoc int64
 	b.SetBytes(size)
 	b.ResetTimer()
 	for range b.N {
 		data.reset()
-		pr, pw := io.Pipe()
-		mw := multipart.NewWriter(pw)
-		go func() {
-			_ = mw.WriteField("folder_id", strconv.FormatInt(folder.FolderID, 10))
-			fw, err := mw.CreateFormFile("file", "big.bin")
-			if err == nil {
-				_, err = io.Copy(fw, data)
-			}
-			if err == nil {
-				err = mw.Close()
-			}
-			pw.CloseWithError(err)
-		}()
 		stop := make(chan struct{})
 		sampled := make(chan struct{})
 		go func() { // sample RSS while the upload runs
@@ -360,15 +323,12 @@ func BenchmarkUpload(b *testing.B) {
 		gwR0, gwW0 := gw.syscalls(b)
 		docR0, docW0 := doc.syscalls(b)
 		t1 := time.Now()
-		status, body, err := call("POST", "/apiv2/pub/documents/upload", mw.FormDataContentType(), pr)
+		upload, err := api.Upload(ctx, client.Upload{FolderID: folder.FolderID, File: data, Filename: "big.bin"})
 		elapsed := time.Since(t1)
 		close(stop)
 		<-sampled
-		if err != nil || status != 200 {
-			b.Fatalf("upload: %d %s %v", status, body, err)
-		}
-		if err := json.Unmarshal(body, &upload); err != nil {
-			b.Fatal(err)
+		if err != nil {
+			b.Fatalf("upload: %v", err)
 		}
 		b.StopTimer()
 		gwCPU, docCPU := gw.cpu(b)-gwCPU0, doc.cpu(b)-docCPU0
@@ -377,28 +337,23 @@ func BenchmarkUpload(b *testing.B) {
 		b.Logf("system calls: gateway %d reads, %d writes; document %d reads, %d writes", gwR-gwR0, gwW-gwW0, docR-docR0, docW-docW0)
 		gwHWM, _ := gw.memory(b)
 		docHWM, _ := doc.memory(b)
-		status, body, err = call("GET", fmt.Sprintf("/apiv2/pub/documents/%d", upload.DocID), "", nil)
-		if err != nil || status != 200 || !strings.Contains(string(body), want) {
-			b.Fatalf("stored file's hash is not the direct write's %s: %d %s %v", want, status, body, err)
+		d, err := api.GetDocument(ctx, upload.DocID)
+		if err != nil || len(d.LinkedFiles) != 1 || d.LinkedFiles[0].Filehash != want {
+			b.Fatalf("stored file's hash is not the direct write's %s: %+v %v", want, d, err)
 		}
 		// Download it back through the gateway, hashing what arrives.
 		gwCPU0, docCPU0 = gw.cpu(b), doc.cpu(b)
 		t2 := time.Now()
-		req, err := http.NewRequest("GET", fmt.Sprintf("%s/apiv2/pub/documents/%d/download", base, upload.DocID), nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
+		dl, err := api.Download(ctx, upload.DocID, client.DownloadOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		h := sha256.New()
-		got, err := io.Copy(h, resp.Body)
-		resp.Body.Close()
+		got, err := io.Copy(h, dl.Body)
+		dl.Body.Close()
 		down := time.Since(t2)
-		if err != nil || resp.StatusCode != 200 || got != size || hex.EncodeToString(h.Sum(nil)) != want {
-			b.Fatalf("download: status %d, %d bytes, %v; hash matches: %v", resp.StatusCode, got, err, hex.EncodeToString(h.Sum(nil)) == want)
+		if err != nil || got != size || hex.EncodeToString(h.Sum(nil)) != want {
+			b.Fatalf("download: %d bytes, %v; hash matches: %v", got, err, hex.EncodeToString(h.Sum(nil)) == want)
 		}
 		gwDownCPU, docDownCPU := gw.cpu(b)-gwCPU0, doc.cpu(b)-docCPU0
 		directAfter := directWrite()

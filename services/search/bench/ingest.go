@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/docrepo/docrepo/pkg/client"
+	"github.com/docrepo/docrepo/pkg/search/scifact"
 )
 
 // ingest measures the upload path as a new user of `make run` meets it:
@@ -28,8 +32,18 @@ func (b *bench) ingest(ctx context.Context) error {
 		return err
 	}
 	c := newCorpus([]string{typ})
+	sci, what, err := b.ingestTexts()
+	if err != nil {
+		return err
+	}
 	doc := func(i int) (string, string, map[string]string) {
 		name, text, fields := c.doc(i)
+		if sci != nil {
+			var title string
+			name, text, title = sci.doc(i)
+			fields["description"] = truncate(title, 400)
+			return name, text, fields
+		}
 		for len(text) < 1000 { // about 1 KB of text, as in the issue's measurement
 			text += " " + strings.Join(c.words(i+len(text)), " ")
 		}
@@ -62,7 +76,7 @@ func (b *bench) ingest(ctx context.Context) error {
 			}
 			accepted := time.Now()
 			for {
-				r, err := b.search(probeCtx, map[string]any{"where": map[string]any{"fts": map[string]any{"query": token}}, "select": []any{"id"}})
+				r, err := b.search(probeCtx, client.SearchRequest{Where: client.FTS(token), Select: []string{"id"}})
 				if err != nil {
 					if probeCtx.Err() == nil {
 						lagErr = err
@@ -86,9 +100,9 @@ func (b *bench) ingest(ctx context.Context) error {
 	// Other users' searches during the load: a full-text query and a
 	// metadata query in turn, one every 50 ms.
 	_, sampleText, _ := doc(0)
-	queries := []map[string]any{
-		{"where": map[string]any{"fts": map[string]any{"query": strings.Fields(sampleText)[0]}}, "limit": 10},
-		{"where": map[string]any{"eq": map[string]any{"field": "doc_type", "value": typ}}, "limit": 10},
+	queries := []client.SearchRequest{
+		{Where: client.FTS(strings.Fields(sampleText)[0]), Limit: 10},
+		{Where: client.Eq("doc_type", typ), Limit: 10},
 	}
 	var loaded []time.Duration
 	var searchErr error
@@ -117,6 +131,10 @@ func (b *bench) ingest(ctx context.Context) error {
 		return err
 	}
 	start := time.Now().Add(-took)
+	b.ingestStart, b.ingestEnd = start, time.Now()
+	if b.s.searchMetrics != "" {
+		b.backlogAtEnd, _ = metricValue(ctx, "http://"+b.s.searchMetrics+"/metrics", "docrepo_indexer_vector_backlog")
+	}
 	stopProbe()
 	probeWG.Wait()
 	doneAt, err := b.waitAll(ctx, n+len(lags))
@@ -148,7 +166,7 @@ func (b *bench) ingest(ctx context.Context) error {
 	lat := append([]time.Duration(nil), b.latencies...)
 	sortDurations(lat)
 	sortDurations(lags)
-	b.printf("\n## ingest: %d small documents (~1 KB of text each)\n", n)
+	b.printf("\n## ingest: %d %s\n", n, what)
 	b.printf("upload: %d clients, %v: %.0f docs/s accepted; upload latency p50 %s  p95 %s  p99 %s\n",
 		b.s.concurrency, took.Round(time.Millisecond), float64(n)/took.Seconds(),
 		ms(percentile(lat, 50)), ms(percentile(lat, 95)), ms(percentile(lat, 99)))
@@ -257,4 +275,84 @@ func cpuTicks(pids map[string]int) map[string]int64 {
 		out[name] = u + st
 	}
 	return out
+}
+
+// ingestVectors follows an ingest with a deferred vector stage: how long
+// the content vectors took to catch up (docrepo_indexer_vector_backlog
+// back to 0) after the last and the first upload, at what rate, what CPU
+// the search process spent meanwhile, and its resident memory.
+func (b *bench) ingestVectors(ctx context.Context) error {
+	if b.s.searchMetrics == "" {
+		b.printf("vectors: no -search-metrics address, not measured\n")
+		return nil
+	}
+	if emb, err := b.embedder(ctx); err == nil {
+		b.printf("embedder (search /readyz): %s\n", emb)
+	}
+	pid, hasPid := b.stackPids()["search"]
+	t0, ticks0 := time.Now(), int64(0)
+	if hasPid {
+		ticks0 = processTicks(pid)
+	}
+	// The backlog, once a second, until 0 or -vector-deadline: then the
+	// rate so far says when it would be.
+	backlog0, err := metricValue(ctx, "http://"+b.s.searchMetrics+"/metrics", "docrepo_indexer_vector_backlog")
+	if err != nil {
+		return err
+	}
+	backlog, done := backlog0, time.Now()
+	for backlog > 0 && time.Since(t0) < b.s.vectorDeadline {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		if backlog, err = metricValue(ctx, "http://"+b.s.searchMetrics+"/metrics", "docrepo_indexer_vector_backlog"); err != nil {
+			return err
+		}
+		done = time.Now()
+		if int(done.Sub(t0).Seconds())%60 == 0 {
+			fmt.Fprintf(os.Stderr, "bench: %.0f documents wait for their vectors\n", backlog)
+		}
+	}
+	cpu := 0.0
+	if hasPid {
+		cpu = float64(processTicks(pid)-ticks0) * 10 / 1000
+	}
+	b.printf("vectors: %.0f documents waited for their vectors when the upload ended, %.0f when every text was searchable\n", b.backlogAtEnd, backlog0)
+	rate := (backlog0 - backlog) / done.Sub(t0).Seconds()
+	if backlog == 0 {
+		b.printf("vectors: backlog 0 %.1f s after the last upload, %.1f s after the first (%.1f documents/s end to end with vectors)\n",
+			done.Sub(b.ingestEnd).Seconds(), done.Sub(b.ingestStart).Seconds(), float64(b.s.ingestDocs)/done.Sub(b.ingestStart).Seconds())
+	} else {
+		b.printf("vectors: still %.0f waiting %.0f s after the last upload (-vector-deadline %v); at the rate since all were searchable, backlog 0 about %.0f s after the last upload\n",
+			backlog, done.Sub(b.ingestEnd).Seconds(), b.s.vectorDeadline, done.Sub(b.ingestEnd).Seconds()+backlog/max(rate, 1e-9))
+	}
+	if hasPid && backlog0 > backlog {
+		b.printf("vector stage after all were searchable: %.1f documents/s; search process %.1f s of CPU in %.1f s for %.0f documents' vectors (%.1f ms of CPU per document)\n",
+			rate, cpu, done.Sub(t0).Seconds(), backlog0-backlog, cpu*1000/(backlog0-backlog))
+	}
+	b.printMemory("search process with the model, after the ingest")
+	return nil
+}
+
+// ingestTexts are the ingest's texts (-ingest-corpus): nil for the
+// synthetic ~1 KB texts, else the SciFact abstracts and their variations;
+// and what they are, for the report.
+func (b *bench) ingestTexts() (*sciTexts, string, error) {
+	switch b.s.ingestCorpus {
+	case "", "synthetic":
+		return nil, "small documents (~1 KB of synthetic text each)", nil
+	case "scifact":
+		dir, ok := b.findSciFact()
+		if !ok {
+			return nil, "", errors.New("ingest: -ingest-corpus scifact, but shared/data/scifact was not found above the working directory (set -scifact or DOCREPO_SCIFACT_DIR)")
+		}
+		sf, err := scifact.Load(dir)
+		if err != nil {
+			return nil, "", err
+		}
+		return newSciTexts(sf.Docs), fmt.Sprintf("SciFact abstracts (%d, ~1.5 KB of English each) and their variations (sentences rotated, one sentence of another abstract added)", len(sf.Docs)), nil
+	}
+	return nil, "", fmt.Errorf("-ingest-corpus %q: want synthetic or scifact", b.s.ingestCorpus)
 }

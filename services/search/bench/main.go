@@ -2,8 +2,9 @@
 // gateway of a running stack: SciFact retrieval quality through the real
 // indexing path, and latency, index lag and indexing throughput on a
 // synthetic corpus. See the package documentation of searchsvc (services/
-// search/searchsvc/doc.go) for how to run it and the measured numbers, and
-// run.sh beside this file for a complete run on fresh processes.
+// search/internal/searchsvc/doc.go) for how to run it, docs/benchmarks.md
+// for the measured numbers, and run.sh beside this file for a complete run
+// on fresh processes.
 //
 // It needs DOCREPO_URL (the gateway) and DATABASE_URL (to create its own
 // user, group, key and document types). It never runs as part of go test.

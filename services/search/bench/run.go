@@ -1,19 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
-	"net/textproto"
 	"os"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,22 +17,32 @@ import (
 
 	"github.com/docrepo/docrepo/pkg/auth"
 	"github.com/docrepo/docrepo/pkg/catalog"
+	"github.com/docrepo/docrepo/pkg/client"
 	"github.com/docrepo/docrepo/pkg/database"
 	"github.com/docrepo/docrepo/pkg/identity"
 	"github.com/docrepo/docrepo/pkg/search/scifact"
 )
 
 type settings struct {
-	url, dbURL    string
-	scifactDir    string
-	what          string
-	docs          int
-	concurrency   int
-	queries       int
-	lagSamples    int
-	indexDeadline time.Duration
-	ingestDocs    int
-	pidDir        string
+	url, dbURL     string
+	scifactDir     string
+	what           string
+	docs           int
+	concurrency    int
+	queries        int
+	lagSamples     int
+	indexDeadline  time.Duration
+	vectorDeadline time.Duration
+	ingestDocs     int
+	pidDir         string
+	searchMetrics  string
+	exportDir      string
+	folders        string
+	tenantFile     string
+	switchFor      string
+	ingestCorpus   string
+	switchMax      time.Duration
+	scifactState   string
 }
 
 func run(ctx context.Context, args []string, out io.Writer, getenv func(string) string) error {
@@ -46,13 +51,22 @@ func run(ctx context.Context, args []string, out io.Writer, getenv func(string) 
 	fs.StringVar(&s.url, "url", getenv("DOCREPO_URL"), "gateway base URL (env DOCREPO_URL)")
 	fs.StringVar(&s.dbURL, "database-url", getenv("DATABASE_URL"), "Postgres URL of the stack (env DATABASE_URL)")
 	fs.StringVar(&s.scifactDir, "scifact", getenv("DOCREPO_SCIFACT_DIR"), "SciFact folder (default: shared/data/scifact above the working directory)")
-	fs.StringVar(&s.what, "run", "scifact,synthetic", "what to run: scifact, synthetic, ingest (comma-separated)")
+	fs.StringVar(&s.what, "run", "scifact,synthetic", "what to run: scifact, synthetic, ingest, export, probe, switch (comma-separated)")
+	fs.StringVar(&s.exportDir, "export-dir", "", "export: the directory the corpus is written to (for docrepoctl import)")
+	fs.StringVar(&s.folders, "folders", "", "probe: comma-separated ids of the corpus's folders (filters of 10 % and 1 %)")
+	fs.StringVar(&s.tenantFile, "tenant-file", "", "ingest: write the ingest tenant's key to this file (for a later -run switch)")
+	fs.StringVar(&s.switchFor, "switch-to", "use:", "switch: the prefix of the embedder /readyz names once the index is re-embedded")
+	fs.StringVar(&s.scifactState, "scifact-state", "", "scifact: after uploading, write the tenant's key and the document ids to this file; when it exists, score the corpus it names again without uploading (the same index searched with other query settings)")
 	fs.IntVar(&s.ingestDocs, "ingest-docs", 20000, "documents the ingest run uploads")
+	fs.StringVar(&s.ingestCorpus, "ingest-corpus", "synthetic", "ingest: the texts, synthetic (~1 KB of made-up words) or scifact (the SciFact abstracts and variations of them); switch: scifact searches with SciFact's claims and judges them")
+	fs.DurationVar(&s.switchMax, "switch-max", 0, "switch: stop watching after this long (0: -index-deadline) and report the rate and the projected end instead of failing")
+	fs.StringVar(&s.searchMetrics, "search-metrics", getenv("DOCREPO_SEARCH_METRICS_ADDR"), "the search process's metrics address, to wait for its content vectors (env DOCREPO_SEARCH_METRICS_ADDR, in devstack.env)")
 	fs.StringVar(&s.pidDir, "pid-dir", getenv("DOCREPO_PID_DIR"), "the stack's pid directory (.data/pids), for CPU per process (env DOCREPO_PID_DIR)")
 	fs.IntVar(&s.docs, "docs", 100000, "synthetic corpus size")
 	fs.IntVar(&s.concurrency, "concurrency", 8, "parallel uploads")
 	fs.IntVar(&s.queries, "queries", 200, "timed queries per mode")
 	fs.IntVar(&s.lagSamples, "lag-samples", 200, "index-lag samples")
+	fs.DurationVar(&s.vectorDeadline, "vector-deadline", 2*time.Hour, "ingest: how long to wait for the content vectors after all text is searchable (then the rate says when they would be done)")
 	fs.DurationVar(&s.indexDeadline, "index-deadline", 2*time.Hour, "how long to wait for the indexer to catch up")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -77,8 +91,39 @@ func run(ctx context.Context, args []string, out io.Writer, getenv func(string) 
 			return err
 		}
 	}
+	if strings.Contains(s.what, "export") {
+		if err := b.export(ctx, s.exportDir); err != nil {
+			return err
+		}
+	}
 	if strings.Contains(s.what, "ingest") {
 		if err := b.ingest(ctx); err != nil {
+			return err
+		}
+		if err := b.ingestVectors(ctx); err != nil {
+			return err
+		}
+		if s.tenantFile != "" {
+			if err := os.WriteFile(s.tenantFile, []byte(b.token+"\n"), 0o600); err != nil {
+				return err
+			}
+		}
+	}
+	if strings.Contains(s.what, "probe") {
+		// The probe searches as the key's user (DOCREPO_TOKEN): the one
+		// who imported the corpus, or the ingest's tenant when the
+		// ingest ran first in this process.
+		if token := getenv("DOCREPO_TOKEN"); token != "" {
+			b.api = b.api.WithToken(token)
+		} else if !strings.Contains(s.what, "ingest") {
+			return errors.New("probe: DOCREPO_TOKEN is required (a key of the user who imported the corpus, with the search scope), unless -run ingest,probe")
+		}
+		if err := b.probe(ctx); err != nil {
+			return err
+		}
+	}
+	if strings.Contains(s.what, "switch") {
+		if err := b.watchSwitch(ctx, getenv("DOCREPO_TOKEN")); err != nil {
 			return err
 		}
 	}
@@ -89,14 +134,20 @@ func run(ctx context.Context, args []string, out io.Writer, getenv func(string) 
 type bench struct {
 	s      settings
 	out    io.Writer
-	http   *http.Client
+	api    *client.Client // as the current tenant
+	token  string         // the current tenant's key
 	ids    *identity.Store
 	types  *catalog.Store
 	folder int64
-	token  string
+	// run and keys make every upload's Idempotency-Key.
+	run  string
+	keys atomic.Int64
 
 	mu        sync.Mutex
 	latencies []time.Duration // of every upload of uploadAll
+	// ingest's upload phase and the vector backlog when it ended.
+	ingestStart, ingestEnd time.Time
+	backlogAtEnd           float64
 }
 
 func newBench(ctx context.Context, s settings, out io.Writer) (*bench, error) {
@@ -106,8 +157,19 @@ func newBench(ctx context.Context, s settings, out io.Writer) (*bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{s: s, out: out, ids: identity.NewStore(pool), types: catalog.NewStore(pool),
-		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 2 * time.Minute}}
+	// Uploads carry a key each, so the client retries them (and searches)
+	// after a 5xx, 429 or network error: about 3 s in all.
+	api, err := client.New(s.url, "", client.Options{
+		HTTPClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 2 * time.Minute},
+		Retry: client.Retry{Attempts: 5, Backoff: 200 * time.Millisecond, MaxBackoff: time.Second, MaxWait: 10 * time.Second,
+			Statuses: []int{429, 500, 502, 503, 504}},
+	})
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	b := &bench{s: s, out: out, ids: identity.NewStore(pool), types: catalog.NewStore(pool), api: api,
+		run: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	return b, nil
 }
 
@@ -124,11 +186,9 @@ func (b *bench) newTenant(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	b.token = tok
-	var f struct {
-		FolderID int64 `json:"folder_id"`
-	}
-	if err := b.postJSON(ctx, "/apiv2/pub/folders", map[string]any{"name": user, "parent_id": 0}, &f); err != nil {
+	b.api, b.token = b.api.WithToken(tok), tok
+	f, err := b.api.CreateFolder(ctx, user, 0)
+	if err != nil {
 		return err
 	}
 	b.folder = f.FolderID
@@ -141,93 +201,19 @@ func (b *bench) docType(ctx context.Context, base string) (string, error) {
 	return d.Name, err
 }
 
-func (b *bench) postJSON(ctx context.Context, path string, body, into any) error {
-	data, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, "POST", b.s.url+path, bytes.NewReader(data))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	return b.do(req, into)
-}
-
-func (b *bench) do(req *http.Request, into any) error {
-	req.Header.Set("Authorization", "Bearer "+b.token)
-	resp, err := b.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != 200 {
-		return fmt.Errorf("%s %s: %d %s", req.Method, req.URL.Path, resp.StatusCode, bytes.TrimSpace(data))
-	}
-	if into != nil {
-		return json.Unmarshal(data, into)
-	}
-	return nil
-}
-
 // upload posts one text document and returns its id.
 func (b *bench) upload(ctx context.Context, name, text string, fields map[string]string) (int64, error) {
-	var buf bytes.Buffer
-	w := multipart.NewWriter(&buf)
-	_ = w.WriteField("folder_id", strconv.FormatInt(b.folder, 10))
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		_ = w.WriteField(k, fields[k])
-	}
-	h := textproto.MIMEHeader{}
-	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename=%q`, name))
-	h.Set("Content-Type", "text/plain")
-	pw, err := w.CreatePart(h)
+	res, err := b.api.Upload(ctx, client.Upload{FolderID: b.folder, File: strings.NewReader(text), Filename: name,
+		ContentType: "text/plain", Metadata: client.Metadata{Extra: fields},
+		IdempotencyKey: fmt.Sprintf("bench-%s-%d", b.run, b.keys.Add(1))})
 	if err != nil {
-		return 0, err
-	}
-	_, _ = pw.Write([]byte(text))
-	_ = w.Close()
-	req, err := http.NewRequestWithContext(ctx, "POST", b.s.url+"/apiv2/pub/documents/upload", &buf)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", w.FormDataContentType())
-	var res struct {
-		DocID int64 `json:"doc_id"`
-	}
-	if err := b.do(req, &res); err != nil {
 		return 0, err
 	}
 	return res.DocID, nil
 }
 
-type searchResult struct {
-	Total   int64            `json:"total"`
-	Results []map[string]any `json:"results"`
-}
-
-func (r searchResult) ids() []int64 {
-	out := make([]int64, len(r.Results))
-	for i, res := range r.Results {
-		f, _ := res["id"].(float64)
-		out[i] = int64(f)
-	}
-	return out
-}
-
-func (b *bench) search(ctx context.Context, body map[string]any) (searchResult, error) {
-	var r searchResult
-	err := b.postJSON(ctx, "/apiv2/pub/search", body, &r)
-	return r, err
+func (b *bench) search(ctx context.Context, req client.SearchRequest) (*client.SearchResponse, error) {
+	return b.api.Search(ctx, req)
 }
 
 // uploadAll uploads n documents with the given concurrency; doc(i) builds
@@ -252,15 +238,8 @@ func (b *bench) uploadAll(ctx context.Context, n int, doc func(i int) (string, s
 					return
 				}
 				name, text, fields := doc(i)
-				var id int64
-				var err error
 				began := time.Now()
-				for attempt := 0; attempt < 5; attempt++ {
-					if id, err = b.upload(ctx, name, text, fields); err == nil {
-						break
-					}
-					time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
-				}
+				id, err := b.upload(ctx, name, text, fields)
 				if err != nil {
 					errOnce.Do(func() { firstErr = err; cancel() })
 					return
@@ -284,7 +263,7 @@ func (b *bench) waitAll(ctx context.Context, n int) (time.Time, error) {
 	deadline := time.Now().Add(b.s.indexDeadline)
 	last := int64(-1)
 	for {
-		r, err := b.search(ctx, map[string]any{"limit": 1, "select": []any{"id"}})
+		r, err := b.search(ctx, client.SearchRequest{Limit: 1, Select: []string{"id"}})
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -324,3 +303,61 @@ func percentile(d []time.Duration, p float64) time.Duration {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+// waitVectors waits until the search process's embedding stage has no
+// backlog (docrepo_indexer_vector_backlog 0 on its metrics address),
+// reporting when that was; without the address it returns at once,
+// saying vectors may lag.
+func (b *bench) waitVectors(ctx context.Context) (time.Time, bool, error) {
+	if b.s.searchMetrics == "" {
+		b.printf("note: no -search-metrics address: vector searches may run before every content vector is made\n")
+		return time.Now(), false, nil
+	}
+	deadline := time.Now().Add(b.s.indexDeadline)
+	last := -1.0
+	for {
+		backlog, err := metricValue(ctx, "http://"+b.s.searchMetrics+"/metrics", "docrepo_indexer_vector_backlog")
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		if backlog == 0 {
+			return time.Now(), true, nil
+		}
+		if int(backlog)/500 != int(last)/500 {
+			fmt.Fprintf(os.Stderr, "bench: %.0f documents wait for their vectors\n", backlog)
+		}
+		last = backlog
+		if time.Now().After(deadline) {
+			return time.Time{}, false, fmt.Errorf("%.0f documents still without vectors after %v", backlog, b.s.indexDeadline)
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, false, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// metricValue reads one unlabelled gauge from a Prometheus text page (0
+// when the page does not have it).
+func metricValue(ctx context.Context, url, name string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, nil
+}

@@ -29,6 +29,9 @@ mkdir -p "$work/bin"
 # STACK_ROOT builds the stack from another checkout (a before/after run:
 # the same benchmark against an older stack).
 stack_root=${STACK_ROOT:-$root}
+# As make build and the launcher: the SIMD kernels of the sentence encoder
+# (GOEXPERIMENT=nosimd for a plain build).
+export GOEXPERIMENT=${GOEXPERIMENT:-simd}
 for d in services/document services/folder services/schema services/search gateway; do
 	(cd "$stack_root/$d" && go build -o "$work/bin/$(basename "$d")" .)
 done

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/docrepo/docrepo/pkg/client"
 	"math/rand/v2"
 	"os"
 	"sort"
@@ -111,7 +112,7 @@ func (b *bench) synthetic(ctx context.Context) error {
 		}
 		accepted := time.Now()
 		for {
-			r, err := b.search(ctx, map[string]any{"where": map[string]any{"fts": map[string]any{"query": token}}, "select": []any{"id"}})
+			r, err := b.search(ctx, client.SearchRequest{Where: client.FTS(token), Select: []string{"id"}})
 			if err != nil {
 				return err
 			}
@@ -132,39 +133,35 @@ func (b *bench) synthetic(ctx context.Context) error {
 	// Latency per mode.
 	r := rand.New(rand.NewPCG(42, 42))
 	word := func() string { return c.vocab[50+r.IntN(1500)] } // mid-frequency words
-	fts := func(q string) map[string]any { return map[string]any{"fts": map[string]any{"query": q}} }
-	vec := func(q string) map[string]any {
-		return map[string]any{"vector": map[string]any{"target": "content", "query": q}}
-	}
-	and := func(cs ...any) map[string]any { return map[string]any{"and": cs} }
-	meta := func() map[string]any {
+	vec := func(q string) client.Clause { return client.Vector("content", q) }
+	meta := func() client.Clause {
 		d := time.Date(2020+r.IntN(4), time.Month(1+r.IntN(12)), 1, 0, 0, 0, 0, time.UTC)
-		return and(map[string]any{"eq": map[string]any{"field": "doc_type", "value": types[r.IntN(len(types))]}},
-			map[string]any{"gte": map[string]any{"field": "date", "value": d.Format("2006-01-02")}},
-			map[string]any{"lt": map[string]any{"field": "date", "value": d.AddDate(0, 3, 0).Format("2006-01-02")}})
+		return client.And(client.Eq("doc_type", types[r.IntN(len(types))]),
+			client.Compare("gte", "date", d.Format("2006-01-02")),
+			client.Compare("lt", "date", d.AddDate(0, 3, 0).Format("2006-01-02")))
 	}
-	phraseNear := func() map[string]any {
+	phraseNear := func() client.Clause {
 		w := c.words(r.IntN(n))
 		p := r.IntN(len(w) - 10)
-		return fts(fmt.Sprintf(`"%s %s" *N5"%s %s"`, w[p], w[p+1], w[p+3], w[p+8]))
+		return client.FTS(fmt.Sprintf(`"%s %s" *N5"%s %s"`, w[p], w[p+1], w[p+3], w[p+8]))
 	}
 	modes := []struct {
 		name string
-		body func() map[string]any
+		body func() client.SearchRequest
 	}{
-		{"FTS (two words)", func() map[string]any { return map[string]any{"where": fts(word() + " " + word())} }},
-		{"FTS phrase + NEAR", func() map[string]any { return map[string]any{"where": phraseNear()} }},
-		{"vector (content)", func() map[string]any {
-			return map[string]any{"where": vec(word() + " " + word() + " " + word())}
+		{"FTS (two words)", func() client.SearchRequest { return client.SearchRequest{Where: client.FTS(word() + " " + word())} }},
+		{"FTS phrase + NEAR", func() client.SearchRequest { return client.SearchRequest{Where: phraseNear()} }},
+		{"vector (content)", func() client.SearchRequest {
+			return client.SearchRequest{Where: vec(word() + " " + word() + " " + word())}
 		}},
-		{"FTS + vector", func() map[string]any {
-			return map[string]any{"where": and(fts(word()), vec(word()+" "+word()))}
+		{"FTS + vector", func() client.SearchRequest {
+			return client.SearchRequest{Where: client.And(client.FTS(word()), vec(word()+" "+word()))}
 		}},
-		{"metadata only (type + 3-month range, sort date)", func() map[string]any {
-			return map[string]any{"where": meta(), "sort": []any{map[string]any{"field": "date", "direction": "desc"}}}
+		{"metadata only (type + 3-month range, sort date)", func() client.SearchRequest {
+			return client.SearchRequest{Where: meta(), Sort: []client.Sort{{Field: "date", Direction: "desc"}}}
 		}},
-		{"FTS + metadata", func() map[string]any {
-			return map[string]any{"where": and(fts(word()), map[string]any{"eq": map[string]any{"field": "doc_status", "value": "open"}})}
+		{"FTS + metadata", func() client.SearchRequest {
+			return client.SearchRequest{Where: client.And(client.FTS(word()), client.Eq("doc_status", "open"))}
 		}},
 	}
 	b.printf("search latency through the gateway (one client, sequential, %d queries per mode after 20 warm-up; limit 20, default select):\n", b.s.queries)

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestReader(t *testing.T) {
+func TestReaderStopsWithTheCancelCause(t *testing.T) {
 	errStop := errors.New("stop")
 	tests := []struct {
 		name     string

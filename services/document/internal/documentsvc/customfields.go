@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/docrepo/docrepo/pkg/apierr"
+	"github.com/docrepo/docrepo/pkg/audit"
 	"github.com/docrepo/docrepo/pkg/auth"
 	"github.com/docrepo/docrepo/pkg/fieldcheck"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
@@ -258,14 +259,17 @@ func (s *Service) SetCustomFields(ctx context.Context, req *documentv1.SetCustom
 		encoded[i] = string(b)
 	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		st, err := lockDoc(ctx, tx, p, req.GetDocId())
+		st, err := s.lockDoc(ctx, tx, p, req.GetDocId())
 		if err != nil {
 			return err
 		}
 		if st.lockedBy != nil {
 			return errLocked()
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM document_custom_values WHERE doc_id = $1 AND template_id = $2`, st.id, t.GetId()); err != nil {
+		var beforeRows []map[string]any
+		if err := tx.QueryRow(ctx, `WITH gone AS (DELETE FROM document_custom_values WHERE doc_id = $1 AND template_id = $2
+				RETURNING row_no, vals)
+			SELECT coalesce(array_agg(vals ORDER BY row_no), '{}') FROM gone`, st.id, t.GetId()).Scan(&beforeRows); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO document_custom_values (doc_id, template_id, row_no, vals)
@@ -273,11 +277,37 @@ func (s *Service) SetCustomFields(ctx context.Context, req *documentv1.SetCustom
 			st.id, t.GetId(), encoded); err != nil {
 			return err
 		}
-		_, err = bump(ctx, tx, st.id, kindCustomFieldsChanged)
-		return err
+		rev, err := bump(ctx, tx, st.id, kindCustomFieldsChanged)
+		if err != nil {
+			return err
+		}
+		return audit.Append(ctx, tx, audit.Entry{Action: "document.customfields_changed", ObjectID: st.id, Details: map[string]any{
+			"rev": rev, "template_id": t.GetId(), "template_name": t.GetName(), "before": byName(beforeRows, rules), "after": byName(stored, rules),
+		}})
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &documentv1.SetCustomFieldsResponse{Set: out}, nil
+}
+
+// byName renames the column ids of stored rows (the keys of
+// document_custom_values.vals) to the columns' names, for the audit entry.
+func byName(rows []map[string]any, rules map[string]columnRule) []map[string]any {
+	names := make(map[string]string, len(rules))
+	for name, r := range rules {
+		names[strconv.FormatInt(r.id, 10)] = name
+	}
+	out := make([]map[string]any, len(rows))
+	for i, row := range rows {
+		out[i] = make(map[string]any, len(row))
+		for id, v := range row {
+			if name, ok := names[id]; ok {
+				out[i][name] = v
+			} else {
+				out[i][id] = v
+			}
+		}
+	}
+	return out
 }

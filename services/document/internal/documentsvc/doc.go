@@ -40,8 +40,8 @@
 //     Storage names are generated: image_name is a UUID plus the original
 //     extension when that is 1 to 10 lower-case letters or digits; the blob
 //     key is files/<first two hex digits>/<image_name>.
-//   - Size: DOCREPO_MAX_UPLOAD_BYTES (default 10 GiB, also read by the
-//     gateway, which refuses larger Content-Lengths outright); the service
+//   - Size: DOCREPO_MAX_UPLOAD_BYTES (docs/configuration.md; also read by
+//     the gateway, which refuses larger Content-Lengths outright); the service
 //     counts the streamed bytes, so chunked bodies are limited too → 413
 //     "File too large". Empty files are accepted.
 //   - MIME type: the part's Content-Type unless it is empty, unparsable or
@@ -53,8 +53,8 @@
 //   - page_count: for PDFs (by type or %PDF- signature), extract.PageCount
 //     over the stored object through a block cache (64 KiB blocks, at most
 //     4 MiB), so S3 serves few ranged GETs. PDFs over
-//     DOCREPO_PAGECOUNT_MAX_BYTES (256 MiB; the parser holds a PDF's
-//     streams in memory) and damaged PDFs get page_count null; the upload
+//     DOCREPO_PAGECOUNT_MAX_BYTES (the parser holds a PDF's streams in
+//     memory) and damaged PDFs get page_count null; the upload
 //     never fails for its page count.
 //   - doc_number: "<prefix>-<5-digit sequence>" (more digits past 99999)
 //     from doc_number_sequences, incremented by INSERT ... ON CONFLICT DO
@@ -82,7 +82,9 @@
 //   - include=folders lists the assignments the caller can see, resolved
 //     through FolderService.GetFolders, sorted by full_path; a folder of the
 //     document in a group the caller lacks is left out.
-//   - locked_by is the username holding the lock, null when unlocked.
+//   - locked_by is the username holding the lock, null when unlocked or
+//     when the lock is past DOCREPO_LOCK_TTL (islocked false too, as the
+//     writes see it, before the sweeper releases it; locks.go lockHeldSQL).
 //   - content_source (an extension) tells where the searchable text of the
 //     current file came from, as the indexer reports it through
 //     SetContentSource (scope internal): "text", "ocr" or "none"; "none"
@@ -155,7 +157,8 @@
 //     values, case-insensitive substring search, ordered case-insensitively
 //     (custom numbers numerically); limit 1..500, default 100.
 //   - GetIndexDocument (internal) returns metadata with the current file,
-//     rev, group and folder ids, or deleted=true for a missing id; custom
+//     rev, group and folder ids, or deleted=true for a missing or trashed
+//     id; custom
 //     fields are not part of it (the search engine does not index them).
 //     GetIndexDocuments answers the same for up to 1,000 ids in one
 //     snapshot (four set-based queries), with current files of at most
@@ -165,14 +168,20 @@
 //     ListDocumentIds pages ids ascending (limit 1..10000, default 1000),
 //     with the ids whose current file has no content source yet (unread).
 //
+// # Trash, purge and bulk operations
+//
+// DELETE moves a document to the trash (deleted_at), which every query
+// leaves out through visibleSQL; restore clears it; purge deletes the
+// blobs, then the rows, in crash-safe steps finished by a sweeper that
+// also purges after DOCREPO_TRASH_RETENTION (trash.go). Bulk operations
+// run the same code per document, a savepoint each (bulk.go).
+//
 // # Configuration
 //
-// Flags with environment defaults (see Config.Register): DATABASE_URL,
-// DOCREPO_GRPC_ADDR (127.0.0.1:9101), DOCREPO_METRICS_ADDR, NATS_URL,
-// DOCREPO_FOLDER_ADDR, DOCREPO_SCHEMA_ADDR, DOCREPO_MAX_UPLOAD_BYTES,
-// DOCREPO_PAGECOUNT_MAX_BYTES, and the blob store: MINIO_ENDPOINT (when
-// set: MINIO_ACCESS_KEY, MINIO_SECRET_KEY, MINIO_BUCKET (docrepo, created
-// when missing), MINIO_USE_SSL), else DOCREPO_BLOB_DIR (./.data/blobs).
+// Config.Register registers the settings: the common service settings, the
+// folder and schema services' addresses, the upload limits, and the blob
+// store (MinIO/S3 when MINIO_ENDPOINT is set, else DOCREPO_BLOB_DIR on local
+// disk). Defaults and meanings: docs/configuration.md.
 //
 // # Benchmarks
 //

@@ -95,10 +95,13 @@ func (s *Service) receiveFile(ctx context.Context, hdr *documentv1.FileHeader, n
 	}
 	imageName, key := newStorageName(origname)
 	// Record the key first, so that a crash between here and the commit
-	// leaves a trace the sweeper follows (SweepPending).
+	// leaves a trace the sweeper follows (SweepPending), and renew it for
+	// as long as the request runs, so that the sweeper never takes a slow
+	// upload, or one waiting for its commit, for a dead one.
 	if _, err := s.pool.Exec(ctx, `INSERT INTO document_pending_blobs (blob_key) VALUES ($1)`, key); err != nil {
 		return nil, internal(err)
 	}
+	go s.keepPending(ctx, key)
 	r := newFileReader(next, s.maxSize)
 	n, err := s.store.Put(ctx, key, r)
 	if err != nil {
@@ -129,6 +132,24 @@ func (s *Service) receiveFile(ctx context.Context, hdr *documentv1.FileHeader, n
 		f.pageCount = s.pageCount(ctx, key, n)
 	}
 	return f, nil
+}
+
+// keepPending renews the pending record of key every pendingTouch until
+// ctx (the upload's request) ends: its created_at is the upload's last sign
+// of life, which the sweeper measures the age from.
+func (s *Service) keepPending(ctx context.Context, key string) {
+	t := time.NewTicker(s.pendingTouch)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := s.pool.Exec(ctx, `UPDATE document_pending_blobs SET created_at = now() WHERE blob_key = $1`, key); err != nil && ctx.Err() == nil {
+			s.log.Warn("could not renew the pending record of an upload in progress", "key", key, "error", err)
+		}
+	}
 }
 
 // discard deletes a blob that no committed row refers to, then its pending
@@ -169,7 +190,8 @@ func committed(ctx context.Context, tx pgx.Tx, key string) error {
 const forgetPendingSQL = `DELETE FROM document_pending_blobs WHERE blob_key = $1`
 
 // SweepPending deletes the blobs of uploads that never committed: pending
-// records older than olderThan (whose uploads must be dead by then). It
+// records not renewed for olderThan (uploads in progress renew theirs every
+// Deps.PendingTouch, so theirs are dead). It
 // returns how many it removed. Several service instances may sweep at
 // once: each record is claimed with SKIP LOCKED.
 func (s *Service) SweepPending(ctx context.Context, olderThan time.Duration) (int, error) {
@@ -304,4 +326,9 @@ func (c *blockCache) ReadAt(p []byte, off int64) (int, error) {
 		done += copy(p[done:], b[within:])
 	}
 	return done, nil
+}
+
+// fileDetails describes a stored file in an audit entry.
+func fileDetails(f *storedFile) map[string]any {
+	return map[string]any{"name": f.origname, "image_name": f.imageName, "mime_type": f.mimeType, "size": f.size, "sha256": f.sha256}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/auth"
 	"github.com/docrepo/docrepo/pkg/fieldcheck"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+	"github.com/docrepo/docrepo/pkg/visibility"
 )
 
 // ListDocumentIds limits.
@@ -31,7 +32,7 @@ func (s *Service) GetIndexDocument(ctx context.Context, req *documentv1.GetIndex
 	out := &documentv1.IndexDocument{}
 	deleted := false
 	err = s.readTx(ctx, func(tx pgx.Tx) error {
-		doc, rev, err := loadDocument(ctx, tx, p, req.GetDocId())
+		doc, rev, err := s.loadDocument(ctx, tx, p, req.GetDocId())
 		if apierr.IsKind(err, apierr.KindNotFound) {
 			deleted = true
 			return nil
@@ -82,13 +83,14 @@ func (s *Service) ListDocumentIds(ctx context.Context, req *documentv1.ListDocum
 		return nil, err
 	}
 	resp := &documentv1.ListDocumentIdsResponse{}
+	vis := visibility.Of(p)
 	err = s.readTx(ctx, func(tx pgx.Tx) error {
 		// unread: the current (newest) file has no content source yet.
 		rows, err := tx.Query(ctx, `SELECT d.id, d.rev,
 				coalesce((SELECT lf.content_source IS NULL FROM linked_files lf
 					WHERE lf.doc_id = d.id ORDER BY lf.ownid DESC LIMIT 1), false)
-			FROM documents d WHERE d.id > $3 AND `+visibleSQL+` ORDER BY d.id LIMIT $4`,
-			p.Unrestricted(), p.GroupIDs, req.GetAfterId(), limit)
+			FROM documents d WHERE d.id > $3 AND `+visibleSQL(vis, 1)+` ORDER BY d.id LIMIT $4`,
+			vis.Unrestricted, vis.GroupIDs, req.GetAfterId(), limit)
 		if err != nil {
 			return err
 		}
@@ -108,7 +110,7 @@ func (s *Service) ListDocumentIds(ctx context.Context, req *documentv1.ListDocum
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `SELECT count(*) FROM documents d WHERE `+visibleSQL, p.Unrestricted(), p.GroupIDs).Scan(&resp.Total)
+		return tx.QueryRow(ctx, `SELECT count(*) FROM documents d WHERE `+visibleSQL(vis, 1), vis.Unrestricted, vis.GroupIDs).Scan(&resp.Total)
 	})
 	if err != nil {
 		return nil, err

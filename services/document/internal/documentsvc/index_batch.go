@@ -13,6 +13,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/auth"
 	"github.com/docrepo/docrepo/pkg/blob"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+	"github.com/docrepo/docrepo/pkg/visibility"
 )
 
 // Limits of the indexer's batch calls.
@@ -56,7 +57,7 @@ func (s *Service) GetIndexDocuments(ctx context.Context, req *documentv1.GetInde
 	keys := map[int64]string{}
 	err = s.readTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		if docs, err = loadIndexDocuments(ctx, tx, p, ids); err != nil {
+		if docs, err = s.loadIndexDocuments(ctx, tx, p, ids); err != nil {
 			return err
 		}
 		if len(docs) == 0 {
@@ -121,9 +122,10 @@ func inlineWithin(ids []int64, docs map[int64]*documentv1.IndexDocument, keys ma
 }
 
 // loadIndexDocuments reads the document rows of ids the caller can see.
-func loadIndexDocuments(ctx context.Context, tx pgx.Tx, p *auth.Principal, ids []int64) (map[int64]*documentv1.IndexDocument, error) {
-	rows, err := tx.Query(ctx, `SELECT `+documentColumns+` FROM documents d WHERE d.id = ANY($3) AND `+visibleSQL,
-		p.Unrestricted(), p.GroupIDs, ids)
+func (s *Service) loadIndexDocuments(ctx context.Context, tx pgx.Tx, p *auth.Principal, ids []int64) (map[int64]*documentv1.IndexDocument, error) {
+	vis := visibility.Of(p)
+	rows, err := tx.Query(ctx, `SELECT `+documentColumns(4)+` FROM documents d WHERE d.id = ANY($3) AND `+visibleSQL(vis, 1),
+		vis.Unrestricted, vis.GroupIDs, ids, s.ttlSeconds())
 	if err != nil {
 		return nil, err
 	}

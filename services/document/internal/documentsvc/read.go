@@ -14,6 +14,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/auth"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
 	folderv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/folder/v1"
+	"github.com/docrepo/docrepo/pkg/visibility"
 )
 
 // includes are the optional parts of GetDocument.
@@ -45,16 +46,23 @@ func parseInclude(v string) (includes, error) {
 	return inc, nil
 }
 
-const documentColumns = `d.id, d.description, d.doc_number, d.doc_type, d.doc_status, d.reference_number, d.date,
+// documentColumns are the columns scanDocument reads, the lock TTL in
+// seconds read from $ttlArg: a lock past it reads as none (islocked false,
+// no locked_by), as the writes see it, before the sweeper releases it.
+func documentColumns(ttlArg int) string {
+	held := lockHeldSQL(ttlArg)
+	return `d.id, d.description, d.doc_number, d.doc_type, d.doc_status, d.reference_number, d.date,
 	d.from_entity, d.to_entity, d.entry_person, d.entry_date, d.rev_number, d.main_doc_number, d.privileged,
-	d.locked_by IS NOT NULL, d.account_number, d.locked_by_name, d.subdoctype, d.rev`
+	` + held + `, d.account_number, CASE WHEN ` + held + ` THEN d.locked_by_name END, d.subdoctype, d.rev`
+}
 
 // loadDocument reads the document row, or returns 404 when the caller
 // cannot see it.
-func loadDocument(ctx context.Context, q querier, p *auth.Principal, id int64) (*documentv1.Document, int64, error) {
-	d, rev, err := scanDocument(q.QueryRow(ctx, `SELECT `+documentColumns+`
+func (s *Service) loadDocument(ctx context.Context, q querier, p *auth.Principal, id int64) (*documentv1.Document, int64, error) {
+	vis := visibility.Of(p)
+	d, rev, err := scanDocument(q.QueryRow(ctx, `SELECT `+documentColumns(4)+`
 		FROM documents d
-		WHERE d.id = $3 AND `+visibleSQL, p.Unrestricted(), p.GroupIDs, id))
+		WHERE d.id = $3 AND `+visibleSQL(vis, 1), vis.Unrestricted, vis.GroupIDs, id, s.ttlSeconds()))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, 0, errDocNotFound()
 	}
@@ -175,7 +183,7 @@ func (s *Service) GetDocument(ctx context.Context, req *documentv1.GetDocumentRe
 	)
 	err = s.readTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		if doc, _, err = loadDocument(ctx, tx, p, req.GetDocId()); err != nil {
+		if doc, _, err = s.loadDocument(ctx, tx, p, req.GetDocId()); err != nil {
 			return err
 		}
 		if doc.LinkedFiles, err = loadLinkedFiles(ctx, tx, doc.Id); err != nil {

@@ -23,6 +23,7 @@ import (
 	folderv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/folder/v1"
 	schemav1 "github.com/docrepo/docrepo/pkg/gen/docrepo/schema/v1"
 	"github.com/docrepo/docrepo/pkg/outbox"
+	"github.com/docrepo/docrepo/pkg/visibility"
 )
 
 // FolderClient is what the service needs of the folder service.
@@ -55,8 +56,32 @@ type Deps struct {
 	// may hold up to PageCountMaxBytes of parsed streams); 0 means the
 	// number of CPUs.
 	PageCountConcurrency int
-	Logger               *slog.Logger
+	// PendingTouch is how often an upload in progress renews its pending
+	// blob record, so that the sweeper (SweepPending) never takes an
+	// upload still streaming for a dead one; it must be well below the
+	// sweeper's age. 0 means DefaultPendingTouch.
+	PendingTouch time.Duration
+	// ValuesTimeout bounds one distinct-values listing (504 past it);
+	// ValuesPerCaller how many one caller runs at once (429 beyond). 0:
+	// the defaults (valuelimit.go).
+	ValuesTimeout   time.Duration
+	ValuesPerCaller int
+	// StoreID names the blob store (its kind and location): a purge
+	// records it, and only a process on the same store resumes the purge
+	// (trash.go). Processes sharing a database share a store in a real
+	// deployment; "" is fine for one.
+	StoreID string
+	// TrashRetention is how long a deleted document stays in the trash
+	// before the sweeper purges it; 0 means DefaultTrashRetention.
+	TrashRetention time.Duration
+	// LockTTL is how long a lock holds before it expires (locks.go); 0:
+	// until its holder unlocks it or an operator breaks it.
+	LockTTL time.Duration
+	Logger  *slog.Logger
 }
+
+// DefaultPendingTouch is the default of Deps.PendingTouch.
+const DefaultPendingTouch = time.Minute
 
 // DefaultPageCountMaxBytes is the default of Deps.PageCountMaxBytes.
 const DefaultPageCountMaxBytes = 256 << 20
@@ -64,6 +89,7 @@ const DefaultPageCountMaxBytes = 256 << 20
 // Service implements documentv1.DocumentServiceServer.
 type Service struct {
 	documentv1.UnimplementedDocumentServiceServer
+	documentv1.UnimplementedDocumentLifecycleServiceServer
 	pool    *pgxpool.Pool
 	store   blob.Store
 	folders FolderClient
@@ -73,6 +99,7 @@ type Service struct {
 
 	pageCountMax     int64
 	pageCountTimeout time.Duration
+	pendingTouch     time.Duration
 	// pageCounts holds a token per page count in progress.
 	pageCounts chan struct{}
 	// knownTypes holds doc type names the schema service confirmed (see
@@ -80,7 +107,15 @@ type Service struct {
 	// to a set of groups (see checkFolder).
 	knownTypes     answers
 	visibleFolders answers
-	now            func() time.Time
+	// values bounds the distinct-values listings (valuelimit.go).
+	values *valueLimiter
+	// trashRetention and storeID are Deps.TrashRetention and
+	// Deps.StoreID (trash.go).
+	trashRetention time.Duration
+	storeID        string
+	// lockTTL is how long a lock holds (0: until unlocked or broken).
+	lockTTL time.Duration
+	now     func() time.Time
 }
 
 // NewService returns the document service.
@@ -90,7 +125,7 @@ func NewService(d Deps) *Service {
 		log = slog.Default()
 	}
 	s := &Service{pool: d.Pool, store: d.Store, folders: d.Folders, schema: d.Schema, maxSize: d.MaxUploadBytes, log: log,
-		pageCountMax: d.PageCountMaxBytes, pageCountTimeout: d.PageCountTimeout, now: time.Now,
+		pageCountMax: d.PageCountMaxBytes, pageCountTimeout: d.PageCountTimeout, pendingTouch: d.PendingTouch, now: time.Now, lockTTL: max(d.LockTTL, 0),
 		knownTypes:     answers{ttl: knownTypeTTL, max: maxAnswers},
 		visibleFolders: answers{ttl: visibleFolderTTL, max: maxAnswers}}
 	if s.pageCountMax <= 0 {
@@ -99,11 +134,23 @@ func NewService(d Deps) *Service {
 	if s.pageCountTimeout <= 0 {
 		s.pageCountTimeout = time.Minute
 	}
+	s.storeID = d.StoreID
+	if s.trashRetention = d.TrashRetention; s.trashRetention <= 0 {
+		s.trashRetention = DefaultTrashRetention
+	}
+	if s.pendingTouch <= 0 {
+		s.pendingTouch = DefaultPendingTouch
+	}
 	n := d.PageCountConcurrency
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
 	s.pageCounts = make(chan struct{}, n)
+	poolConns := 8
+	if d.Pool != nil {
+		poolConns = int(d.Pool.Config().MaxConns)
+	}
+	s.values = newValueLimiter(d.ValuesTimeout, d.ValuesPerCaller, poolConns)
 	return s
 }
 
@@ -125,10 +172,25 @@ func checkDocID(id int64) error {
 	return nil
 }
 
-// visibleSQL is the visibility predicate of document alias d: $1 is
-// "unrestricted", $2 the caller's group ids. Every query touching a
-// caller's documents uses it.
-const visibleSQL = `($1::bool OR EXISTS (SELECT 1 FROM document_groups vg WHERE vg.doc_id = d.id AND vg.group_id = ANY($2::bigint[])))`
+// documentGroups lists each document's groups: a document is visible to
+// the callers sharing one.
+var documentGroups = visibility.Groups{Table: "document_groups", Key: "doc_id"}
+
+// visibleSQL is the predicate "document alias d is visible to vis", vis's
+// arguments (Unrestricted, GroupIDs) read from $at and $at+1. Every query
+// touching a caller's documents uses it. A document in the trash is
+// visible to nobody, internal callers included (the indexer then drops
+// it): only the trash's own queries (trashVisibleSQL) see it.
+func visibleSQL(vis visibility.Viewer, at int) string {
+	return "(d.deleted_at IS NULL AND " + vis.SQL(documentGroups, "d", at) + ")"
+}
+
+// trashVisibleSQL is the predicate "document alias d is in the trash,
+// not being purged, and shares a group with vis" (arguments as for
+// visibleSQL): the documents the trash lists and restores.
+func trashVisibleSQL(vis visibility.Viewer, at int) string {
+	return "(d.deleted_at IS NOT NULL AND d.purging_at IS NULL AND " + vis.SQL(documentGroups, "d", at) + ")"
+}
 
 // querier is a pool or a transaction.
 type querier interface {
@@ -142,24 +204,44 @@ type docState struct {
 	id       int64
 	rev      int64
 	lockedBy *int64
+	// The lock's holder name and time, and whether it outlived the TTL.
+	lockedByName string
+	lockedAt     time.Time
+	lockExpired  bool
 }
 
-// lockDoc loads a visible document for update inside tx.
-func lockDoc(ctx context.Context, tx pgx.Tx, p *auth.Principal, id int64) (docState, error) {
+// lockDoc loads a visible document for update inside tx. A lock that
+// outlived the TTL is released on the way (expireLock), so st.lockedBy is
+// only ever a lock that holds.
+func (s *Service) lockDoc(ctx context.Context, tx pgx.Tx, p *auth.Principal, id int64) (docState, error) {
 	st := docState{id: id}
-	err := tx.QueryRow(ctx, `SELECT d.rev, d.locked_by FROM documents d
-		WHERE d.id = $3 AND `+visibleSQL+` FOR UPDATE`, p.Unrestricted(), p.GroupIDs, id).Scan(&st.rev, &st.lockedBy)
+	vis := visibility.Of(p)
+	var name *string
+	var at *time.Time
+	err := tx.QueryRow(ctx, `SELECT d.rev, d.locked_by, d.locked_by_name, d.locked_at, `+lockExpiredSQL(4)+` FROM documents d
+		WHERE d.id = $3 AND `+visibleSQL(vis, 1)+` FOR UPDATE`, vis.Unrestricted, vis.GroupIDs, id, s.ttlSeconds()).Scan(
+		&st.rev, &st.lockedBy, &name, &at, &st.lockExpired)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, errDocNotFound()
 	}
-	return st, err
+	if err != nil {
+		return st, err
+	}
+	if name != nil {
+		st.lockedByName = *name
+	}
+	if at != nil {
+		st.lockedAt = *at
+	}
+	return st, s.expireLock(ctx, tx, &st)
 }
 
 // checkVisible reports 404 unless the caller can see the document.
 func checkVisible(ctx context.Context, q querier, p *auth.Principal, id int64) error {
 	var ok bool
-	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM documents d WHERE d.id = $3 AND `+visibleSQL+`)`,
-		p.Unrestricted(), p.GroupIDs, id).Scan(&ok); err != nil {
+	vis := visibility.Of(p)
+	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM documents d WHERE d.id = $3 AND `+visibleSQL(vis, 1)+`)`,
+		vis.Unrestricted, vis.GroupIDs, id).Scan(&ok); err != nil {
 		return apierr.Internal(err)
 	}
 	if !ok {
@@ -191,6 +273,10 @@ const (
 	kindLocked              = "locked"
 	kindUnlocked            = "unlocked"
 	kindCustomFieldsChanged = "customfields_changed"
+	kindFoldersChanged      = "folders_changed"
+	kindDeleted             = "deleted"
+	kindRestored            = "restored"
+	kindPurged              = "purged"
 )
 
 // inTx runs fn in a transaction, passing *apierr.Error values through and

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/docrepo/docrepo/pkg/apierr"
+	"github.com/docrepo/docrepo/pkg/audit"
 	"github.com/docrepo/docrepo/pkg/auth"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
 	folderv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/folder/v1"
@@ -142,7 +143,8 @@ func (c *uploadChecker) check(ctx context.Context, m *documentv1.UploadMetadata,
 // created (docs/api.md has no call that changes them), and a caller whose
 // groups change asks again under the new set. A folder deleted meanwhile
 // is still refused: the assignment checks folder_refs in its transaction
-// (assignFolder). The ingest profile showed a folder round trip per upload
+// (assignFolder), which the folder service's FoldersDeleted call marks
+// before its DELETE answers (the folder.deleted event only later). The ingest profile showed a folder round trip per upload
 // into the same folder.
 func (s *Service) checkFolder(ctx context.Context, p *auth.Principal, id int64) error {
 	now := s.now()
@@ -336,11 +338,20 @@ func (s *Service) createDocument(ctx context.Context, p *auth.Principal, f *docF
 		b.Queue(forgetPendingSQL, file.key)
 		if f.idempotencyKey != nil {
 			// The document is new: its only file is the one just inserted.
-			b.Queue(`INSERT INTO upload_keys (user_id, key, doc_id, linked_file_id, filehash)
-				VALUES ($1, $2, $3, (SELECT ownid FROM linked_files WHERE doc_id = $3), $4)`,
-				p.UserID, *f.idempotencyKey, resp.DocId, file.sha256)
+			// The result is kept whole: replays answer it whatever
+			// happens to the document later.
+			b.Queue(`INSERT INTO upload_keys (user_id, key, doc_id, linked_file_id, filehash, image_name, description, doc_number)
+				VALUES ($1, $2, $3, (SELECT ownid FROM linked_files WHERE doc_id = $3), $4, $5, $6, $7)`,
+				p.UserID, *f.idempotencyKey, resp.DocId, file.sha256, resp.ImageName, resp.Description, resp.DocNumber)
 		}
 		if err := outbox.Queue(ctx, b, outbox.Event{Aggregate: outbox.AggregateDocument, AggregateID: resp.DocId, Kind: kindCreated, Rev: 1}); err != nil {
+			return err
+		}
+		if err := audit.Queue(ctx, b, audit.Entry{Action: "document.created", ObjectID: resp.DocId, Details: map[string]any{
+			"rev": 1, "description": description, "doc_number": resp.DocNumber, "doc_type": f.docType,
+			"folder_id": f.folderID, "group_ids": p.GroupIDs, "file": fileDetails(file),
+			"idempotency_key": f.idempotencyKey != nil,
+		}}); err != nil {
 			return err
 		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -370,9 +381,10 @@ func priorUpload(ctx context.Context, tx pgx.Tx, userID int64, key, filehash str
 		r    documentv1.UploadDocumentResponse
 		hash string
 	)
-	err := tx.QueryRow(ctx, `SELECT k.doc_id, k.linked_file_id, k.filehash, lf.image_name, d.description, d.doc_number
-		FROM upload_keys k JOIN documents d ON d.id = k.doc_id JOIN linked_files lf ON lf.ownid = k.linked_file_id
-		WHERE k.user_id = $1 AND k.key = $2`, userID, key).
+	// The first result is read from the key alone: a later version, PATCH
+	// or lock changes the document, not what its upload answered.
+	err := tx.QueryRow(ctx, `SELECT k.doc_id, k.linked_file_id, k.filehash, k.image_name, k.description, k.doc_number
+		FROM upload_keys k WHERE k.user_id = $1 AND k.key = $2`, userID, key).
 		Scan(&r.DocId, &r.LinkedFileId, &hash, &r.ImageName, &r.Description, &r.DocNumber)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil

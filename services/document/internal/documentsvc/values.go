@@ -12,6 +12,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/fieldcheck"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
 	folderv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/folder/v1"
+	"github.com/docrepo/docrepo/pkg/visibility"
 )
 
 // Distinct-value limits (docs/api.md §8).
@@ -41,7 +42,8 @@ var valueColumns = map[string]string{
 	"date":             `to_char(d.date AT TIME ZONE 'UTC', 'YYYY-MM-DD')`,
 	"entry_date":       `to_char(d.entry_date AT TIME ZONE 'UTC', 'YYYY-MM-DD')`,
 	"privileged":       "d.privileged::text",
-	"islocked":         "(d.locked_by IS NOT NULL)::text",
+	// $5 is the lock TTL in seconds: an expired lock is no lock (locks.go).
+	"islocked": "(" + lockHeldSQL(5) + ")::text",
 }
 
 // ListDistinctValues lists the distinct non-empty values of a document
@@ -64,8 +66,14 @@ func (s *Service) ListDistinctValues(ctx context.Context, req *documentv1.ListDi
 		}
 		search = &v
 	}
+	release, err := s.values.acquire(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	var sql string
-	args := []any{p.Unrestricted(), p.GroupIDs, search, limit}
+	vis := visibility.Of(p)
+	args := []any{vis.Unrestricted, vis.GroupIDs, search, limit}
 	if req.GetTemplateId() != 0 || req.GetColumnId() != 0 {
 		if req.GetTemplateId() <= 0 || req.GetColumnId() <= 0 {
 			return nil, apierr.Invalid("Invalid custom field: template_id and column_id must both be positive")
@@ -75,12 +83,18 @@ func (s *Service) ListDistinctValues(ctx context.Context, req *documentv1.ListDi
 				SELECT cv.vals->>$6 AS v,
 					CASE WHEN jsonb_typeof(cv.vals->$6) = 'number' THEN (cv.vals->>$6)::numeric END AS n
 				FROM document_custom_values cv JOIN documents d ON d.id = cv.doc_id
-				WHERE cv.template_id = $5 AND ` + visibleSQL + `) x
+				WHERE cv.template_id = $5 AND ` + visibleSQL(vis, 1) + `) x
 			WHERE v IS NOT NULL AND v <> '' AND ($3::text IS NULL OR strpos(lower(v), lower($3)) > 0)
 			GROUP BY v, n ORDER BY n NULLS LAST, lower(v) COLLATE "C", v COLLATE "C" LIMIT $4`
 		args = append(args, req.GetTemplateId(), strconv.FormatInt(req.GetColumnId(), 10))
 	} else if req.GetColumn() == "filesbelongto" {
-		values, err := s.folderValues(ctx, p, search, int(limit))
+		// Several queries and calls: the time limit is the whole listing's.
+		fctx, cancel := context.WithTimeout(ctx, s.values.timeout)
+		defer cancel()
+		values, err := s.folderValues(fctx, p, search, int(limit))
+		if err != nil && fctx.Err() != nil && ctx.Err() == nil {
+			return nil, apierr.Timeout("Gateway Timeout")
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -90,17 +104,16 @@ func (s *Service) ListDistinctValues(ctx context.Context, req *documentv1.ListDi
 		if !ok {
 			return nil, apierr.Invalid("Unknown document column: %q", truncate(req.GetColumn(), 60))
 		}
-		sql = `SELECT v FROM (SELECT DISTINCT ` + expr + ` AS v FROM documents d WHERE ` + visibleSQL + `) x
+		if req.GetColumn() == "islocked" {
+			args = append(args, s.ttlSeconds())
+		}
+		sql = `SELECT v FROM (SELECT DISTINCT ` + expr + ` AS v FROM documents d WHERE ` + visibleSQL(vis, 1) + `) x
 			WHERE v IS NOT NULL AND v <> '' AND ($3::text IS NULL OR strpos(lower(v), lower($3)) > 0)
 			ORDER BY lower(v) COLLATE "C", v COLLATE "C" LIMIT $4`
 	}
-	rows, err := s.pool.Query(ctx, sql, args...)
+	values, err := s.values.query(ctx, s, sql, args...)
 	if err != nil {
-		return nil, apierr.Internal(err)
-	}
-	values, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, apierr.Internal(err)
+		return nil, err
 	}
 	if values == nil {
 		values = []string{}
@@ -116,11 +129,12 @@ func (s *Service) ListDistinctValues(ctx context.Context, req *documentv1.ListDi
 func (s *Service) folderValues(ctx context.Context, p *auth.Principal, search *string, limit int) ([]string, error) {
 	values := []string{}
 	var after int64
+	vis := visibility.Of(p)
 	for {
 		rows, err := s.pool.Query(ctx, `SELECT v FROM (SELECT DISTINCT df.folder_id AS v
-				FROM document_folders df JOIN documents d ON d.id = df.doc_id WHERE `+visibleSQL+`) x
+				FROM document_folders df JOIN documents d ON d.id = df.doc_id WHERE `+visibleSQL(vis, 1)+`) x
 			WHERE v > $5 AND ($3::text IS NULL OR strpos(v::text, $3) > 0)
-			ORDER BY v LIMIT $4`, p.Unrestricted(), p.GroupIDs, search, folderValuesPage, after)
+			ORDER BY v LIMIT $4`, vis.Unrestricted, vis.GroupIDs, search, folderValuesPage, after)
 		if err != nil {
 			return nil, apierr.Internal(err)
 		}

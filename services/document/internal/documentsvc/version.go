@@ -9,8 +9,10 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/docrepo/docrepo/pkg/apierr"
+	"github.com/docrepo/docrepo/pkg/audit"
 	"github.com/docrepo/docrepo/pkg/auth"
 	documentv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/document/v1"
+	"github.com/docrepo/docrepo/pkg/visibility"
 )
 
 // ArchiveTypeReplaced is the archive reason of a file replaced by a new
@@ -70,8 +72,9 @@ func (s *Service) UploadVersion(stream grpc.ClientStreamingServer[documentv1.Upl
 // (423).
 func (s *Service) checkWritable(ctx context.Context, p *auth.Principal, docID int64) error {
 	var locked bool
-	err := s.pool.QueryRow(ctx, `SELECT d.locked_by IS NOT NULL FROM documents d WHERE d.id = $3 AND `+visibleSQL,
-		p.Unrestricted(), p.GroupIDs, docID).Scan(&locked)
+	vis := visibility.Of(p)
+	err := s.pool.QueryRow(ctx, `SELECT `+lockHeldSQL(4)+` FROM documents d WHERE d.id = $3 AND `+visibleSQL(vis, 1),
+		vis.Unrestricted, vis.GroupIDs, docID, s.ttlSeconds()).Scan(&locked)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errDocNotFound()
 	}
@@ -88,7 +91,7 @@ func (s *Service) checkWritable(ctx context.Context, p *auth.Principal, docID in
 func (s *Service) replaceFile(ctx context.Context, p *auth.Principal, docID int64, f *storedFile) (*documentv1.VersionListing, error) {
 	var listing *documentv1.VersionListing
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		st, err := lockDoc(ctx, tx, p, docID)
+		st, err := s.lockDoc(ctx, tx, p, docID)
 		if err != nil {
 			return err
 		}
@@ -110,7 +113,13 @@ func (s *Service) replaceFile(ctx context.Context, p *auth.Principal, docID int6
 		if err := committed(ctx, tx, f.key); err != nil {
 			return err
 		}
-		if _, err := bump(ctx, tx, docID, kindFileReplaced); err != nil {
+		rev, err := bump(ctx, tx, docID, kindFileReplaced)
+		if err != nil {
+			return err
+		}
+		if err := audit.Append(ctx, tx, audit.Entry{Action: "document.file_replaced", ObjectID: docID, Details: map[string]any{
+			"rev": rev, "file": fileDetails(f),
+		}}); err != nil {
 			return err
 		}
 		listing, err = versionListing(ctx, tx, docID)

@@ -24,8 +24,12 @@
 //   - Delete removes the whole subtree; it is refused (403) when the subtree
 //     holds a folder the caller cannot see, so nobody deletes what they
 //     cannot see. Documents stay; their assignments to the deleted folders
-//     go with them (a database cascade, which bumps the documents' revision
-//     and emits their events in the same transaction). unassigned_documents
+//     go (the document service's: each removal bumps the document's
+//     revision and emits its event). Once the deletion committed, and
+//     before it answers, the document service is told (FoldersDeleted, as
+//     the service credential), so that the deleting client is refused an
+//     upload into a deleted folder at once; the folder.deleted event does
+//     the same later and covers a call that failed. unassigned_documents
 //     counts only the documents the caller can see, so the answer reveals
 //     nothing about the others.
 package foldersvc

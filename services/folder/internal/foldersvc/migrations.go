@@ -3,6 +3,7 @@ package foldersvc
 import (
 	"embed"
 
+	"github.com/docrepo/docrepo/pkg/audit"
 	"github.com/docrepo/docrepo/pkg/database"
 	"github.com/docrepo/docrepo/pkg/identity"
 	"github.com/docrepo/docrepo/pkg/outbox"
@@ -15,12 +16,13 @@ var migrationFiles embed.FS
 const Schema = "folder"
 
 // Migrations are the sets the folder service applies at start-up, in order:
-// identity (it authenticates callers against it), its own tables, and its
-// outbox.
+// identity (it authenticates callers against it), its own tables, its
+// outbox and its audit log.
 func Migrations() []database.MigrationSet {
 	return []database.MigrationSet{
 		identity.Migrations,
 		database.Embedded(migrationFiles, Schema, Schema),
 		outbox.Migrations(Schema),
+		audit.Migrations(Schema),
 	}
 }

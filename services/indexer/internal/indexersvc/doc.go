@@ -11,13 +11,10 @@
 // OpenSearch's external versioning keeps only the newest revision of each
 // document whatever the order of their writes.
 //
-// Configuration (flags or environment): the common service settings, the
-// pipeline settings of indexing.Settings (DOCREPO_DOCUMENT_ADDR,
-// DOCREPO_SERVICE_TOKEN, DOCREPO_EMBEDDER*, DOCREPO_EMBED_*, DOCREPO_INDEX_*,
-// DOCREPO_EXTRACT_TIMEOUT, the OCR settings DOCREPO_OCR* of pkg/ocr and the
-// README's OCR section) and OPENSEARCH_URL, OPENSEARCH_USERNAME,
-// OPENSEARCH_PASSWORD, OPENSEARCH_INDEX. /readyz is ready when OpenSearch
-// answers.
+// Configuration: the common service settings, the pipeline's
+// indexing.Settings (embedder, batching, timeouts, OCR) and the OpenSearch
+// connection, all in docs/configuration.md. /readyz is ready when
+// OpenSearch answers.
 //
 // Rebuilding: `docrepoctl reindex -recreate` runs indexing.Indexer.Rebuild
 // with an opensearchengine.Generation as its target: every document is

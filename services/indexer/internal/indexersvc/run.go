@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/docrepo/docrepo/pkg/bootstrap"
 	"github.com/docrepo/docrepo/pkg/config"
 	"github.com/docrepo/docrepo/pkg/database"
@@ -14,6 +16,8 @@ import (
 	indexerv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/indexer/v1"
 	"github.com/docrepo/docrepo/pkg/identity"
 	"github.com/docrepo/docrepo/pkg/indexing"
+	"github.com/docrepo/docrepo/pkg/ocr"
+	"github.com/docrepo/docrepo/pkg/ocrjobs"
 	"github.com/docrepo/docrepo/pkg/search/opensearchengine"
 )
 
@@ -36,10 +40,14 @@ type Config struct {
 
 // Register adds the indexer's settings to l.
 func (c *Config) Register(l *config.Loader) {
-	l.RegisterCommon(&c.Common, "127.0.0.1:9105", "127.0.0.1:9115")
+	l.RegisterCommon(&c.Common, "indexer", "127.0.0.1:9115")
 	c.Indexing.Register(l)
 	c.OpenSearch.Register(l)
 }
+
+// Schema is the indexer's own Postgres schema: the OCR job queue and text
+// cache of the OpenSearch index it writes (pkg/ocrjobs).
+const Schema = "indexer"
 
 // Run runs the indexer until ctx is done.
 func Run(ctx context.Context, cfg Config) error {
@@ -49,7 +57,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.NATSURL == "" {
 		return errors.New("NATS_URL is not set: the indexer consumes document events from NATS JetStream")
 	}
-	svc, err := bootstrap.Start(ctx, "indexer", cfg.Common, bootstrap.Options{Schema: "indexer", Migrations: []database.MigrationSet{identity.Migrations}, Logger: cfg.Logger})
+	svc, err := bootstrap.Start(ctx, "indexer", cfg.Common, bootstrap.Options{Schema: Schema,
+		Migrations: []database.MigrationSet{identity.Migrations, ocrjobs.Migrations(Schema)}, Logger: cfg.Logger,
+		Metrics: []func(prometheus.Registerer) error{indexing.RegisterMetrics, ocr.RegisterMetrics}})
 	if err != nil {
 		return err
 	}
@@ -70,7 +80,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("indexer: %w", err)
 	}
-	pipe, err := cfg.Indexing.NewPipeline(eng, emb, svc.Logger)
+	pipe, err := cfg.Indexing.NewPipeline(eng, emb, svc.Pool, svc.Logger)
 	if err != nil {
 		return err
 	}
@@ -81,8 +91,9 @@ func Run(ctx context.Context, cfg Config) error {
 		_, err := eng.Count(ctx)
 		return err
 	}
-	svc.ReadyInfo = map[string]any{"embedder": embID.String(), "embedder_fallback": embID.Kind == embed.KindHash}
+	svc.ReadyInfo = indexing.EmbedderStatus(emb, svc.Logger)
 	svc.Go(func(ctx context.Context) error { return pipe.Consume(ctx, cfg.Common) })
+	svc.Go(func(ctx context.Context) error { pipe.RunOCRStage(ctx); return nil })
 	if check == indexing.EmbedderRebuild {
 		svc.Go(func(ctx context.Context) error { pipe.Server.Reembed(ctx); return nil })
 	}

@@ -29,8 +29,8 @@ type Config struct {
 
 // Register adds the service's settings to l.
 func (c *Config) Register(l *config.Loader) {
-	l.RegisterCommon(&c.Common, "127.0.0.1:9104", "127.0.0.1:9114")
-	l.String(&c.DocumentAddr, "document-addr", "DOCREPO_DOCUMENT_ADDR", "127.0.0.1:9101", "document service gRPC address")
+	l.RegisterCommon(&c.Common, "schema", "127.0.0.1:9114")
+	l.ServiceAddr(&c.DocumentAddr, "document")
 }
 
 // Run runs the schema service until ctx is done.

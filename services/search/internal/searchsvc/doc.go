@@ -32,25 +32,13 @@
 //
 // # Configuration
 //
-// Flags or environment variables: the common service settings
-// (DATABASE_URL, DOCREPO_GRPC_ADDR default 127.0.0.1:9103,
-// DOCREPO_METRICS_ADDR default 127.0.0.1:9113, NATS_URL, ...);
-// DOCREPO_INDEX_DIR (default ./.data/index); DOCREPO_SEARCH_TIMEOUT (default
-// 10s); OPENSEARCH_URL, OPENSEARCH_USERNAME, OPENSEARCH_PASSWORD,
-// OPENSEARCH_INDEX; the embedder (DOCREPO_EMBEDDER hash|openai|local,
-// DOCREPO_EMBEDDER_URL, DOCREPO_EMBEDDER_MODEL, DOCREPO_EMBEDDER_API_KEY,
-// DOCREPO_EMBEDDER_DIMENSIONS, and for local DOCREPO_EMBED_MODEL_DIR and
-// the other DOCREPO_EMBED_* settings), which must be the indexer's; vector
-// queries are embedded as queries (with the local model's query prefix,
-// if any); and in embedded
-// mode the pipeline's settings (indexing.Settings): DOCREPO_DOCUMENT_ADDR,
-// DOCREPO_SERVICE_TOKEN (a service credential with the internal scope; required),
-// DOCREPO_INDEX_MAX_FILE_BYTES (256 MiB: larger files are indexed without
-// content), DOCREPO_EXTRACT_TIMEOUT (1m), DOCREPO_INDEX_WORKERS (4),
-// DOCREPO_INDEX_BATCH (64), DOCREPO_INDEX_CONSUMER (durable consumer name,
-// "indexer"), DOCREPO_INDEX_TEMP_DIR, and the OCR settings DOCREPO_OCR*
-// (pkg/ocr; scans are read by tesseract processes at low priority, half the
-// CPUs at most, so searches keep the other half).
+// The settings are registered by Config.Register (the common service
+// settings, the embedder, which must be the indexer's, the OpenSearch
+// connection, and in embedded mode the pipeline's indexing.Settings); every
+// one, with its default, is in docs/configuration.md. Vector queries are
+// embedded as queries (with the local model's query prefix, if any). OCR
+// runs tesseract processes at low priority, half the CPUs at most, so
+// searches keep the other half.
 //
 // Rebuilding the index: `docrepoctl reindex [-recreate]` calls
 // IndexerService.Reindex on the indexer (OpenSearch) or, when that is not
@@ -123,10 +111,11 @@
 // norm and dot product (bleveengine), upload at 125 docs/s and indexing at
 // 112 docs/s end to end.
 //
-// The vector modes scan every eligible vector exactly (100,000 × 768
-// float32 for a caller who may see everything; a sparse query reads only
-// its non-zero components of each); a caller restricted to a
-// few groups scans only their documents. Upload throughput, not indexing,
+// Those vector figures are from before the vector index of issue 23
+// (pkg/search/bleveengine, vectors.go): the hash embedder's sparse queries
+// now scan int8 codes laid out by dimension and re-rank the best from the
+// full-precision vectors; dense ones walk an HNSW graph (scale runs:
+// services/search/bench/scale.sh, docs/benchmarks.md). Upload throughput, not indexing,
 // bounds the end-to-end rate on two CPUs (the engine alone indexes about
 // 1,250 documents/s in bulk).
 package searchsvc

@@ -8,6 +8,8 @@ import (
 	"net"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/docrepo/docrepo/pkg/bootstrap"
 	"github.com/docrepo/docrepo/pkg/config"
 	"github.com/docrepo/docrepo/pkg/database"
@@ -18,6 +20,8 @@ import (
 	"github.com/docrepo/docrepo/pkg/grpcclient"
 	"github.com/docrepo/docrepo/pkg/identity"
 	"github.com/docrepo/docrepo/pkg/indexing"
+	"github.com/docrepo/docrepo/pkg/ocr"
+	"github.com/docrepo/docrepo/pkg/ocrjobs"
 	"github.com/docrepo/docrepo/pkg/search/bleveengine"
 	"github.com/docrepo/docrepo/pkg/search/engine"
 	"github.com/docrepo/docrepo/pkg/search/opensearchengine"
@@ -50,13 +54,13 @@ type Config struct {
 
 // Register adds the service's settings to l.
 func (c *Config) Register(l *config.Loader) {
-	l.RegisterCommon(&c.Common, "127.0.0.1:9103", "127.0.0.1:9113")
+	l.RegisterCommon(&c.Common, "search", "127.0.0.1:9113")
 	c.Indexing.Register(l)
 	l.String(&c.IndexDir, "index-dir", "DOCREPO_INDEX_DIR", "./.data/index", "directory of the embedded search index")
 	l.Duration(&c.PersistNap, "index-persist-nap", "DOCREPO_INDEX_PERSIST_NAP", DefaultPersistNap,
 		"embedded engine: how long indexed batches are gathered in memory before they are written to disk as one segment")
 	l.Duration(&c.SearchTimeout, "search-timeout", "DOCREPO_SEARCH_TIMEOUT", DefaultTimeout, "server-side search timeout (504 Gateway Timeout past it)")
-	l.String(&c.FolderAddr, "folder-addr", "DOCREPO_FOLDER_ADDR", "127.0.0.1:9102", "folder service gRPC address")
+	l.ServiceAddr(&c.FolderAddr, "folder")
 	c.OpenSearch.Register(l)
 }
 
@@ -67,9 +71,15 @@ const DefaultPersistNap = 0
 // the indexing pipeline).
 func (c *Config) Embedded() bool { return !c.OpenSearch.Enabled() }
 
+// Schema is the search service's own Postgres schema: the OCR job queue
+// and text cache of the embedded engine (pkg/ocrjobs).
+const Schema = "search"
+
 // Run runs the search service until ctx is done.
 func Run(ctx context.Context, cfg Config) error {
-	svc, err := bootstrap.Start(ctx, "search", cfg.Common, bootstrap.Options{Schema: "search", Migrations: []database.MigrationSet{identity.Migrations}, Logger: cfg.Logger})
+	svc, err := bootstrap.Start(ctx, "search", cfg.Common, bootstrap.Options{Schema: Schema,
+		Migrations: []database.MigrationSet{identity.Migrations, ocrjobs.Migrations(Schema)}, Logger: cfg.Logger,
+		Metrics: []func(prometheus.Registerer) error{RegisterMetrics, indexing.RegisterMetrics, ocr.RegisterMetrics}})
 	if err != nil {
 		return err
 	}
@@ -100,17 +110,35 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer folderConn.Close()
-	searchv1.RegisterSearchServiceServer(svc.Server.GRPC(),
-		NewService(eng, emb, folderv1.NewFolderServiceClient(folderConn), cfg.SearchTimeout, log))
+	search := NewService(eng, emb, folderv1.NewFolderServiceClient(folderConn), cfg.SearchTimeout, log)
+	// While the index is re-embedded, vector queries are embedded with
+	// the embedder it was built with, when that can be built here.
+	var from embed.Identity
+	vectorsDuring := "unavailable"
+	if check == indexing.EmbedderRebuild {
+		if from, _, err = opened.Embedder(ctx); err != nil {
+			return fmt.Errorf("search: read the index's embedder: %w", err)
+		}
+		if prev, ok := cfg.Indexing.EmbedderFor(ctx, from); ok {
+			search.SetPreviousEmbedder(prev)
+			vectorsDuring = "previous embedder"
+			log.Info("vector search answers from the index being re-embedded, with queries embedded by its embedder, until the new index is in use",
+				"index_embedder", from.String(), "embedder", embID.String())
+		} else {
+			log.Warn("the index's embedder cannot be built here: vector search answers 503 until the re-embedded index is in use",
+				"index_embedder", from.String(), "embedder", embID.String())
+		}
+	}
+	searchv1.RegisterSearchServiceServer(svc.Server.GRPC(), search)
 	svc.Ready = func(ctx context.Context) error {
 		_, err := eng.Count(ctx)
 		return err
 	}
 	// /readyz names the embedder, and says when it is the lexical
 	// fallback (hash) rather than a semantic model.
-	svc.ReadyInfo = map[string]any{"embedder": embID.String(), "embedder_fallback": embID.Kind == embed.KindHash}
+	svc.ReadyInfo = indexing.EmbedderStatus(emb, svc.Logger)
 	if cfg.Embedded() {
-		pipe, err := cfg.Indexing.NewPipeline(eng, emb, log.With("component", "indexer"))
+		pipe, err := cfg.Indexing.NewPipeline(eng, emb, svc.Pool, log.With("component", "indexer"))
 		if err != nil {
 			return fmt.Errorf("search: embedded mode runs the indexer: %w", err)
 		}
@@ -122,8 +150,10 @@ func Run(ctx context.Context, cfg Config) error {
 		indexerv1.RegisterIndexerServiceServer(svc.Server.GRPC(), pipe.Server)
 		if check == indexing.EmbedderRebuild {
 			svc.Go(func(ctx context.Context) error { pipe.Server.Reembed(ctx); return nil })
+			svc.ReadyState = reembeddingState(pipe.Server, from, vectorsDuring)
 		}
 		svc.Go(func(ctx context.Context) error { pipe.RunVectorStage(ctx); return nil })
+		svc.Go(func(ctx context.Context) error { pipe.RunOCRStage(ctx); return nil })
 		if cfg.NATSURL != "" {
 			svc.Go(func(ctx context.Context) error { return pipe.Consume(ctx, cfg.Common) })
 		} else {
@@ -133,10 +163,27 @@ func Run(ctx context.Context, cfg Config) error {
 	} else {
 		log.Info("OpenSearch search engine; the indexer process writes it", "embedder", embID.String())
 		if check == indexing.EmbedderRebuild {
-			log.Warn("vector search answers 503 until the indexer has re-embedded the index")
+			log.Warn("the indexer process re-embeds the index; until it records the new embedder, vector queries are embedded as described above",
+				"vector_search_meanwhile", vectorsDuring)
 		}
 	}
 	return svc.Run(ctx)
+}
+
+// reembeddingState is /readyz's "reembedding" while the index is
+// re-embedded: running, documents done of total, the embedder the index in
+// use holds vectors of (from), and how vector searches are answered
+// meanwhile ("previous embedder": queries embedded with from; or
+// "unavailable": 503). Once the re-embedded index is in use it is gone.
+func reembeddingState(srv *indexing.Server, from embed.Identity, vectors string) func() map[string]any {
+	return func() map[string]any {
+		running, done, total := srv.Reembedding()
+		if !running {
+			return nil
+		}
+		return map[string]any{"reembedding": map[string]any{
+			"running": true, "done": done, "total": total, "index_embedder": from.String(), "vector_search": vectors}}
+	}
 }
 
 // openEngine opens the configured engine; for the embedded one it also

@@ -7,8 +7,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/docrepo/docrepo/pkg/embed"
 	folderv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/folder/v1"
 	searchv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/search/v1"
+	"github.com/docrepo/docrepo/pkg/metrics"
 	"github.com/docrepo/docrepo/pkg/search/dsl"
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
@@ -27,10 +29,10 @@ const fieldFolders = "filesbelongto"
 // DefaultTimeout is the default server-side search timeout.
 const DefaultTimeout = 10 * time.Second
 
-var metricLatency = promauto.NewHistogramVec(prometheus.HistogramOpts{
+var metricLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Name:    "docrepo_search_duration_seconds",
 	Help:    "Search latency in the search service (parse, embed, engine, response), by mode (dsl.Mode) and outcome (ok, invalid, timeout, error).",
-	Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	Buckets: metrics.LatencyBuckets,
 }, []string{"mode", "outcome"})
 
 // textEmbedder is what the service needs of an embedder: the same one the
@@ -46,21 +48,47 @@ type queryEmbedder interface {
 	EmbedQueries(ctx context.Context, queries []string) ([][]float32, error)
 }
 
-// embedQueries embeds search queries, as queries where the embedder
-// makes the difference.
-func (s *Service) embedQueries(ctx context.Context, queries []string) ([][]float32, error) {
-	if q, ok := s.emb.(queryEmbedder); ok {
+// statsQueryEmbedder is implemented by embedders that weight a query's
+// words by how common they are among the documents searched (pkg/embed's
+// use embedder).
+type statsQueryEmbedder interface {
+	EmbedQueriesWithStats(ctx context.Context, queries []string, stats embed.WordStats) ([][]float32, error)
+}
+
+// embedQueries embeds search queries with emb, as queries where the
+// embedder makes the difference; for the content target, with the
+// statistics of the documents req's caller can see in eng when both the
+// embedder and the engine take part.
+func embedQueries(ctx context.Context, emb textEmbedder, eng engine.Engine, queries []string, req *engine.Request) ([][]float32, error) {
+	if se, ok := emb.(statsQueryEmbedder); ok && req != nil && req.Plan.Vector != nil && req.Plan.Vector.Target == dsl.TargetContent {
+		if df, ok := eng.(engine.DocFreqs); ok {
+			return se.EmbedQueriesWithStats(ctx, queries, func(ctx context.Context, words []string) ([]int64, int64, error) {
+				return df.DocFreqs(ctx, *req, words)
+			})
+		}
+	}
+	if q, ok := emb.(queryEmbedder); ok {
 		return q.EmbedQueries(ctx, queries)
 	}
-	return s.emb.Embed(ctx, queries)
+	return emb.Embed(ctx, queries)
+}
+
+// pinner is implemented by engine.Switchable: an engine that a rebuild
+// can replace, pinned for the calls of one search.
+type pinner interface {
+	Pin() (engine.Engine, func())
 }
 
 // Service implements SearchService.
 type Service struct {
 	searchv1.UnimplementedSearchServiceServer
-	eng     engine.Engine
-	emb     textEmbedder
-	embID   *embed.Identity // nil when emb reports no identity
+	eng   engine.Engine
+	emb   textEmbedder
+	embID *embed.Identity // nil when emb reports no identity
+	// prev embeds queries against an index that still holds the vectors
+	// of the embedder it is being re-embedded from (prevID).
+	prev    textEmbedder
+	prevID  embed.Identity
 	folders FolderLister
 	timeout time.Duration
 	log     *slog.Logger
@@ -85,25 +113,51 @@ func NewService(eng engine.Engine, emb textEmbedder, folders FolderLister, timeo
 	return s
 }
 
+// ReembeddingHeader is the response metadata (HTTP header
+// Docrepo-Reembedding through the gateway) of a search answered while the
+// index is re-embedded with a new embedder (DOCREPO_EMBEDDER_CHANGE=
+// rebuild): its value names the embedder whose vectors the index in use
+// still holds, which vector clauses were ranked with (docs/api.md §4.8).
+const ReembeddingHeader = "docrepo-reembedding"
+
+// SetPreviousEmbedder gives the service the embedder an index being
+// re-embedded was built with (pkg/indexing: Settings.EmbedderFor): until
+// the re-embedded index is in use, vector queries are embedded with it and
+// ranked against the old vectors, instead of answering 503. emb must
+// report its identity (embed.Identifier); one that does not is ignored.
+func (s *Service) SetPreviousEmbedder(emb textEmbedder) {
+	if ider, ok := emb.(embed.Identifier); ok {
+		s.prev, s.prevID = emb, ider.Identity()
+	}
+}
+
 // errReembedding answers a vector search while the index holds vectors of
-// another embedder than the one queries are embedded with: it is being
-// re-embedded (DOCREPO_EMBEDDER_CHANGE=rebuild, pkg/indexing).
+// another embedder than the one queries are embedded with, and that
+// embedder cannot be built here (an index of unknown embedder, a model no
+// longer configured): it is being re-embedded (DOCREPO_EMBEDDER_CHANGE=
+// rebuild, pkg/indexing).
 var errReembedding = apierr.Unavailable("Vector search is unavailable while the index is re-embedded with a new embedder; full-text and metadata search work")
 
-// vectorSpace checks that the index's vectors come from the embedder the
-// service embeds queries with.
-func (s *Service) vectorSpace(ctx context.Context) error {
+// vectorSpace returns the embedder whose vectors eng holds, to embed a
+// query with: the service's own, or, while the index is re-embedded, the
+// previous one when the service has it (errReembedding when not). old is
+// the identity eng records when it is not the service's embedder's (the
+// index is being re-embedded), else nil.
+func (s *Service) vectorSpace(ctx context.Context, eng engine.Engine) (emb textEmbedder, old *embed.Identity, err error) {
 	if s.embID == nil {
-		return nil
+		return s.emb, nil, nil
 	}
-	got, ok, err := s.eng.Embedder(ctx)
+	got, ok, err := eng.Embedder(ctx)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if ok && !got.Compatible(*s.embID) {
-		return errReembedding
+	switch {
+	case !ok || got.Compatible(*s.embID):
+		return s.emb, nil, nil
+	case s.prev != nil && got.Compatible(s.prevID):
+		return s.prev, &got, nil
 	}
-	return nil
+	return nil, &got, errReembedding
 }
 
 // Search implements SearchService.Search (docs/api.md §4.8).
@@ -146,8 +200,21 @@ func (s *Service) Search(ctx context.Context, req *searchv1.SearchRequest) (*sea
 	mode = plan.Mode.String()
 
 	ereq := engine.Request{Query: q, Plan: plan, GroupIDs: p.GroupIDs, Unrestricted: p.Unrestricted()}
+	// One index for the whole search: a rebuild that switches in the
+	// re-embedded index meanwhile waits, so a query embedded for the old
+	// vectors is never ranked against the new ones.
+	eng := s.eng
+	if pin, ok := s.eng.(pinner); ok {
+		e, release := pin.Pin()
+		defer release()
+		eng = e
+	}
+	emb, old, err := s.vectorSpace(ctx, eng)
+	if old != nil {
+		_ = grpc.SetHeader(ctx, metadata.Pairs(ReembeddingHeader, old.String()))
+	}
 	if plan.Vector != nil {
-		if err := s.vectorSpace(ctx); err != nil {
+		if err != nil {
 			if errors.Is(err, errReembedding) {
 				outcome = "error"
 				return nil, err
@@ -155,7 +222,7 @@ func (s *Service) Search(ctx context.Context, req *searchv1.SearchRequest) (*sea
 			outcome = s.failure(ctx, err)
 			return nil, s.searchError(ctx, err, "engine embedder")
 		}
-		vecs, err := s.embedQueries(ctx, []string{plan.Vector.Query})
+		vecs, err := embedQueries(ctx, emb, eng, []string{plan.Vector.Query}, &ereq)
 		if err == nil && len(vecs) != 1 {
 			err = errors.New("embedder returned no vector")
 		}
@@ -172,7 +239,7 @@ func (s *Service) Search(ctx context.Context, req *searchv1.SearchRequest) (*sea
 			return buildResponse(q, engine.Result{})
 		}
 	}
-	res, err := s.eng.Search(ctx, ereq)
+	res, err := eng.Search(ctx, ereq)
 	if err != nil {
 		outcome = s.failure(ctx, err)
 		return nil, s.searchError(ctx, err, "engine search")
@@ -367,4 +434,11 @@ func zeroVector(v []float32) bool {
 		}
 	}
 	return true
+}
+
+// RegisterMetrics registers the searchsvc metrics on reg (pkg/metrics).
+func RegisterMetrics(reg prometheus.Registerer) error {
+	return metrics.Register(reg,
+		metricLatency,
+	)
 }

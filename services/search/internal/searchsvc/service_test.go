@@ -3,10 +3,12 @@ package searchsvc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -249,7 +251,7 @@ func TestQueriesEmbeddedAsQueries(t *testing.T) {
 			if tc.hideQueryForm {
 				s.emb = struct{ textEmbedder }{p}
 			}
-			if _, err := s.embedQueries(context.Background(), []string{"heart attack"}); err != nil {
+			if _, err := embedQueries(context.Background(), s.emb, nil, []string{"heart attack"}, nil); err != nil {
 				t.Fatal(err)
 			}
 			if p.queries != tc.wantQueries || p.documents != tc.wantDocuments {
@@ -259,34 +261,148 @@ func TestQueriesEmbeddedAsQueries(t *testing.T) {
 	}
 }
 
-// TestVectorSearchRefusedWhileReembedding: while the index records another
+// headerStream records the response metadata a service sets.
+type headerStream struct {
+	grpc.ServerTransportStream
+	md metadata.MD
+}
+
+func (h *headerStream) Method() string { return "/docrepo.search.v1.SearchService/Search" }
+func (h *headerStream) SetHeader(md metadata.MD) error {
+	h.md = metadata.Join(h.md, md)
+	return nil
+}
+
+// TestVectorSearchWhileReembedding: while the index records another
 // embedder than the service's (it is being re-embedded), vector searches
-// answer Unavailable and full text still works; once it records the
-// service's embedder again, vector search is back.
-func TestVectorSearchRefusedWhileReembedding(t *testing.T) {
-	var eng engine.Engine
-	s := newTestService(t, 0, func(e engine.Engine) engine.Engine { eng = e; return e }, testDocs...)
-	ctx := context.Background()
-	vector := request(t, `{"where":{"vector":{"target":"content","query":"vaccines invoice"}}}`)
-	fts := request(t, `{"where":{"fts":{"query":"report"}}}`)
-	if _, err := s.Search(userCtx(10), vector); err != nil {
-		t.Fatalf("no embedder recorded: %v", err)
+// are embedded with that embedder when the service has it and answered
+// from the old vectors, else answer Unavailable; full text works either
+// way, and every answer carries the re-embedding header naming the
+// index's embedder. Once the index records the service's embedder again,
+// vector search uses it and the header is gone.
+func TestVectorSearchWhileReembedding(t *testing.T) {
+	old, _ := embed.NewHash(256) // the vectors newTestService indexed
+	tests := []struct {
+		name     string
+		previous textEmbedder
+		// wantVector is the vector search's total; -1: Unavailable.
+		wantVector int64
+	}{
+		{name: "previous embedder known", previous: old, wantVector: 2},
+		{name: "previous embedder unknown", wantVector: -1},
+		{name: "previous embedder of other vectors", previous: mustHash(t, 128), wantVector: -1},
 	}
-	if err := eng.SetEmbedder(ctx, embed.Identity{Kind: "local", Model: "m", Version: "v", Dimensions: 256}); err != nil {
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var eng engine.Engine
+			s := newTestService(t, 0, func(e engine.Engine) engine.Engine { eng = engine.NewSwitchable(e); return eng }, testDocs...)
+			ctx := context.Background()
+			// The service now embeds with another embedder, as after a
+			// restart under a new DOCREPO_EMBEDDER.
+			s.emb, s.embID = mustHash(t, 512), ptr(mustHash(t, 512).Identity())
+			if tt.previous != nil {
+				s.SetPreviousEmbedder(tt.previous)
+			}
+			if err := eng.SetEmbedder(ctx, old.Identity()); err != nil {
+				t.Fatal(err)
+			}
+			search := func(js string) (*searchv1.SearchResponse, metadata.MD, error) {
+				hs := &headerStream{}
+				resp, err := s.Search(grpc.NewContextWithServerTransportStream(userCtx(10), hs), request(t, js))
+				return resp, hs.md, err
+			}
+			vector := `{"where":{"vector":{"target":"content","query":"vaccines invoice"}}}`
+			hybrid := `{"where":{"and":[{"fts":{"query":"report"}},{"vector":{"target":"content","query":"annual report"}}]}}`
+			fts := `{"where":{"fts":{"query":"report"}}}`
+			resp, md, err := search(vector)
+			switch ae := (*apierr.Error)(nil); {
+			case tt.wantVector < 0 && (!errors.As(err, &ae) || ae.Kind != apierr.KindUnavailable):
+				t.Fatalf("vector search without the index's embedder: %v, %v; want Unavailable", resp, err)
+			case tt.wantVector >= 0 && (err != nil || resp.GetTotal() != tt.wantVector):
+				t.Fatalf("vector search with the index's embedder: %v, %v; want %d results", resp, err, tt.wantVector)
+			case tt.wantVector >= 0 && fmt.Sprint(md.Get(ReembeddingHeader)) != "["+old.Identity().String()+"]":
+				t.Fatalf("vector search header %v, want %s: %s", md, ReembeddingHeader, old.Identity())
+			}
+			if tt.wantVector >= 0 {
+				if resp, _, err := search(hybrid); err != nil || resp.GetTotal() != 1 {
+					t.Fatalf("full text and vector meanwhile: %v, %v; want 1 result", resp, err)
+				}
+			}
+			if resp, md, err := search(fts); err != nil || resp.GetTotal() != 1 || len(md.Get(ReembeddingHeader)) != 1 {
+				t.Fatalf("full text meanwhile: %v, %v, header %v", resp, err, md)
+			}
+			// The re-embedded index is in use.
+			if err := eng.SetEmbedder(ctx, *s.embID); err != nil {
+				t.Fatal(err)
+			}
+			if _, md, err := search(vector); err != nil || len(md.Get(ReembeddingHeader)) != 0 {
+				t.Fatalf("after the rebuild: %v, header %v", err, md)
+			}
+		})
+	}
+}
+
+func mustHash(t *testing.T, dim int) *embed.Hash {
+	t.Helper()
+	h, err := embed.NewHash(dim)
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.Search(userCtx(10), vector)
-	if ae := (*apierr.Error)(nil); !errors.As(err, &ae) || ae.Kind != apierr.KindUnavailable {
-		t.Fatalf("vector search over another embedder's vectors: %v, want Unavailable", err)
+	return h
+}
+
+// statsEmbedder records the word statistics it is given for each query.
+type statsEmbedder struct {
+	prefixEmbedder
+	freqs [][]int64
+	docs  []int64
+}
+
+func (e *statsEmbedder) EmbedQueriesWithStats(ctx context.Context, texts []string, stats embed.WordStats) ([][]float32, error) {
+	if stats == nil {
+		return e.EmbedQueries(ctx, texts)
 	}
-	if resp, err := s.Search(userCtx(10), fts); err != nil || resp.GetTotal() != 1 {
-		t.Fatalf("full text meanwhile: %v, %v", resp, err)
+	freqs, docs, err := stats(ctx, []string{"report", "vaccines"})
+	if err != nil {
+		return nil, err
 	}
-	h, _ := embed.NewHash(256)
-	if err := eng.SetEmbedder(ctx, h.Identity()); err != nil {
-		t.Fatal(err)
-	}
-	if resp, err := s.Search(userCtx(10), vector); err != nil || resp.GetTotal() != 2 {
-		t.Fatalf("after the rebuild: %v, %v", resp, err)
+	e.freqs, e.docs = append(e.freqs, freqs), append(e.docs, docs)
+	return e.EmbedQueries(ctx, texts)
+}
+
+// TestQueryVectorsWeighedByTheCallersWords: for the content target the
+// embedder is given the statistics of the documents the caller can see
+// (engine.DocFreqs, as BM25 counts them); for metadata none.
+func TestQueryVectorsWeighedByTheCallersWords(t *testing.T) {
+	s := newTestService(t, 0, nil, testDocs...)
+	e := &statsEmbedder{}
+	s.emb = e
+	for _, tc := range []struct {
+		name      string
+		where     string
+		ctx       context.Context
+		wantStats bool
+	}{
+		{name: "content", where: `{"where":{"vector":{"target":"content","query":"vaccines report"}}}`, ctx: userCtx(10), wantStats: true},
+		{name: "metadata", where: `{"where":{"vector":{"target":"metadata","query":"vaccines report"}}}`, ctx: userCtx(10)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(e.freqs)
+			if _, err := s.Search(tc.ctx, request(t, tc.where)); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(e.freqs) > before; got != tc.wantStats {
+				t.Fatalf("statistics given: %v, want %v", got, tc.wantStats)
+			}
+			if tc.wantStats {
+				want, docs, err := s.eng.(engine.DocFreqs).DocFreqs(context.Background(), engine.Request{GroupIDs: []int64{10}}, []string{"report", "vaccines"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := e.freqs[len(e.freqs)-1]; fmt.Sprint(got) != fmt.Sprint(want) || e.docs[len(e.docs)-1] != docs || docs == 0 {
+					t.Errorf("statistics %v of %d documents, want the caller's %v of %d", got, e.docs[len(e.docs)-1], want, docs)
+				}
+			}
+		})
 	}
 }

@@ -2243,6 +2243,301 @@ func (x *UnlockDocumentResponse) GetDocument() *DocumentMetadata {
 	return nil
 }
 
+// ListLocksRequest pages through the locked documents.
+type ListLocksRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most this many (default and maximum 1000).
+	Limit int32 `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	// The next page: the page_token of the previous response.
+	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLocksRequest) Reset() {
+	*x = ListLocksRequest{}
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLocksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLocksRequest) ProtoMessage() {}
+
+func (x *ListLocksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLocksRequest.ProtoReflect.Descriptor instead.
+func (*ListLocksRequest) Descriptor() ([]byte, []int) {
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ListLocksRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListLocksRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// DocumentLock is one held lock.
+type DocumentLock struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	DocId          int64                  `protobuf:"varint,1,opt,name=doc_id,json=docId,proto3" json:"doc_id,omitempty"`
+	HolderUserId   int64                  `protobuf:"varint,2,opt,name=holder_user_id,json=holderUserId,proto3" json:"holder_user_id,omitempty"`
+	HolderUsername string                 `protobuf:"bytes,3,opt,name=holder_username,json=holderUsername,proto3" json:"holder_username,omitempty"`
+	LockedAt       *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=locked_at,json=lockedAt,proto3" json:"locked_at,omitempty"`
+	// When DOCREPO_LOCK_TTL releases it; unset without a TTL.
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DocumentLock) Reset() {
+	*x = DocumentLock{}
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DocumentLock) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DocumentLock) ProtoMessage() {}
+
+func (x *DocumentLock) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DocumentLock.ProtoReflect.Descriptor instead.
+func (*DocumentLock) Descriptor() ([]byte, []int) {
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *DocumentLock) GetDocId() int64 {
+	if x != nil {
+		return x.DocId
+	}
+	return 0
+}
+
+func (x *DocumentLock) GetHolderUserId() int64 {
+	if x != nil {
+		return x.HolderUserId
+	}
+	return 0
+}
+
+func (x *DocumentLock) GetHolderUsername() string {
+	if x != nil {
+		return x.HolderUsername
+	}
+	return ""
+}
+
+func (x *DocumentLock) GetLockedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LockedAt
+	}
+	return nil
+}
+
+func (x *DocumentLock) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+// ListLocksResponse is one page of locks.
+type ListLocksResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Locks []*DocumentLock        `protobuf:"bytes,1,rep,name=locks,proto3" json:"locks,omitempty"`
+	// Empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLocksResponse) Reset() {
+	*x = ListLocksResponse{}
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLocksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLocksResponse) ProtoMessage() {}
+
+func (x *ListLocksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLocksResponse.ProtoReflect.Descriptor instead.
+func (*ListLocksResponse) Descriptor() ([]byte, []int) {
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ListLocksResponse) GetLocks() []*DocumentLock {
+	if x != nil {
+		return x.Locks
+	}
+	return nil
+}
+
+func (x *ListLocksResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// BreakLockRequest releases a lock whoever holds it.
+type BreakLockRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	DocId int64                  `protobuf:"varint,1,opt,name=doc_id,json=docId,proto3" json:"doc_id,omitempty"`
+	// Why, for the audit log (required, at most 500 characters).
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BreakLockRequest) Reset() {
+	*x = BreakLockRequest{}
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BreakLockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BreakLockRequest) ProtoMessage() {}
+
+func (x *BreakLockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BreakLockRequest.ProtoReflect.Descriptor instead.
+func (*BreakLockRequest) Descriptor() ([]byte, []int) {
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *BreakLockRequest) GetDocId() int64 {
+	if x != nil {
+		return x.DocId
+	}
+	return 0
+}
+
+func (x *BreakLockRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// BreakLockResponse carries the lock that was broken.
+type BreakLockResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The lock as it was.
+	Broken        *DocumentLock     `protobuf:"bytes,1,opt,name=broken,proto3" json:"broken,omitempty"`
+	Document      *DocumentMetadata `protobuf:"bytes,2,opt,name=document,proto3" json:"document,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BreakLockResponse) Reset() {
+	*x = BreakLockResponse{}
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BreakLockResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BreakLockResponse) ProtoMessage() {}
+
+func (x *BreakLockResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BreakLockResponse.ProtoReflect.Descriptor instead.
+func (*BreakLockResponse) Descriptor() ([]byte, []int) {
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *BreakLockResponse) GetBroken() *DocumentLock {
+	if x != nil {
+		return x.Broken
+	}
+	return nil
+}
+
+func (x *BreakLockResponse) GetDocument() *DocumentMetadata {
+	if x != nil {
+		return x.Document
+	}
+	return nil
+}
+
 // DownloadFileRequest asks for a file's bytes, optionally one byte range.
 type DownloadFileRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2262,7 +2557,7 @@ type DownloadFileRequest struct {
 
 func (x *DownloadFileRequest) Reset() {
 	*x = DownloadFileRequest{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[29]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2274,7 +2569,7 @@ func (x *DownloadFileRequest) String() string {
 func (*DownloadFileRequest) ProtoMessage() {}
 
 func (x *DownloadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[29]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2287,7 +2582,7 @@ func (x *DownloadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadFileRequest.ProtoReflect.Descriptor instead.
 func (*DownloadFileRequest) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{29}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DownloadFileRequest) GetDocId() int64 {
@@ -2353,7 +2648,7 @@ type DownloadHeader struct {
 
 func (x *DownloadHeader) Reset() {
 	*x = DownloadHeader{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[30]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2365,7 +2660,7 @@ func (x *DownloadHeader) String() string {
 func (*DownloadHeader) ProtoMessage() {}
 
 func (x *DownloadHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[30]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2378,7 +2673,7 @@ func (x *DownloadHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadHeader.ProtoReflect.Descriptor instead.
 func (*DownloadHeader) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{30}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DownloadHeader) GetFilename() string {
@@ -2451,7 +2746,7 @@ type DownloadFileResponse struct {
 
 func (x *DownloadFileResponse) Reset() {
 	*x = DownloadFileResponse{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[31]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2463,7 +2758,7 @@ func (x *DownloadFileResponse) String() string {
 func (*DownloadFileResponse) ProtoMessage() {}
 
 func (x *DownloadFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[31]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2476,7 +2771,7 @@ func (x *DownloadFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadFileResponse.ProtoReflect.Descriptor instead.
 func (*DownloadFileResponse) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{31}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DownloadFileResponse) GetPart() isDownloadFileResponse_Part {
@@ -2533,7 +2828,7 @@ type SetCustomFieldsRequest struct {
 
 func (x *SetCustomFieldsRequest) Reset() {
 	*x = SetCustomFieldsRequest{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[32]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2545,7 +2840,7 @@ func (x *SetCustomFieldsRequest) String() string {
 func (*SetCustomFieldsRequest) ProtoMessage() {}
 
 func (x *SetCustomFieldsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[32]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2558,7 +2853,7 @@ func (x *SetCustomFieldsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetCustomFieldsRequest.ProtoReflect.Descriptor instead.
 func (*SetCustomFieldsRequest) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{32}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SetCustomFieldsRequest) GetDocId() int64 {
@@ -2592,7 +2887,7 @@ type SetCustomFieldsResponse struct {
 
 func (x *SetCustomFieldsResponse) Reset() {
 	*x = SetCustomFieldsResponse{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[33]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2604,7 +2899,7 @@ func (x *SetCustomFieldsResponse) String() string {
 func (*SetCustomFieldsResponse) ProtoMessage() {}
 
 func (x *SetCustomFieldsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[33]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2617,7 +2912,7 @@ func (x *SetCustomFieldsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetCustomFieldsResponse.ProtoReflect.Descriptor instead.
 func (*SetCustomFieldsResponse) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{33}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SetCustomFieldsResponse) GetSet() *CustomFieldSet {
@@ -2643,7 +2938,7 @@ type ListDistinctValuesRequest struct {
 
 func (x *ListDistinctValuesRequest) Reset() {
 	*x = ListDistinctValuesRequest{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[34]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2655,7 +2950,7 @@ func (x *ListDistinctValuesRequest) String() string {
 func (*ListDistinctValuesRequest) ProtoMessage() {}
 
 func (x *ListDistinctValuesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[34]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2668,7 +2963,7 @@ func (x *ListDistinctValuesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDistinctValuesRequest.ProtoReflect.Descriptor instead.
 func (*ListDistinctValuesRequest) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{34}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListDistinctValuesRequest) GetColumn() string {
@@ -2716,7 +3011,7 @@ type ListDistinctValuesResponse struct {
 
 func (x *ListDistinctValuesResponse) Reset() {
 	*x = ListDistinctValuesResponse{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[35]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2728,7 +3023,7 @@ func (x *ListDistinctValuesResponse) String() string {
 func (*ListDistinctValuesResponse) ProtoMessage() {}
 
 func (x *ListDistinctValuesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[35]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2741,7 +3036,7 @@ func (x *ListDistinctValuesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDistinctValuesResponse.ProtoReflect.Descriptor instead.
 func (*ListDistinctValuesResponse) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{35}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListDistinctValuesResponse) GetValues() []string {
@@ -2773,7 +3068,7 @@ type IndexFile struct {
 
 func (x *IndexFile) Reset() {
 	*x = IndexFile{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[36]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2785,7 +3080,7 @@ func (x *IndexFile) String() string {
 func (*IndexFile) ProtoMessage() {}
 
 func (x *IndexFile) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[36]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2798,7 +3093,7 @@ func (x *IndexFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexFile.ProtoReflect.Descriptor instead.
 func (*IndexFile) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{36}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *IndexFile) GetOwnid() int64 {
@@ -2871,7 +3166,7 @@ type IndexDocument struct {
 
 func (x *IndexDocument) Reset() {
 	*x = IndexDocument{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[37]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2883,7 +3178,7 @@ func (x *IndexDocument) String() string {
 func (*IndexDocument) ProtoMessage() {}
 
 func (x *IndexDocument) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[37]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2896,7 +3191,7 @@ func (x *IndexDocument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexDocument.ProtoReflect.Descriptor instead.
 func (*IndexDocument) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{37}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *IndexDocument) GetDocument() *Document {
@@ -2944,7 +3239,7 @@ type GetIndexDocumentRequest struct {
 
 func (x *GetIndexDocumentRequest) Reset() {
 	*x = GetIndexDocumentRequest{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[38]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2956,7 +3251,7 @@ func (x *GetIndexDocumentRequest) String() string {
 func (*GetIndexDocumentRequest) ProtoMessage() {}
 
 func (x *GetIndexDocumentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[38]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2969,7 +3264,7 @@ func (x *GetIndexDocumentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetIndexDocumentRequest.ProtoReflect.Descriptor instead.
 func (*GetIndexDocumentRequest) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{38}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GetIndexDocumentRequest) GetDocId() int64 {
@@ -2991,7 +3286,7 @@ type GetIndexDocumentResponse struct {
 
 func (x *GetIndexDocumentResponse) Reset() {
 	*x = GetIndexDocumentResponse{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[39]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3003,7 +3298,7 @@ func (x *GetIndexDocumentResponse) String() string {
 func (*GetIndexDocumentResponse) ProtoMessage() {}
 
 func (x *GetIndexDocumentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[39]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3016,7 +3311,7 @@ func (x *GetIndexDocumentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetIndexDocumentResponse.ProtoReflect.Descriptor instead.
 func (*GetIndexDocumentResponse) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{39}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetIndexDocumentResponse) GetDocument() *IndexDocument {
@@ -3046,7 +3341,7 @@ type GetIndexDocumentsRequest struct {
 
 func (x *GetIndexDocumentsRequest) Reset() {
 	*x = GetIndexDocumentsRequest{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[40]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3058,7 +3353,7 @@ func (x *GetIndexDocumentsRequest) String() string {
 func (*GetIndexDocumentsRequest) ProtoMessage() {}
 
 func (x *GetIndexDocumentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[40]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3071,7 +3366,7 @@ func (x *GetIndexDocumentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetIndexDocumentsRequest.ProtoReflect.Descriptor instead.
 func (*GetIndexDocumentsRequest) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{40}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetIndexDocumentsRequest) GetDocIds() []int64 {
@@ -3098,7 +3393,7 @@ type GetIndexDocumentsResponse struct {
 
 func (x *GetIndexDocumentsResponse) Reset() {
 	*x = GetIndexDocumentsResponse{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[41]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3110,7 +3405,7 @@ func (x *GetIndexDocumentsResponse) String() string {
 func (*GetIndexDocumentsResponse) ProtoMessage() {}
 
 func (x *GetIndexDocumentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[41]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3123,7 +3418,7 @@ func (x *GetIndexDocumentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetIndexDocumentsResponse.ProtoReflect.Descriptor instead.
 func (*GetIndexDocumentsResponse) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{41}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetIndexDocumentsResponse) GetDocuments() []*GetIndexDocumentResponse {
@@ -3144,7 +3439,7 @@ type ListDocumentIdsRequest struct {
 
 func (x *ListDocumentIdsRequest) Reset() {
 	*x = ListDocumentIdsRequest{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[42]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3156,7 +3451,7 @@ func (x *ListDocumentIdsRequest) String() string {
 func (*ListDocumentIdsRequest) ProtoMessage() {}
 
 func (x *ListDocumentIdsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[42]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3169,7 +3464,7 @@ func (x *ListDocumentIdsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDocumentIdsRequest.ProtoReflect.Descriptor instead.
 func (*ListDocumentIdsRequest) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{42}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListDocumentIdsRequest) GetAfterId() int64 {
@@ -3205,7 +3500,7 @@ type ListDocumentIdsResponse struct {
 
 func (x *ListDocumentIdsResponse) Reset() {
 	*x = ListDocumentIdsResponse{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[43]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3217,7 +3512,7 @@ func (x *ListDocumentIdsResponse) String() string {
 func (*ListDocumentIdsResponse) ProtoMessage() {}
 
 func (x *ListDocumentIdsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[43]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3230,7 +3525,7 @@ func (x *ListDocumentIdsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDocumentIdsResponse.ProtoReflect.Descriptor instead.
 func (*ListDocumentIdsResponse) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{43}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListDocumentIdsResponse) GetIds() []int64 {
@@ -3271,7 +3566,7 @@ type CountFolderDocumentsRequest struct {
 
 func (x *CountFolderDocumentsRequest) Reset() {
 	*x = CountFolderDocumentsRequest{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[44]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3283,7 +3578,7 @@ func (x *CountFolderDocumentsRequest) String() string {
 func (*CountFolderDocumentsRequest) ProtoMessage() {}
 
 func (x *CountFolderDocumentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[44]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3296,7 +3591,7 @@ func (x *CountFolderDocumentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountFolderDocumentsRequest.ProtoReflect.Descriptor instead.
 func (*CountFolderDocumentsRequest) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{44}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *CountFolderDocumentsRequest) GetFolderIds() []int64 {
@@ -3316,7 +3611,7 @@ type CountFolderDocumentsResponse struct {
 
 func (x *CountFolderDocumentsResponse) Reset() {
 	*x = CountFolderDocumentsResponse{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[45]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3328,7 +3623,7 @@ func (x *CountFolderDocumentsResponse) String() string {
 func (*CountFolderDocumentsResponse) ProtoMessage() {}
 
 func (x *CountFolderDocumentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[45]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3341,7 +3636,7 @@ func (x *CountFolderDocumentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountFolderDocumentsResponse.ProtoReflect.Descriptor instead.
 func (*CountFolderDocumentsResponse) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{45}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *CountFolderDocumentsResponse) GetCount() int32 {
@@ -3349,6 +3644,88 @@ func (x *CountFolderDocumentsResponse) GetCount() int32 {
 		return x.Count
 	}
 	return 0
+}
+
+// FoldersDeletedRequest names deleted folders (1 to 10,000 positive ids).
+type FoldersDeletedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FolderIds     []int64                `protobuf:"varint,1,rep,packed,name=folder_ids,json=folderIds,proto3" json:"folder_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FoldersDeletedRequest) Reset() {
+	*x = FoldersDeletedRequest{}
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FoldersDeletedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FoldersDeletedRequest) ProtoMessage() {}
+
+func (x *FoldersDeletedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FoldersDeletedRequest.ProtoReflect.Descriptor instead.
+func (*FoldersDeletedRequest) Descriptor() ([]byte, []int) {
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *FoldersDeletedRequest) GetFolderIds() []int64 {
+	if x != nil {
+		return x.FolderIds
+	}
+	return nil
+}
+
+// FoldersDeletedResponse is empty.
+type FoldersDeletedResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FoldersDeletedResponse) Reset() {
+	*x = FoldersDeletedResponse{}
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FoldersDeletedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FoldersDeletedResponse) ProtoMessage() {}
+
+func (x *FoldersDeletedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FoldersDeletedResponse.ProtoReflect.Descriptor instead.
+func (*FoldersDeletedResponse) Descriptor() ([]byte, []int) {
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{52}
 }
 
 // SetContentSourceRequest records the content source of a document's file.
@@ -3365,7 +3742,7 @@ type SetContentSourceRequest struct {
 
 func (x *SetContentSourceRequest) Reset() {
 	*x = SetContentSourceRequest{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[46]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3377,7 +3754,7 @@ func (x *SetContentSourceRequest) String() string {
 func (*SetContentSourceRequest) ProtoMessage() {}
 
 func (x *SetContentSourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[46]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3390,7 +3767,7 @@ func (x *SetContentSourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetContentSourceRequest.ProtoReflect.Descriptor instead.
 func (*SetContentSourceRequest) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{46}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *SetContentSourceRequest) GetDocId() int64 {
@@ -3425,7 +3802,7 @@ type SetContentSourcesRequest struct {
 
 func (x *SetContentSourcesRequest) Reset() {
 	*x = SetContentSourcesRequest{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[47]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3437,7 +3814,7 @@ func (x *SetContentSourcesRequest) String() string {
 func (*SetContentSourcesRequest) ProtoMessage() {}
 
 func (x *SetContentSourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[47]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3450,7 +3827,7 @@ func (x *SetContentSourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetContentSourcesRequest.ProtoReflect.Descriptor instead.
 func (*SetContentSourcesRequest) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{47}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *SetContentSourcesRequest) GetSources() []*SetContentSourceRequest {
@@ -3471,7 +3848,7 @@ type SetContentSourcesResponse struct {
 
 func (x *SetContentSourcesResponse) Reset() {
 	*x = SetContentSourcesResponse{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[48]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3483,7 +3860,7 @@ func (x *SetContentSourcesResponse) String() string {
 func (*SetContentSourcesResponse) ProtoMessage() {}
 
 func (x *SetContentSourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[48]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3496,7 +3873,7 @@ func (x *SetContentSourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetContentSourcesResponse.ProtoReflect.Descriptor instead.
 func (*SetContentSourcesResponse) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{48}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SetContentSourcesResponse) GetApplied() []bool {
@@ -3518,7 +3895,7 @@ type SetContentSourceResponse struct {
 
 func (x *SetContentSourceResponse) Reset() {
 	*x = SetContentSourceResponse{}
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[49]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3530,7 +3907,7 @@ func (x *SetContentSourceResponse) String() string {
 func (*SetContentSourceResponse) ProtoMessage() {}
 
 func (x *SetContentSourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_document_v1_document_proto_msgTypes[49]
+	mi := &file_docrepo_document_v1_document_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3543,7 +3920,7 @@ func (x *SetContentSourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetContentSourceResponse.ProtoReflect.Descriptor instead.
 func (*SetContentSourceResponse) Descriptor() ([]byte, []int) {
-	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{49}
+	return file_docrepo_document_v1_document_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SetContentSourceResponse) GetApplied() bool {
@@ -3823,7 +4200,27 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"\x15UnlockDocumentRequest\x12\x15\n" +
 	"\x06doc_id\x18\x01 \x01(\x03R\x05docId\"[\n" +
 	"\x16UnlockDocumentResponse\x12A\n" +
-	"\bdocument\x18\x01 \x01(\v2%.docrepo.document.v1.DocumentMetadataR\bdocument\"\xa6\x02\n" +
+	"\bdocument\x18\x01 \x01(\v2%.docrepo.document.v1.DocumentMetadataR\bdocument\"G\n" +
+	"\x10ListLocksRequest\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"\xe8\x01\n" +
+	"\fDocumentLock\x12\x15\n" +
+	"\x06doc_id\x18\x01 \x01(\x03R\x05docId\x12$\n" +
+	"\x0eholder_user_id\x18\x02 \x01(\x03R\fholderUserId\x12'\n" +
+	"\x0fholder_username\x18\x03 \x01(\tR\x0eholderUsername\x127\n" +
+	"\tlocked_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\blockedAt\x129\n" +
+	"\n" +
+	"expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"t\n" +
+	"\x11ListLocksResponse\x127\n" +
+	"\x05locks\x18\x01 \x03(\v2!.docrepo.document.v1.DocumentLockR\x05locks\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"A\n" +
+	"\x10BreakLockRequest\x12\x15\n" +
+	"\x06doc_id\x18\x01 \x01(\x03R\x05docId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x91\x01\n" +
+	"\x11BreakLockResponse\x129\n" +
+	"\x06broken\x18\x01 \x01(\v2!.docrepo.document.v1.DocumentLockR\x06broken\x12A\n" +
+	"\bdocument\x18\x02 \x01(\v2%.docrepo.document.v1.DocumentMetadataR\bdocument\"\xa6\x02\n" +
 	"\x13DownloadFileRequest\x12\x15\n" +
 	"\x06doc_id\x18\x01 \x01(\x03R\x05docId\x12)\n" +
 	"\x0elinked_file_id\x18\x02 \x01(\x03H\x00R\flinkedFileId\x88\x01\x01\x12\x18\n" +
@@ -3909,7 +4306,11 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"\n" +
 	"folder_ids\x18\x01 \x03(\x03R\tfolderIds\"4\n" +
 	"\x1cCountFolderDocumentsResponse\x12\x14\n" +
-	"\x05count\x18\x01 \x01(\x05R\x05count\"a\n" +
+	"\x05count\x18\x01 \x01(\x05R\x05count\"6\n" +
+	"\x15FoldersDeletedRequest\x12\x1d\n" +
+	"\n" +
+	"folder_ids\x18\x01 \x03(\x03R\tfolderIds\"\x18\n" +
+	"\x16FoldersDeletedResponse\"a\n" +
 	"\x17SetContentSourceRequest\x12\x15\n" +
 	"\x06doc_id\x18\x01 \x01(\x03R\x05docId\x12\x17\n" +
 	"\afile_id\x18\x02 \x01(\x03R\x06fileId\x12\x16\n" +
@@ -3919,7 +4320,7 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"\x19SetContentSourcesResponse\x12\x18\n" +
 	"\aapplied\x18\x01 \x03(\bR\aapplied\"4\n" +
 	"\x18SetContentSourceResponse\x12\x18\n" +
-	"\aapplied\x18\x01 \x01(\bR\aapplied2\xd4\x10\n" +
+	"\aapplied\x18\x01 \x01(\bR\aapplied2\xa1\x13\n" +
 	"\x0fDocumentService\x12\x82\x01\n" +
 	"\x0eUploadDocument\x12*.docrepo.document.v1.UploadDocumentRequest\x1a+.docrepo.document.v1.UploadDocumentResponse\"\x15\xca\xf3\x18\x11\n" +
 	"\x0fdocuments_write(\x01\x12v\n" +
@@ -3934,7 +4335,11 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"\fLockDocument\x12(.docrepo.document.v1.LockDocumentRequest\x1a).docrepo.document.v1.LockDocumentResponse\"\x15\xca\xf3\x18\x11\n" +
 	"\x0fdocuments_write\x12\x80\x01\n" +
 	"\x0eUnlockDocument\x12*.docrepo.document.v1.UnlockDocumentRequest\x1a+.docrepo.document.v1.UnlockDocumentResponse\"\x15\xca\xf3\x18\x11\n" +
-	"\x0fdocuments_write\x12\x85\x01\n" +
+	"\x0fdocuments_write\x12g\n" +
+	"\tListLocks\x12%.docrepo.document.v1.ListLocksRequest\x1a&.docrepo.document.v1.ListLocksResponse\"\v\xca\xf3\x18\a\n" +
+	"\x05admin\x12g\n" +
+	"\tBreakLock\x12%.docrepo.document.v1.BreakLockRequest\x1a&.docrepo.document.v1.BreakLockResponse\"\v\xca\xf3\x18\a\n" +
+	"\x05admin\x12\x85\x01\n" +
 	"\fDownloadFile\x12(.docrepo.document.v1.DownloadFileRequest\x1a).docrepo.document.v1.DownloadFileResponse\"\x1e\xca\xf3\x18\x1a\n" +
 	"\x0edocuments_read\n" +
 	"\binternal0\x01\x12\x83\x01\n" +
@@ -3959,7 +4364,10 @@ const file_docrepo_document_v1_document_proto_rawDesc = "" +
 	"\binternal\x12\xa2\x01\n" +
 	"\x14CountFolderDocuments\x120.docrepo.document.v1.CountFolderDocumentsRequest\x1a1.docrepo.document.v1.CountFolderDocumentsResponse\"%\xca\xf3\x18!\n" +
 	"\x0edocuments_read\n" +
-	"\x0fdocuments_writeB\xd9\x01\n" +
+	"\x0fdocuments_write\x12y\n" +
+	"\x0eFoldersDeleted\x12*.docrepo.document.v1.FoldersDeletedRequest\x1a+.docrepo.document.v1.FoldersDeletedResponse\"\x0e\xca\xf3\x18\n" +
+	"\n" +
+	"\binternalB\xd9\x01\n" +
 	"\x17com.docrepo.document.v1B\rDocumentProtoP\x01ZAgithub.com/docrepo/docrepo/pkg/gen/docrepo/document/v1;documentv1\xa2\x02\x03DDX\xaa\x02\x13Docrepo.Document.V1\xca\x02\x13Docrepo\\Document\\V1\xe2\x02\x1fDocrepo\\Document\\V1\\GPBMetadata\xea\x02\x15Docrepo::Document::V1b\x06proto3"
 
 var (
@@ -3974,7 +4382,7 @@ func file_docrepo_document_v1_document_proto_rawDescGZIP() []byte {
 	return file_docrepo_document_v1_document_proto_rawDescData
 }
 
-var file_docrepo_document_v1_document_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_docrepo_document_v1_document_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_docrepo_document_v1_document_proto_goTypes = []any{
 	(*Document)(nil),                     // 0: docrepo.document.v1.Document
 	(*LinkedFile)(nil),                   // 1: docrepo.document.v1.LinkedFile
@@ -4005,50 +4413,57 @@ var file_docrepo_document_v1_document_proto_goTypes = []any{
 	(*LockDocumentResponse)(nil),         // 26: docrepo.document.v1.LockDocumentResponse
 	(*UnlockDocumentRequest)(nil),        // 27: docrepo.document.v1.UnlockDocumentRequest
 	(*UnlockDocumentResponse)(nil),       // 28: docrepo.document.v1.UnlockDocumentResponse
-	(*DownloadFileRequest)(nil),          // 29: docrepo.document.v1.DownloadFileRequest
-	(*DownloadHeader)(nil),               // 30: docrepo.document.v1.DownloadHeader
-	(*DownloadFileResponse)(nil),         // 31: docrepo.document.v1.DownloadFileResponse
-	(*SetCustomFieldsRequest)(nil),       // 32: docrepo.document.v1.SetCustomFieldsRequest
-	(*SetCustomFieldsResponse)(nil),      // 33: docrepo.document.v1.SetCustomFieldsResponse
-	(*ListDistinctValuesRequest)(nil),    // 34: docrepo.document.v1.ListDistinctValuesRequest
-	(*ListDistinctValuesResponse)(nil),   // 35: docrepo.document.v1.ListDistinctValuesResponse
-	(*IndexFile)(nil),                    // 36: docrepo.document.v1.IndexFile
-	(*IndexDocument)(nil),                // 37: docrepo.document.v1.IndexDocument
-	(*GetIndexDocumentRequest)(nil),      // 38: docrepo.document.v1.GetIndexDocumentRequest
-	(*GetIndexDocumentResponse)(nil),     // 39: docrepo.document.v1.GetIndexDocumentResponse
-	(*GetIndexDocumentsRequest)(nil),     // 40: docrepo.document.v1.GetIndexDocumentsRequest
-	(*GetIndexDocumentsResponse)(nil),    // 41: docrepo.document.v1.GetIndexDocumentsResponse
-	(*ListDocumentIdsRequest)(nil),       // 42: docrepo.document.v1.ListDocumentIdsRequest
-	(*ListDocumentIdsResponse)(nil),      // 43: docrepo.document.v1.ListDocumentIdsResponse
-	(*CountFolderDocumentsRequest)(nil),  // 44: docrepo.document.v1.CountFolderDocumentsRequest
-	(*CountFolderDocumentsResponse)(nil), // 45: docrepo.document.v1.CountFolderDocumentsResponse
-	(*SetContentSourceRequest)(nil),      // 46: docrepo.document.v1.SetContentSourceRequest
-	(*SetContentSourcesRequest)(nil),     // 47: docrepo.document.v1.SetContentSourcesRequest
-	(*SetContentSourcesResponse)(nil),    // 48: docrepo.document.v1.SetContentSourcesResponse
-	(*SetContentSourceResponse)(nil),     // 49: docrepo.document.v1.SetContentSourceResponse
-	(*timestamppb.Timestamp)(nil),        // 50: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),              // 51: google.protobuf.Struct
+	(*ListLocksRequest)(nil),             // 29: docrepo.document.v1.ListLocksRequest
+	(*DocumentLock)(nil),                 // 30: docrepo.document.v1.DocumentLock
+	(*ListLocksResponse)(nil),            // 31: docrepo.document.v1.ListLocksResponse
+	(*BreakLockRequest)(nil),             // 32: docrepo.document.v1.BreakLockRequest
+	(*BreakLockResponse)(nil),            // 33: docrepo.document.v1.BreakLockResponse
+	(*DownloadFileRequest)(nil),          // 34: docrepo.document.v1.DownloadFileRequest
+	(*DownloadHeader)(nil),               // 35: docrepo.document.v1.DownloadHeader
+	(*DownloadFileResponse)(nil),         // 36: docrepo.document.v1.DownloadFileResponse
+	(*SetCustomFieldsRequest)(nil),       // 37: docrepo.document.v1.SetCustomFieldsRequest
+	(*SetCustomFieldsResponse)(nil),      // 38: docrepo.document.v1.SetCustomFieldsResponse
+	(*ListDistinctValuesRequest)(nil),    // 39: docrepo.document.v1.ListDistinctValuesRequest
+	(*ListDistinctValuesResponse)(nil),   // 40: docrepo.document.v1.ListDistinctValuesResponse
+	(*IndexFile)(nil),                    // 41: docrepo.document.v1.IndexFile
+	(*IndexDocument)(nil),                // 42: docrepo.document.v1.IndexDocument
+	(*GetIndexDocumentRequest)(nil),      // 43: docrepo.document.v1.GetIndexDocumentRequest
+	(*GetIndexDocumentResponse)(nil),     // 44: docrepo.document.v1.GetIndexDocumentResponse
+	(*GetIndexDocumentsRequest)(nil),     // 45: docrepo.document.v1.GetIndexDocumentsRequest
+	(*GetIndexDocumentsResponse)(nil),    // 46: docrepo.document.v1.GetIndexDocumentsResponse
+	(*ListDocumentIdsRequest)(nil),       // 47: docrepo.document.v1.ListDocumentIdsRequest
+	(*ListDocumentIdsResponse)(nil),      // 48: docrepo.document.v1.ListDocumentIdsResponse
+	(*CountFolderDocumentsRequest)(nil),  // 49: docrepo.document.v1.CountFolderDocumentsRequest
+	(*CountFolderDocumentsResponse)(nil), // 50: docrepo.document.v1.CountFolderDocumentsResponse
+	(*FoldersDeletedRequest)(nil),        // 51: docrepo.document.v1.FoldersDeletedRequest
+	(*FoldersDeletedResponse)(nil),       // 52: docrepo.document.v1.FoldersDeletedResponse
+	(*SetContentSourceRequest)(nil),      // 53: docrepo.document.v1.SetContentSourceRequest
+	(*SetContentSourcesRequest)(nil),     // 54: docrepo.document.v1.SetContentSourcesRequest
+	(*SetContentSourcesResponse)(nil),    // 55: docrepo.document.v1.SetContentSourcesResponse
+	(*SetContentSourceResponse)(nil),     // 56: docrepo.document.v1.SetContentSourceResponse
+	(*timestamppb.Timestamp)(nil),        // 57: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),              // 58: google.protobuf.Struct
 }
 var file_docrepo_document_v1_document_proto_depIdxs = []int32{
-	50, // 0: docrepo.document.v1.Document.date:type_name -> google.protobuf.Timestamp
-	50, // 1: docrepo.document.v1.Document.entry_date:type_name -> google.protobuf.Timestamp
+	57, // 0: docrepo.document.v1.Document.date:type_name -> google.protobuf.Timestamp
+	57, // 1: docrepo.document.v1.Document.entry_date:type_name -> google.protobuf.Timestamp
 	1,  // 2: docrepo.document.v1.Document.linked_files:type_name -> docrepo.document.v1.LinkedFile
 	3,  // 3: docrepo.document.v1.Document.version_history:type_name -> docrepo.document.v1.ArchiveEntryList
 	5,  // 4: docrepo.document.v1.Document.folders:type_name -> docrepo.document.v1.FolderAssignmentList
 	7,  // 5: docrepo.document.v1.Document.customfields:type_name -> docrepo.document.v1.CustomFieldSetList
-	50, // 6: docrepo.document.v1.LinkedFile.lastmodified:type_name -> google.protobuf.Timestamp
-	50, // 7: docrepo.document.v1.ArchiveEntry.entry_date:type_name -> google.protobuf.Timestamp
+	57, // 6: docrepo.document.v1.LinkedFile.lastmodified:type_name -> google.protobuf.Timestamp
+	57, // 7: docrepo.document.v1.ArchiveEntry.entry_date:type_name -> google.protobuf.Timestamp
 	2,  // 8: docrepo.document.v1.ArchiveEntryList.entries:type_name -> docrepo.document.v1.ArchiveEntry
 	4,  // 9: docrepo.document.v1.FolderAssignmentList.entries:type_name -> docrepo.document.v1.FolderAssignment
-	51, // 10: docrepo.document.v1.CustomFieldSet.rows:type_name -> google.protobuf.Struct
+	58, // 10: docrepo.document.v1.CustomFieldSet.rows:type_name -> google.protobuf.Struct
 	6,  // 11: docrepo.document.v1.CustomFieldSetList.entries:type_name -> docrepo.document.v1.CustomFieldSet
-	50, // 12: docrepo.document.v1.DocumentMetadata.date:type_name -> google.protobuf.Timestamp
+	57, // 12: docrepo.document.v1.DocumentMetadata.date:type_name -> google.protobuf.Timestamp
 	9,  // 13: docrepo.document.v1.UploadDocumentRequest.metadata:type_name -> docrepo.document.v1.UploadMetadata
 	10, // 14: docrepo.document.v1.UploadDocumentRequest.file:type_name -> docrepo.document.v1.FileHeader
 	0,  // 15: docrepo.document.v1.GetDocumentResponse.document:type_name -> docrepo.document.v1.Document
 	8,  // 16: docrepo.document.v1.UpdateDocumentResponse.document:type_name -> docrepo.document.v1.DocumentMetadata
-	50, // 17: docrepo.document.v1.CurrentFile.last_modified:type_name -> google.protobuf.Timestamp
-	50, // 18: docrepo.document.v1.HistoryEntry.entry_date:type_name -> google.protobuf.Timestamp
+	57, // 17: docrepo.document.v1.CurrentFile.last_modified:type_name -> google.protobuf.Timestamp
+	57, // 18: docrepo.document.v1.HistoryEntry.entry_date:type_name -> google.protobuf.Timestamp
 	17, // 19: docrepo.document.v1.VersionListing.current:type_name -> docrepo.document.v1.CurrentFile
 	18, // 20: docrepo.document.v1.VersionListing.history:type_name -> docrepo.document.v1.HistoryEntry
 	19, // 21: docrepo.document.v1.GetVersionsResponse.listing:type_name -> docrepo.document.v1.VersionListing
@@ -4057,52 +4472,63 @@ var file_docrepo_document_v1_document_proto_depIdxs = []int32{
 	19, // 24: docrepo.document.v1.UploadVersionResponse.listing:type_name -> docrepo.document.v1.VersionListing
 	8,  // 25: docrepo.document.v1.LockDocumentResponse.document:type_name -> docrepo.document.v1.DocumentMetadata
 	8,  // 26: docrepo.document.v1.UnlockDocumentResponse.document:type_name -> docrepo.document.v1.DocumentMetadata
-	50, // 27: docrepo.document.v1.DownloadHeader.last_modified:type_name -> google.protobuf.Timestamp
-	30, // 28: docrepo.document.v1.DownloadFileResponse.header:type_name -> docrepo.document.v1.DownloadHeader
-	51, // 29: docrepo.document.v1.SetCustomFieldsRequest.rows:type_name -> google.protobuf.Struct
-	6,  // 30: docrepo.document.v1.SetCustomFieldsResponse.set:type_name -> docrepo.document.v1.CustomFieldSet
-	0,  // 31: docrepo.document.v1.IndexDocument.document:type_name -> docrepo.document.v1.Document
-	36, // 32: docrepo.document.v1.IndexDocument.file:type_name -> docrepo.document.v1.IndexFile
-	37, // 33: docrepo.document.v1.GetIndexDocumentResponse.document:type_name -> docrepo.document.v1.IndexDocument
-	39, // 34: docrepo.document.v1.GetIndexDocumentsResponse.documents:type_name -> docrepo.document.v1.GetIndexDocumentResponse
-	46, // 35: docrepo.document.v1.SetContentSourcesRequest.sources:type_name -> docrepo.document.v1.SetContentSourceRequest
-	11, // 36: docrepo.document.v1.DocumentService.UploadDocument:input_type -> docrepo.document.v1.UploadDocumentRequest
-	13, // 37: docrepo.document.v1.DocumentService.GetDocument:input_type -> docrepo.document.v1.GetDocumentRequest
-	15, // 38: docrepo.document.v1.DocumentService.UpdateDocument:input_type -> docrepo.document.v1.UpdateDocumentRequest
-	20, // 39: docrepo.document.v1.DocumentService.GetVersions:input_type -> docrepo.document.v1.GetVersionsRequest
-	22, // 40: docrepo.document.v1.DocumentService.UploadVersion:input_type -> docrepo.document.v1.UploadVersionRequest
-	25, // 41: docrepo.document.v1.DocumentService.LockDocument:input_type -> docrepo.document.v1.LockDocumentRequest
-	27, // 42: docrepo.document.v1.DocumentService.UnlockDocument:input_type -> docrepo.document.v1.UnlockDocumentRequest
-	29, // 43: docrepo.document.v1.DocumentService.DownloadFile:input_type -> docrepo.document.v1.DownloadFileRequest
-	32, // 44: docrepo.document.v1.DocumentService.SetCustomFields:input_type -> docrepo.document.v1.SetCustomFieldsRequest
-	34, // 45: docrepo.document.v1.DocumentService.ListDistinctValues:input_type -> docrepo.document.v1.ListDistinctValuesRequest
-	38, // 46: docrepo.document.v1.DocumentService.GetIndexDocument:input_type -> docrepo.document.v1.GetIndexDocumentRequest
-	40, // 47: docrepo.document.v1.DocumentService.GetIndexDocuments:input_type -> docrepo.document.v1.GetIndexDocumentsRequest
-	42, // 48: docrepo.document.v1.DocumentService.ListDocumentIds:input_type -> docrepo.document.v1.ListDocumentIdsRequest
-	46, // 49: docrepo.document.v1.DocumentService.SetContentSource:input_type -> docrepo.document.v1.SetContentSourceRequest
-	47, // 50: docrepo.document.v1.DocumentService.SetContentSources:input_type -> docrepo.document.v1.SetContentSourcesRequest
-	44, // 51: docrepo.document.v1.DocumentService.CountFolderDocuments:input_type -> docrepo.document.v1.CountFolderDocumentsRequest
-	12, // 52: docrepo.document.v1.DocumentService.UploadDocument:output_type -> docrepo.document.v1.UploadDocumentResponse
-	14, // 53: docrepo.document.v1.DocumentService.GetDocument:output_type -> docrepo.document.v1.GetDocumentResponse
-	16, // 54: docrepo.document.v1.DocumentService.UpdateDocument:output_type -> docrepo.document.v1.UpdateDocumentResponse
-	21, // 55: docrepo.document.v1.DocumentService.GetVersions:output_type -> docrepo.document.v1.GetVersionsResponse
-	24, // 56: docrepo.document.v1.DocumentService.UploadVersion:output_type -> docrepo.document.v1.UploadVersionResponse
-	26, // 57: docrepo.document.v1.DocumentService.LockDocument:output_type -> docrepo.document.v1.LockDocumentResponse
-	28, // 58: docrepo.document.v1.DocumentService.UnlockDocument:output_type -> docrepo.document.v1.UnlockDocumentResponse
-	31, // 59: docrepo.document.v1.DocumentService.DownloadFile:output_type -> docrepo.document.v1.DownloadFileResponse
-	33, // 60: docrepo.document.v1.DocumentService.SetCustomFields:output_type -> docrepo.document.v1.SetCustomFieldsResponse
-	35, // 61: docrepo.document.v1.DocumentService.ListDistinctValues:output_type -> docrepo.document.v1.ListDistinctValuesResponse
-	39, // 62: docrepo.document.v1.DocumentService.GetIndexDocument:output_type -> docrepo.document.v1.GetIndexDocumentResponse
-	41, // 63: docrepo.document.v1.DocumentService.GetIndexDocuments:output_type -> docrepo.document.v1.GetIndexDocumentsResponse
-	43, // 64: docrepo.document.v1.DocumentService.ListDocumentIds:output_type -> docrepo.document.v1.ListDocumentIdsResponse
-	49, // 65: docrepo.document.v1.DocumentService.SetContentSource:output_type -> docrepo.document.v1.SetContentSourceResponse
-	48, // 66: docrepo.document.v1.DocumentService.SetContentSources:output_type -> docrepo.document.v1.SetContentSourcesResponse
-	45, // 67: docrepo.document.v1.DocumentService.CountFolderDocuments:output_type -> docrepo.document.v1.CountFolderDocumentsResponse
-	52, // [52:68] is the sub-list for method output_type
-	36, // [36:52] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	57, // 27: docrepo.document.v1.DocumentLock.locked_at:type_name -> google.protobuf.Timestamp
+	57, // 28: docrepo.document.v1.DocumentLock.expires_at:type_name -> google.protobuf.Timestamp
+	30, // 29: docrepo.document.v1.ListLocksResponse.locks:type_name -> docrepo.document.v1.DocumentLock
+	30, // 30: docrepo.document.v1.BreakLockResponse.broken:type_name -> docrepo.document.v1.DocumentLock
+	8,  // 31: docrepo.document.v1.BreakLockResponse.document:type_name -> docrepo.document.v1.DocumentMetadata
+	57, // 32: docrepo.document.v1.DownloadHeader.last_modified:type_name -> google.protobuf.Timestamp
+	35, // 33: docrepo.document.v1.DownloadFileResponse.header:type_name -> docrepo.document.v1.DownloadHeader
+	58, // 34: docrepo.document.v1.SetCustomFieldsRequest.rows:type_name -> google.protobuf.Struct
+	6,  // 35: docrepo.document.v1.SetCustomFieldsResponse.set:type_name -> docrepo.document.v1.CustomFieldSet
+	0,  // 36: docrepo.document.v1.IndexDocument.document:type_name -> docrepo.document.v1.Document
+	41, // 37: docrepo.document.v1.IndexDocument.file:type_name -> docrepo.document.v1.IndexFile
+	42, // 38: docrepo.document.v1.GetIndexDocumentResponse.document:type_name -> docrepo.document.v1.IndexDocument
+	44, // 39: docrepo.document.v1.GetIndexDocumentsResponse.documents:type_name -> docrepo.document.v1.GetIndexDocumentResponse
+	53, // 40: docrepo.document.v1.SetContentSourcesRequest.sources:type_name -> docrepo.document.v1.SetContentSourceRequest
+	11, // 41: docrepo.document.v1.DocumentService.UploadDocument:input_type -> docrepo.document.v1.UploadDocumentRequest
+	13, // 42: docrepo.document.v1.DocumentService.GetDocument:input_type -> docrepo.document.v1.GetDocumentRequest
+	15, // 43: docrepo.document.v1.DocumentService.UpdateDocument:input_type -> docrepo.document.v1.UpdateDocumentRequest
+	20, // 44: docrepo.document.v1.DocumentService.GetVersions:input_type -> docrepo.document.v1.GetVersionsRequest
+	22, // 45: docrepo.document.v1.DocumentService.UploadVersion:input_type -> docrepo.document.v1.UploadVersionRequest
+	25, // 46: docrepo.document.v1.DocumentService.LockDocument:input_type -> docrepo.document.v1.LockDocumentRequest
+	27, // 47: docrepo.document.v1.DocumentService.UnlockDocument:input_type -> docrepo.document.v1.UnlockDocumentRequest
+	29, // 48: docrepo.document.v1.DocumentService.ListLocks:input_type -> docrepo.document.v1.ListLocksRequest
+	32, // 49: docrepo.document.v1.DocumentService.BreakLock:input_type -> docrepo.document.v1.BreakLockRequest
+	34, // 50: docrepo.document.v1.DocumentService.DownloadFile:input_type -> docrepo.document.v1.DownloadFileRequest
+	37, // 51: docrepo.document.v1.DocumentService.SetCustomFields:input_type -> docrepo.document.v1.SetCustomFieldsRequest
+	39, // 52: docrepo.document.v1.DocumentService.ListDistinctValues:input_type -> docrepo.document.v1.ListDistinctValuesRequest
+	43, // 53: docrepo.document.v1.DocumentService.GetIndexDocument:input_type -> docrepo.document.v1.GetIndexDocumentRequest
+	45, // 54: docrepo.document.v1.DocumentService.GetIndexDocuments:input_type -> docrepo.document.v1.GetIndexDocumentsRequest
+	47, // 55: docrepo.document.v1.DocumentService.ListDocumentIds:input_type -> docrepo.document.v1.ListDocumentIdsRequest
+	53, // 56: docrepo.document.v1.DocumentService.SetContentSource:input_type -> docrepo.document.v1.SetContentSourceRequest
+	54, // 57: docrepo.document.v1.DocumentService.SetContentSources:input_type -> docrepo.document.v1.SetContentSourcesRequest
+	49, // 58: docrepo.document.v1.DocumentService.CountFolderDocuments:input_type -> docrepo.document.v1.CountFolderDocumentsRequest
+	51, // 59: docrepo.document.v1.DocumentService.FoldersDeleted:input_type -> docrepo.document.v1.FoldersDeletedRequest
+	12, // 60: docrepo.document.v1.DocumentService.UploadDocument:output_type -> docrepo.document.v1.UploadDocumentResponse
+	14, // 61: docrepo.document.v1.DocumentService.GetDocument:output_type -> docrepo.document.v1.GetDocumentResponse
+	16, // 62: docrepo.document.v1.DocumentService.UpdateDocument:output_type -> docrepo.document.v1.UpdateDocumentResponse
+	21, // 63: docrepo.document.v1.DocumentService.GetVersions:output_type -> docrepo.document.v1.GetVersionsResponse
+	24, // 64: docrepo.document.v1.DocumentService.UploadVersion:output_type -> docrepo.document.v1.UploadVersionResponse
+	26, // 65: docrepo.document.v1.DocumentService.LockDocument:output_type -> docrepo.document.v1.LockDocumentResponse
+	28, // 66: docrepo.document.v1.DocumentService.UnlockDocument:output_type -> docrepo.document.v1.UnlockDocumentResponse
+	31, // 67: docrepo.document.v1.DocumentService.ListLocks:output_type -> docrepo.document.v1.ListLocksResponse
+	33, // 68: docrepo.document.v1.DocumentService.BreakLock:output_type -> docrepo.document.v1.BreakLockResponse
+	36, // 69: docrepo.document.v1.DocumentService.DownloadFile:output_type -> docrepo.document.v1.DownloadFileResponse
+	38, // 70: docrepo.document.v1.DocumentService.SetCustomFields:output_type -> docrepo.document.v1.SetCustomFieldsResponse
+	40, // 71: docrepo.document.v1.DocumentService.ListDistinctValues:output_type -> docrepo.document.v1.ListDistinctValuesResponse
+	44, // 72: docrepo.document.v1.DocumentService.GetIndexDocument:output_type -> docrepo.document.v1.GetIndexDocumentResponse
+	46, // 73: docrepo.document.v1.DocumentService.GetIndexDocuments:output_type -> docrepo.document.v1.GetIndexDocumentsResponse
+	48, // 74: docrepo.document.v1.DocumentService.ListDocumentIds:output_type -> docrepo.document.v1.ListDocumentIdsResponse
+	56, // 75: docrepo.document.v1.DocumentService.SetContentSource:output_type -> docrepo.document.v1.SetContentSourceResponse
+	55, // 76: docrepo.document.v1.DocumentService.SetContentSources:output_type -> docrepo.document.v1.SetContentSourcesResponse
+	50, // 77: docrepo.document.v1.DocumentService.CountFolderDocuments:output_type -> docrepo.document.v1.CountFolderDocumentsResponse
+	52, // 78: docrepo.document.v1.DocumentService.FoldersDeleted:output_type -> docrepo.document.v1.FoldersDeletedResponse
+	60, // [60:79] is the sub-list for method output_type
+	41, // [41:60] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_docrepo_document_v1_document_proto_init() }
@@ -4125,8 +4551,8 @@ func file_docrepo_document_v1_document_proto_init() {
 		(*UploadVersionRequest_Header)(nil),
 		(*UploadVersionRequest_Chunk)(nil),
 	}
-	file_docrepo_document_v1_document_proto_msgTypes[29].OneofWrappers = []any{}
-	file_docrepo_document_v1_document_proto_msgTypes[31].OneofWrappers = []any{
+	file_docrepo_document_v1_document_proto_msgTypes[34].OneofWrappers = []any{}
+	file_docrepo_document_v1_document_proto_msgTypes[36].OneofWrappers = []any{
 		(*DownloadFileResponse_Header)(nil),
 		(*DownloadFileResponse_Chunk)(nil),
 	}
@@ -4136,7 +4562,7 @@ func file_docrepo_document_v1_document_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_docrepo_document_v1_document_proto_rawDesc), len(file_docrepo_document_v1_document_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   50,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,6 +30,8 @@ const (
 	DocumentService_UploadVersion_FullMethodName        = "/docrepo.document.v1.DocumentService/UploadVersion"
 	DocumentService_LockDocument_FullMethodName         = "/docrepo.document.v1.DocumentService/LockDocument"
 	DocumentService_UnlockDocument_FullMethodName       = "/docrepo.document.v1.DocumentService/UnlockDocument"
+	DocumentService_ListLocks_FullMethodName            = "/docrepo.document.v1.DocumentService/ListLocks"
+	DocumentService_BreakLock_FullMethodName            = "/docrepo.document.v1.DocumentService/BreakLock"
 	DocumentService_DownloadFile_FullMethodName         = "/docrepo.document.v1.DocumentService/DownloadFile"
 	DocumentService_SetCustomFields_FullMethodName      = "/docrepo.document.v1.DocumentService/SetCustomFields"
 	DocumentService_ListDistinctValues_FullMethodName   = "/docrepo.document.v1.DocumentService/ListDistinctValues"
@@ -39,6 +41,7 @@ const (
 	DocumentService_SetContentSource_FullMethodName     = "/docrepo.document.v1.DocumentService/SetContentSource"
 	DocumentService_SetContentSources_FullMethodName    = "/docrepo.document.v1.DocumentService/SetContentSources"
 	DocumentService_CountFolderDocuments_FullMethodName = "/docrepo.document.v1.DocumentService/CountFolderDocuments"
+	DocumentService_FoldersDeleted_FullMethodName       = "/docrepo.document.v1.DocumentService/FoldersDeleted"
 )
 
 // DocumentServiceClient is the client API for DocumentService service.
@@ -65,6 +68,15 @@ type DocumentServiceClient interface {
 	LockDocument(ctx context.Context, in *LockDocumentRequest, opts ...grpc.CallOption) (*LockDocumentResponse, error)
 	// UnlockDocument releases the caller's lock.
 	UnlockDocument(ctx context.Context, in *UnlockDocumentRequest, opts ...grpc.CallOption) (*UnlockDocumentResponse, error)
+	// ListLocks lists the locked documents in id order, for an
+	// operator looking for locks that strand documents (docrepoctl lock
+	// list). Not part of the REST API.
+	ListLocks(ctx context.Context, in *ListLocksRequest, opts ...grpc.CallOption) (*ListLocksResponse, error)
+	// BreakLock releases a document's lock whoever holds it (a user who left,
+	// whose keys were revoked): docrepoctl lock break. It is recorded in the
+	// document service's audit log with the previous holder and the reason.
+	// Not part of the REST API.
+	BreakLock(ctx context.Context, in *BreakLockRequest, opts ...grpc.CallOption) (*BreakLockResponse, error)
 	// DownloadFile streams a file: one header message, then chunks.
 	DownloadFile(ctx context.Context, in *DownloadFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DownloadFileResponse], error)
 	// SetCustomFields replaces a document's rows of one custom-field template.
@@ -92,6 +104,15 @@ type DocumentServiceClient interface {
 	// caller's identity, to report what a subtree deletion unassigns; the
 	// assignments themselves go when the folder.deleted event arrives.
 	CountFolderDocuments(ctx context.Context, in *CountFolderDocumentsRequest, opts ...grpc.CallOption) (*CountFolderDocumentsResponse, error)
+	// FoldersDeleted tells the document service that folders are gone: it
+	// marks them deleted, so that no document can be assigned to them
+	// again, and removes their assignments (each a document change with its
+	// event and audit entry), exactly as the folder.deleted event does. The
+	// folder service calls it, with its service credential, once its
+	// deletion has committed and before it answers, so that the client that
+	// deleted a folder cannot upload into it afterwards (docs/design.md);
+	// the event stays the durable path. Idempotent.
+	FoldersDeleted(ctx context.Context, in *FoldersDeletedRequest, opts ...grpc.CallOption) (*FoldersDeletedResponse, error)
 }
 
 type documentServiceClient struct {
@@ -172,6 +193,26 @@ func (c *documentServiceClient) UnlockDocument(ctx context.Context, in *UnlockDo
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(UnlockDocumentResponse)
 	err := c.cc.Invoke(ctx, DocumentService_UnlockDocument_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *documentServiceClient) ListLocks(ctx context.Context, in *ListLocksRequest, opts ...grpc.CallOption) (*ListLocksResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListLocksResponse)
+	err := c.cc.Invoke(ctx, DocumentService_ListLocks_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *documentServiceClient) BreakLock(ctx context.Context, in *BreakLockRequest, opts ...grpc.CallOption) (*BreakLockResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BreakLockResponse)
+	err := c.cc.Invoke(ctx, DocumentService_BreakLock_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -277,6 +318,16 @@ func (c *documentServiceClient) CountFolderDocuments(ctx context.Context, in *Co
 	return out, nil
 }
 
+func (c *documentServiceClient) FoldersDeleted(ctx context.Context, in *FoldersDeletedRequest, opts ...grpc.CallOption) (*FoldersDeletedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FoldersDeletedResponse)
+	err := c.cc.Invoke(ctx, DocumentService_FoldersDeleted_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DocumentServiceServer is the server API for DocumentService service.
 // All implementations must embed UnimplementedDocumentServiceServer
 // for forward compatibility.
@@ -301,6 +352,15 @@ type DocumentServiceServer interface {
 	LockDocument(context.Context, *LockDocumentRequest) (*LockDocumentResponse, error)
 	// UnlockDocument releases the caller's lock.
 	UnlockDocument(context.Context, *UnlockDocumentRequest) (*UnlockDocumentResponse, error)
+	// ListLocks lists the locked documents in id order, for an
+	// operator looking for locks that strand documents (docrepoctl lock
+	// list). Not part of the REST API.
+	ListLocks(context.Context, *ListLocksRequest) (*ListLocksResponse, error)
+	// BreakLock releases a document's lock whoever holds it (a user who left,
+	// whose keys were revoked): docrepoctl lock break. It is recorded in the
+	// document service's audit log with the previous holder and the reason.
+	// Not part of the REST API.
+	BreakLock(context.Context, *BreakLockRequest) (*BreakLockResponse, error)
 	// DownloadFile streams a file: one header message, then chunks.
 	DownloadFile(*DownloadFileRequest, grpc.ServerStreamingServer[DownloadFileResponse]) error
 	// SetCustomFields replaces a document's rows of one custom-field template.
@@ -328,6 +388,15 @@ type DocumentServiceServer interface {
 	// caller's identity, to report what a subtree deletion unassigns; the
 	// assignments themselves go when the folder.deleted event arrives.
 	CountFolderDocuments(context.Context, *CountFolderDocumentsRequest) (*CountFolderDocumentsResponse, error)
+	// FoldersDeleted tells the document service that folders are gone: it
+	// marks them deleted, so that no document can be assigned to them
+	// again, and removes their assignments (each a document change with its
+	// event and audit entry), exactly as the folder.deleted event does. The
+	// folder service calls it, with its service credential, once its
+	// deletion has committed and before it answers, so that the client that
+	// deleted a folder cannot upload into it afterwards (docs/design.md);
+	// the event stays the durable path. Idempotent.
+	FoldersDeleted(context.Context, *FoldersDeletedRequest) (*FoldersDeletedResponse, error)
 	mustEmbedUnimplementedDocumentServiceServer()
 }
 
@@ -359,6 +428,12 @@ func (UnimplementedDocumentServiceServer) LockDocument(context.Context, *LockDoc
 func (UnimplementedDocumentServiceServer) UnlockDocument(context.Context, *UnlockDocumentRequest) (*UnlockDocumentResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UnlockDocument not implemented")
 }
+func (UnimplementedDocumentServiceServer) ListLocks(context.Context, *ListLocksRequest) (*ListLocksResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListLocks not implemented")
+}
+func (UnimplementedDocumentServiceServer) BreakLock(context.Context, *BreakLockRequest) (*BreakLockResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BreakLock not implemented")
+}
 func (UnimplementedDocumentServiceServer) DownloadFile(*DownloadFileRequest, grpc.ServerStreamingServer[DownloadFileResponse]) error {
 	return status.Error(codes.Unimplemented, "method DownloadFile not implemented")
 }
@@ -385,6 +460,9 @@ func (UnimplementedDocumentServiceServer) SetContentSources(context.Context, *Se
 }
 func (UnimplementedDocumentServiceServer) CountFolderDocuments(context.Context, *CountFolderDocumentsRequest) (*CountFolderDocumentsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CountFolderDocuments not implemented")
+}
+func (UnimplementedDocumentServiceServer) FoldersDeleted(context.Context, *FoldersDeletedRequest) (*FoldersDeletedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method FoldersDeleted not implemented")
 }
 func (UnimplementedDocumentServiceServer) mustEmbedUnimplementedDocumentServiceServer() {}
 func (UnimplementedDocumentServiceServer) testEmbeddedByValue()                         {}
@@ -507,6 +585,42 @@ func _DocumentService_UnlockDocument_Handler(srv interface{}, ctx context.Contex
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(DocumentServiceServer).UnlockDocument(ctx, req.(*UnlockDocumentRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _DocumentService_ListLocks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListLocksRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DocumentServiceServer).ListLocks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DocumentService_ListLocks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DocumentServiceServer).ListLocks(ctx, req.(*ListLocksRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _DocumentService_BreakLock_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BreakLockRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DocumentServiceServer).BreakLock(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DocumentService_BreakLock_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DocumentServiceServer).BreakLock(ctx, req.(*BreakLockRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -666,6 +780,24 @@ func _DocumentService_CountFolderDocuments_Handler(srv interface{}, ctx context.
 	return interceptor(ctx, in, info, handler)
 }
 
+func _DocumentService_FoldersDeleted_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FoldersDeletedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DocumentServiceServer).FoldersDeleted(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DocumentService_FoldersDeleted_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DocumentServiceServer).FoldersDeleted(ctx, req.(*FoldersDeletedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // DocumentService_ServiceDesc is the grpc.ServiceDesc for DocumentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -692,6 +824,14 @@ var DocumentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UnlockDocument",
 			Handler:    _DocumentService_UnlockDocument_Handler,
+		},
+		{
+			MethodName: "ListLocks",
+			Handler:    _DocumentService_ListLocks_Handler,
+		},
+		{
+			MethodName: "BreakLock",
+			Handler:    _DocumentService_BreakLock_Handler,
 		},
 		{
 			MethodName: "SetCustomFields",
@@ -724,6 +864,10 @@ var DocumentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CountFolderDocuments",
 			Handler:    _DocumentService_CountFolderDocuments_Handler,
+		},
+		{
+			MethodName: "FoldersDeleted",
+			Handler:    _DocumentService_FoldersDeleted_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -28,7 +28,8 @@ const (
 
 // DocumentEvent is published on docrepo.document.<kind> whenever a write
 // changes a document: created, updated, file_replaced, locked, unlocked,
-// folders_changed, customfields_changed.
+// folders_changed, customfields_changed, deleted (moved to the trash),
+// restored, purged.
 type DocumentEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Outbox row id in the writing service's outbox; the Nats-Msg-Id is
@@ -40,10 +41,16 @@ type DocumentEvent struct {
 	Kind       string                 `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
 	OccurredAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=occurred_at,json=occurredAt,proto3" json:"occurred_at,omitempty"`
 	// User id of the caller that made the change, 0 for system changes.
-	ActorUserId   int64  `protobuf:"varint,6,opt,name=actor_user_id,json=actorUserId,proto3" json:"actor_user_id,omitempty"`
-	RequestId     string `protobuf:"bytes,7,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ActorUserId int64  `protobuf:"varint,6,opt,name=actor_user_id,json=actorUserId,proto3" json:"actor_user_id,omitempty"`
+	RequestId   string `protobuf:"bytes,7,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// For purged: the SHA-256 (hex) of the purged document's files, every
+	// version, that no other document (live or in the trash) has. Consumers
+	// erase what they derived from those bytes (the indexer: its OCR text
+	// cache). Empty for every other kind, and in events written before it
+	// existed.
+	ErasedFilehashes []string `protobuf:"bytes,8,rep,name=erased_filehashes,json=erasedFilehashes,proto3" json:"erased_filehashes,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *DocumentEvent) Reset() {
@@ -125,6 +132,13 @@ func (x *DocumentEvent) GetRequestId() string {
 	return ""
 }
 
+func (x *DocumentEvent) GetErasedFilehashes() []string {
+	if x != nil {
+		return x.ErasedFilehashes
+	}
+	return nil
+}
+
 // FolderEvent is published on docrepo.folder.<kind>: created, moved, deleted.
 type FolderEvent struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -134,8 +148,13 @@ type FolderEvent struct {
 	OccurredAt  *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=occurred_at,json=occurredAt,proto3" json:"occurred_at,omitempty"`
 	ActorUserId int64                  `protobuf:"varint,5,opt,name=actor_user_id,json=actorUserId,proto3" json:"actor_user_id,omitempty"`
 	// For deleted: every folder removed with the subtree.
-	FolderIds     []int64 `protobuf:"varint,6,rep,packed,name=folder_ids,json=folderIds,proto3" json:"folder_ids,omitempty"`
-	RequestId     string  `protobuf:"bytes,7,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	FolderIds []int64 `protobuf:"varint,6,rep,packed,name=folder_ids,json=folderIds,proto3" json:"folder_ids,omitempty"`
+	RequestId string  `protobuf:"bytes,7,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The folder's groups when the event was written (for deleted: the
+	// deleted folder's): a user sharing one could see it. Consumers that
+	// filter by visibility (webhooks) use it without reading the folder
+	// service's tables. Empty in events written before it existed.
+	GroupIds      []int64 `protobuf:"varint,8,rep,packed,name=group_ids,json=groupIds,proto3" json:"group_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -219,11 +238,18 @@ func (x *FolderEvent) GetRequestId() string {
 	return ""
 }
 
+func (x *FolderEvent) GetGroupIds() []int64 {
+	if x != nil {
+		return x.GroupIds
+	}
+	return nil
+}
+
 var File_docrepo_event_v1_event_proto protoreflect.FileDescriptor
 
 const file_docrepo_event_v1_event_proto_rawDesc = "" +
 	"\n" +
-	"\x1cdocrepo/event/v1/event.proto\x12\x10docrepo.event.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe7\x01\n" +
+	"\x1cdocrepo/event/v1/event.proto\x12\x10docrepo.event.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x94\x02\n" +
 	"\rDocumentEvent\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\x03R\aeventId\x12\x15\n" +
 	"\x06doc_id\x18\x02 \x01(\x03R\x05docId\x12\x10\n" +
@@ -233,7 +259,8 @@ const file_docrepo_event_v1_event_proto_rawDesc = "" +
 	"occurredAt\x12\"\n" +
 	"\ractor_user_id\x18\x06 \x01(\x03R\vactorUserId\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\a \x01(\tR\trequestId\"\xf8\x01\n" +
+	"request_id\x18\a \x01(\tR\trequestId\x12+\n" +
+	"\x11erased_filehashes\x18\b \x03(\tR\x10erasedFilehashes\"\x95\x02\n" +
 	"\vFolderEvent\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\x03R\aeventId\x12\x1b\n" +
 	"\tfolder_id\x18\x02 \x01(\x03R\bfolderId\x12\x12\n" +
@@ -244,7 +271,8 @@ const file_docrepo_event_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"folder_ids\x18\x06 \x03(\x03R\tfolderIds\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\a \x01(\tR\trequestIdB\xc1\x01\n" +
+	"request_id\x18\a \x01(\tR\trequestId\x12\x1b\n" +
+	"\tgroup_ids\x18\b \x03(\x03R\bgroupIdsB\xc1\x01\n" +
 	"\x14com.docrepo.event.v1B\n" +
 	"EventProtoP\x01Z;github.com/docrepo/docrepo/pkg/gen/docrepo/event/v1;eventv1\xa2\x02\x03DEX\xaa\x02\x10Docrepo.Event.V1\xca\x02\x10Docrepo\\Event\\V1\xe2\x02\x1cDocrepo\\Event\\V1\\GPBMetadata\xea\x02\x12Docrepo::Event::V1b\x06proto3"
 

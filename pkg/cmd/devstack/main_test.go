@@ -1,0 +1,87 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestUseModelDir checks where make run's stack finds the sentence
+// encoder: the setting when given, else the directory model.sh names if
+// the model is there, else none (the services fall back to hash).
+func TestUseModelDir(t *testing.T) {
+	root := t.TempDir()
+	withModel := filepath.Join(root, "with")
+	if err := os.MkdirAll(withModel, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(withModel, "model.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := func(dir string) string {
+		p := filepath.Join(t.TempDir(), "model.sh")
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n[ \"$1\" = dir ] && echo "+dir+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name   string
+		env    map[string]string
+		script string
+		want   string
+	}{
+		{name: "setting wins", env: map[string]string{"DOCREPO_USE_MODEL_DIR": "/x"}, script: script(withModel), want: "/x"},
+		{name: "model.sh's directory with the model", script: script(withModel), want: withModel},
+		{name: "model.sh's directory without it", script: script(filepath.Join(root, "none")), want: ""},
+		{name: "no model.sh", script: filepath.Join(root, "missing.sh"), want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			getenv := func(k string) string { return tc.env[k] }
+			if got := useModelDir(getenv, tc.script); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+	// The stack's processes get it.
+	s, err := parseSettings(nil, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newStack(s, func(k string) string { return map[string]string{"DOCREPO_USE_MODEL_DIR": withModel}[k] }, root, "postgres://x", "tok")
+	if !slices.Contains(st.Env, "DOCREPO_USE_MODEL_DIR="+withModel) {
+		t.Errorf("stack environment %v lacks the model directory", st.Env)
+	}
+}
+
+// TestStackRebuildsOnEmbedderChange checks that make run's services
+// re-embed an index of another embedder unless told otherwise.
+func TestStackRebuildsOnEmbedderChange(t *testing.T) {
+	s, err := parseSettings(nil, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{name: "default", env: map[string]string{}, want: "DOCREPO_EMBEDDER_CHANGE=rebuild"},
+		{name: "refuse when set", env: map[string]string{"DOCREPO_EMBEDDER_CHANGE": "refuse"}, want: "DOCREPO_EMBEDDER_CHANGE=refuse"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newStack(s, func(k string) string { return tc.env[k] }, t.TempDir(), "postgres://x", "tok")
+			var got []string
+			for _, kv := range st.Env {
+				if strings.HasPrefix(kv, "DOCREPO_EMBEDDER_CHANGE=") {
+					got = append(got, kv)
+				}
+			}
+			if len(got) != 1 || got[0] != tc.want {
+				t.Errorf("stack environment has %v, want [%s]", got, tc.want)
+			}
+		})
+	}
+}

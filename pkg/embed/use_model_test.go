@@ -1,0 +1,78 @@
+package embed
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// useModelDir is the use model of DOCREPO_USE_MODEL_DIR (make test sets
+// it), or skips.
+func useModelDir(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("DOCREPO_USE_MODEL_DIR")
+	if dir == "" {
+		t.Skip("DOCREPO_USE_MODEL_DIR is not set (make model; deploy/dev/model.sh dir)")
+	}
+	if _, err := os.Stat(filepath.Join(dir, USEModelFile)); err != nil {
+		t.Skipf("no use model in DOCREPO_USE_MODEL_DIR: %v", err)
+	}
+	return dir
+}
+
+// useTestModel loads the tokenizer and encoder of the use model.
+func useTestModel(t testing.TB) (PieceTokenizer, PieceEncoder, string) {
+	t.Helper()
+	dir := useModelDir(t)
+	tok, enc, err := useLoader(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok, enc, dir
+}
+
+// TestUSEParaphraseFloor is the use embedder's quality floor in make
+// test: with the default settings, on the paraphrase set and the
+// held-out pairs (queries and documents that share no content word),
+// the pair's document must be the nearest of the set's documents for
+// most queries, far above the hash embedder (logged beside it). A
+// regression in the tokenizer, the encoder or the blend fails it.
+func TestUSEParaphraseFloor(t *testing.T) {
+	dir := useModelDir(t)
+	// The services' defaults (pkg/indexing registers them).
+	u, err := NewUSE(USEConfig{ModelDir: dir, ShortQueryWords: DefaultUSEShortQueryWords, ShortQueryWeight: DefaultUSEShortQueryWeight,
+		QueryWeight: DefaultUSEQueryWeight, QueryIDF: DefaultUSEQueryIDF, UnmatchedWeight: DefaultUSEUnmatchedWeight})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, err := NewHash(DefaultHashDimensions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name        string
+		pairs       []paraphrasePair
+		top1, top10 float64 // floors for use
+	}{
+		// Measured (query weight 0.3, short queries at 0.9): 69 % / 97 %
+		// and 73 % / 100 % (hash: 10 % / 21 %, 10 % / 50 %).
+		{name: "paraphrase.tsv", pairs: loadParaphrases(t), top1: 0.65, top10: 0.95},
+		{name: "paraphrase_heldout.tsv", pairs: loadHeldOutParaphrases(t), top1: 0.70, top10: 0.95},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var queries []string
+			for _, p := range tc.pairs {
+				queries = append(queries, p.query)
+			}
+			n := float64(len(tc.pairs))
+			h1, h10 := paraphraseHits(t, hash, tc.pairs, queries, nil, 1), paraphraseHits(t, hash, tc.pairs, queries, nil, 10)
+			u1, u10 := paraphraseHits(t, u, tc.pairs, queries, nil, 1), paraphraseHits(t, u, tc.pairs, queries, nil, 10)
+			t.Logf("%d pairs: %s top-1 %.0f %% top-10 %.0f %%; %s top-1 %.0f %% top-10 %.0f %%",
+				len(tc.pairs), u.Name(), 100*float64(u1)/n, 100*float64(u10)/n, hash.Name(), 100*float64(h1)/n, 100*float64(h10)/n)
+			if float64(u1)/n < tc.top1 || float64(u10)/n < tc.top10 {
+				t.Errorf("use finds the paraphrase first for %d and in the top 10 for %d of %d; want at least %.0f %% and %.0f %%",
+					u1, u10, len(tc.pairs), 100*tc.top1, 100*tc.top10)
+			}
+		})
+	}
+}

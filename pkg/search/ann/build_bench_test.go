@@ -1,0 +1,32 @@
+package ann
+
+import (
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// BenchmarkBuild measures the cost of adding DOCREPO_ANN_DOCS (default
+// 3,000) hash-embedded documents of 768 dimensions to a graph, per node
+// (the writer's cost of the vector index; the shrinking of full
+// neighbour lists is part of it):
+//
+//	go test ./search/ann -run XXX -bench Build -benchtime 1x
+func BenchmarkBuild(b *testing.B) {
+	n := 3000
+	if s := os.Getenv("DOCREPO_ANN_DOCS"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	const dim = 768
+	docs, _ := hashCorpus(b, n, 0, dim, true)
+	for b.Loop() {
+		t0 := time.Now()
+		g := New(dim, func(id int32) []float32 { return docs[id] }, Config{Seed: 1})
+		for _, v := range docs {
+			g.Add(v)
+		}
+		el := time.Since(t0)
+		b.ReportMetric(float64(el.Microseconds())/float64(n), "µs/add")
+	}
+}

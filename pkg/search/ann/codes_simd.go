@@ -1,0 +1,47 @@
+//go:build goexperiment.simd && amd64
+
+package ann
+
+import "simd/archsimd"
+
+// Built with GOEXPERIMENT=simd on a CPU with AVX-512, a block's distances
+// are computed 16 lanes at a time (Go's experimental simd/archsimd
+// package: pure Go, no assembly, no cgo).
+func init() {
+	if archsimd.X86.AVX512() {
+		blockKernel = blockDistancesAVX512
+		kernelName = "avx512"
+	}
+}
+
+// blockDistancesAVX512 is blockDistances for a full block: the 64 lanes'
+// sums stay in four 16-lane registers across the query's components (each
+// column's codes widened to int32, converted, and multiplied in with one
+// fused multiply-add), then the distances and the mask of lanes nearer
+// than worst are computed in the same registers.
+func blockDistancesAVX512(d *[blockSize]float32, b []int8, idx []int32, val []float32, scale, sqn []float32, qn, worst float32) uint64 {
+	defer archsimd.ClearAVXUpperBits()
+	var s0, s1, s2, s3 archsimd.Float32x16
+	for j, i := range idx {
+		col := (*[blockSize]int8)(b[int(i)*blockSize:])
+		w := archsimd.BroadcastFloat32x16(val[j])
+		s0 = archsimd.LoadInt8x16((*[16]int8)(col[0:16])).ExtendToInt32().ConvertToFloat32().MulAdd(w, s0)
+		s1 = archsimd.LoadInt8x16((*[16]int8)(col[16:32])).ExtendToInt32().ConvertToFloat32().MulAdd(w, s1)
+		s2 = archsimd.LoadInt8x16((*[16]int8)(col[32:48])).ExtendToInt32().ConvertToFloat32().MulAdd(w, s2)
+		s3 = archsimd.LoadInt8x16((*[16]int8)(col[48:64])).ExtendToInt32().ConvertToFloat32().MulAdd(w, s3)
+	}
+	scale, sqn = scale[:blockSize], sqn[:blockSize]
+	q := archsimd.BroadcastFloat32x16(qn)
+	m2 := archsimd.BroadcastFloat32x16(-2)
+	zero := archsimd.Float32x16{}
+	wv := archsimd.BroadcastFloat32x16(worst)
+	dist := func(s archsimd.Float32x16, off int) uint64 {
+		sc := archsimd.LoadFloat32x16((*[16]float32)(scale[off : off+16]))
+		sq := archsimd.LoadFloat32x16((*[16]float32)(sqn[off : off+16]))
+		// max(0, (qn + sqn) − 2·(scale·s))
+		x := sc.Mul(s).MulAdd(m2, q.Add(sq)).Max(zero)
+		x.Store((*[16]float32)(d[off : off+16]))
+		return uint64(x.Less(wv).ToBits()) << off
+	}
+	return dist(s0, 0) | dist(s1, 16) | dist(s2, 32) | dist(s3, 48)
+}

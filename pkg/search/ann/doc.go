@@ -1,0 +1,31 @@
+// Package ann finds approximate nearest neighbours for the embedded search
+// engine (pkg/search/bleveengine), in pure Go:
+//
+//   - Graph: an HNSW graph (Malkov and Yashunin, 2016): M links a node on
+//     the upper layers, 2·M on layer 0, neighbours chosen by HNSW's
+//     heuristic, added one at a time by one writer while searches run.
+//     The graph holds only links and each vector's squared norm; the
+//     vectors themselves are read through a function of the caller's (the
+//     engine's memory-mapped file of full-precision vectors), so distances
+//     on the graph are exact. Search applies a filter during the walk:
+//     nodes the filter refuses are passed through but never returned, and
+//     the walk goes on until it has Ef admitted nodes (or MaxVisits).
+//     Deleted nodes stay as waypoints. WriteTo and ReadGraph persist it
+//     (checksummed).
+//   - Codes: int8 codes with a scale per vector, laid out by dimension in
+//     blocks of 64 vectors, for exact scans: a sparse query (a short text's
+//     hash vector, a few dozen non-zero components of 768) costs a few
+//     dozen multiplies per vector and reads only those components' bytes.
+//
+// Why both: the graph answers document-like (dense) queries in about
+// ef·M·log N distance computations with recall@10 ≥ 0.97, but a three-word
+// query's hash vector is unlike every document's, and a graph built from
+// documents finds few of its true neighbours (recall@10 0.49-0.55 at ef
+// 100-128 on 2,000-3,000 documents; BenchmarkCompare), while the code scan
+// finds all of them after re-ranking. The engine walks the graph for dense
+// queries and scans the codes for sparse ones and for filters that admit
+// few documents.
+//
+// BenchmarkCompare measures this graph against github.com/coder/hnsw and
+// the int8 codes against float16; the figures are in docs/benchmarks.md.
+package ann

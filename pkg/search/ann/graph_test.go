@@ -1,0 +1,448 @@
+package ann
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/docrepo/docrepo/pkg/embed"
+)
+
+// hashCorpus embeds n synthetic documents (Zipf-drawn words, like the
+// search benchmark's) and nq queries with the hash embedder: the vectors
+// the embedded engine indexes by default. Queries are three words (sparse
+// vectors) or, with long, held-out documents (dense ones, the kind a graph
+// serves).
+func hashCorpus(tb testing.TB, n, nq, dim int, long bool) (docs, queries [][]float32) {
+	tb.Helper()
+	h, err := embed.NewHash(dim)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	vocab := make([]string, 5000)
+	for i := range vocab {
+		var b strings.Builder
+		for range 2 + r.IntN(3) {
+			b.WriteByte("bcdfghjklmnprstvz"[r.IntN(17)])
+			b.WriteByte("aeiou"[r.IntN(5)])
+		}
+		vocab[i] = fmt.Sprintf("%s%d", b.String(), i%7)
+	}
+	z := rand.NewZipf(r, 1.1, 2, uint64(len(vocab)-1))
+	text := func(words int) string {
+		ws := make([]string, words)
+		for i := range ws {
+			ws[i] = vocab[z.Uint64()]
+		}
+		return strings.Join(ws, " ")
+	}
+	for range n {
+		docs = append(docs, h.Vector(text(60+r.IntN(60))))
+	}
+	for range nq {
+		if long {
+			queries = append(queries, h.Vector(text(60+r.IntN(60))))
+			continue
+		}
+		ws := []string{vocab[50+r.IntN(1500)], vocab[50+r.IntN(1500)], vocab[50+r.IntN(1500)]}
+		queries = append(queries, h.Vector(strings.Join(ws, " ")))
+	}
+	return docs, queries
+}
+
+// exactTop returns the k ids among the admitted nearest to q by exact
+// float32 distance (ties by id).
+func exactTop(docs [][]float32, q []float32, k int, admit func(int32) bool) []int32 {
+	type pair struct {
+		id int32
+		d  float64
+	}
+	var ps []pair
+	for i, v := range docs {
+		if admit == nil || admit(int32(i)) {
+			ps = append(ps, pair{int32(i), L2(q, v)})
+		}
+	}
+	slices.SortFunc(ps, func(a, b pair) int {
+		if a.d != b.d {
+			if a.d < b.d {
+				return -1
+			}
+			return 1
+		}
+		return int(a.id - b.id)
+	})
+	out := make([]int32, 0, k)
+	for _, p := range ps[:min(k, len(ps))] {
+		out = append(out, p.id)
+	}
+	return out
+}
+
+// rerank orders results by exact distance, as the engine does with its
+// full-precision copy, and keeps k.
+func rerank(docs [][]float32, q []float32, rs []Result, k int) []int32 {
+	ids := make([]int32, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID
+	}
+	slices.SortFunc(ids, func(a, b int32) int {
+		da, db := L2(q, docs[a]), L2(q, docs[b])
+		if da != db {
+			if da < db {
+				return -1
+			}
+			return 1
+		}
+		return int(a - b)
+	})
+	return ids[:min(k, len(ids))]
+}
+
+func recall(got, want []int32) float64 {
+	if len(want) == 0 {
+		return 1
+	}
+	hit := 0
+	for _, w := range want {
+		if slices.Contains(got, w) {
+			hit++
+		}
+	}
+	return float64(hit) / float64(len(want))
+}
+
+func build(docs [][]float32, dim int) *Graph {
+	g := New(dim, func(id int32) []float32 { return docs[id] }, Config{Seed: 7})
+	for _, v := range docs {
+		g.Add(v)
+	}
+	return g
+}
+
+func TestSearchFindsTheExactNearestOnHashVectors(t *testing.T) {
+	docs, queries := hashCorpus(t, 1500, 40, 256, true)
+	g := build(docs, 256)
+	tests := []struct {
+		name   string
+		admit  func(int32) bool
+		floor  float64
+		wantEf int
+	}{
+		{name: "no filter", floor: 0.97, wantEf: 100},
+		{name: "a tenth admitted", admit: func(id int32) bool { return id%10 == 3 }, floor: 0.95, wantEf: 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var sum float64
+			for _, q := range queries {
+				pq := NewQuery(q)
+				rs, _ := g.Search(pq, SearchOptions{Ef: tt.wantEf, Accept: tt.admit})
+				for _, r := range rs {
+					if tt.admit != nil && !tt.admit(r.ID) {
+						t.Fatalf("result %d is not admitted by the filter", r.ID)
+					}
+				}
+				sum += recall(rerank(docs, q, rs, 10), exactTop(docs, q, 10, tt.admit))
+			}
+			if got := sum / float64(len(queries)); got < tt.floor {
+				t.Errorf("recall@10 = %.3f, want >= %.2f", got, tt.floor)
+			}
+		})
+	}
+}
+
+func TestSearchReturnsExactTiesInIDOrder(t *testing.T) {
+	// Forty copies of one vector and twenty of another: after re-ranking,
+	// the ten nearest are the ten smallest ids of the nearer copies.
+	a := make([]float32, 32)
+	b := make([]float32, 32)
+	a[0], b[1] = 1, 1
+	var docs [][]float32
+	for i := range 60 {
+		if i%3 == 0 {
+			docs = append(docs, b)
+		} else {
+			docs = append(docs, a)
+		}
+	}
+	g := build(docs, 32)
+	q := make([]float32, 32)
+	q[0] = 0.9
+	rs, _ := g.Search(NewQuery(q), SearchOptions{Ef: 50})
+	got := rerank(docs, q, rs, 10)
+	want := exactTop(docs, q, 10, nil)
+	if !slices.Equal(got, want) {
+		t.Errorf("top 10 = %v, want %v", got, want)
+	}
+}
+
+func TestDeletedNodesAreNeverResults(t *testing.T) {
+	docs, queries := hashCorpus(t, 1000, 20, 128, true)
+	g := build(docs, 128)
+	for id := int32(0); id < 1000; id += 2 {
+		g.Delete(id)
+	}
+	if g.Deleted() != 500 {
+		t.Fatalf("Deleted() = %d, want 500", g.Deleted())
+	}
+	odd := func(id int32) bool { return id%2 == 1 }
+	var sum float64
+	for _, q := range queries {
+		rs, _ := g.Search(NewQuery(q), SearchOptions{Ef: 100})
+		for _, r := range rs {
+			if r.ID%2 == 0 {
+				t.Fatalf("deleted node %d returned", r.ID)
+			}
+		}
+		sum += recall(rerank(docs, q, rs, 10), exactTop(docs, q, 10, odd))
+	}
+	if got := sum / float64(len(queries)); got < 0.95 {
+		t.Errorf("recall@10 with half the nodes deleted = %.3f, want >= 0.95", got)
+	}
+	g.Undelete(4)
+	if g.IsDeleted(4) || g.Deleted() != 499 {
+		t.Errorf("after Undelete(4): deleted %v, count %d", g.IsDeleted(4), g.Deleted())
+	}
+}
+
+func TestGraphFileRoundTrip(t *testing.T) {
+	docs, queries := hashCorpus(t, 500, 5, 64, true)
+	g := build(docs, 64)
+	g.Delete(17)
+	var buf bytes.Buffer
+	if _, err := g.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	vec := func(id int32) []float32 { return docs[id] }
+	g2, err := ReadGraph(bytes.NewReader(data), vec, Config{Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g2.Len() != 500 || !g2.IsDeleted(17) || g2.Deleted() != 1 {
+		t.Fatalf("read back %d nodes, 17 deleted %v, %d deleted", g2.Len(), g2.IsDeleted(17), g2.Deleted())
+	}
+	for _, q := range queries {
+		a, _ := g.Search(NewQuery(q), SearchOptions{Ef: 20})
+		b, _ := g2.Search(NewQuery(q), SearchOptions{Ef: 20})
+		if !slices.Equal(a, b) {
+			t.Fatalf("search after reading back differs:\n%v\n%v", a, b)
+		}
+	}
+	// Adding to a graph read back works like adding to the original.
+	g2.Add(docs[3])
+	if g2.Len() != 501 {
+		t.Errorf("Len after Add = %d", g2.Len())
+	}
+	for _, cut := range []int{0, 10, len(data) / 2, len(data) - 1} {
+		if _, err := ReadGraph(bytes.NewReader(data[:cut]), vec, Config{}); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("a file cut at %d bytes: err = %v, want ErrCorrupt", cut, err)
+		}
+	}
+	flipped := bytes.Clone(data)
+	flipped[len(flipped)/3] ^= 0x40
+	if _, err := ReadGraph(bytes.NewReader(flipped), vec, Config{}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("a flipped bit: err = %v, want ErrCorrupt", err)
+	}
+}
+
+func TestQuantisedDistanceIsClose(t *testing.T) {
+	docs, queries := hashCorpus(t, 200, 10, 768, false)
+	c := NewCodes(768)
+	for _, v := range docs {
+		c.Append(v)
+	}
+	for _, q := range queries {
+		for _, r := range c.Scan(NewQuery(q), 200, nil, nil) {
+			if d := float64(r.Dist) - L2(q, docs[r.ID]); d > 0.02 || d < -0.02 {
+				t.Fatalf("vector %d: quantised distance %.4f, exact %.4f", r.ID, r.Dist, L2(q, docs[r.ID]))
+			}
+		}
+	}
+}
+
+func TestCodesScanFindsTheExactNearestForShortQueries(t *testing.T) {
+	docs, queries := hashCorpus(t, 2000, 30, 768, false)
+	c := NewCodes(768)
+	for _, v := range docs {
+		c.Append(v)
+	}
+	tenth := func(id int32) bool { return id%10 == 3 }
+	for _, tt := range []struct {
+		name  string
+		admit func(int32) bool
+		parts int
+	}{
+		{name: "no filter", parts: 1},
+		{name: "no filter, in two parts", parts: 2},
+		{name: "a tenth admitted", admit: tenth, parts: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, q := range queries {
+				pq := NewQuery(q)
+				if !pq.Sparse() {
+					t.Fatal("a three-word query is not sparse")
+				}
+				var rs []Result
+				for p := range tt.parts {
+					rs = append(rs, c.ScanPart(pq, 42, tt.admit, nil, p, tt.parts)...)
+				}
+				// 42 candidates re-ranked exactly hold the exact 10.
+				if got, want := rerank(docs, q, rs, 10), exactTop(docs, q, 10, tt.admit); !slices.Equal(got, want) {
+					t.Fatalf("top 10 = %v, want %v", got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestBlockKernelsAgree: the vector block kernel (GOEXPERIMENT=simd on a
+// CPU with AVX-512) returns the portable kernel's distances (to float32
+// rounding: it fuses multiplies and adds) and the same candidates, for
+// sparse and dense queries and a worst distance that cuts the block.
+func TestBlockKernelsAgree(t *testing.T) {
+	ks := kernels()
+	if len(ks) < 2 {
+		t.Skipf("this build or CPU has only the %q kernel", kernelName)
+	}
+	docs, queries := hashCorpus(t, 640, 10, 768, false)
+	c := NewCodes(768)
+	for _, v := range docs {
+		c.Append(v)
+	}
+	dense := make([]float32, 768)
+	for i := range dense {
+		dense[i] = float32(i%7) - 3
+	}
+	queries = append(queries, dense)
+	for qi, q := range queries {
+		pq := NewQuery(q)
+		idx, val := pq.nzIdx()
+		for bi, b := range c.blocks {
+			sc, sq := c.scale[bi*blockSize:(bi+1)*blockSize], c.sqn[bi*blockSize:(bi+1)*blockSize]
+			var want, got [blockSize]float32
+			blockDistances(&want, b, idx, val, sc, sq, pq.norm, float32(math.Inf(1)))
+			worst := want[bi%blockSize] // some lanes nearer, some not
+			wantMask := blockDistances(&want, b, idx, val, sc, sq, pq.norm, worst)
+			gotMask := ks[1].fn(&got, b, idx, val, sc, sq, pq.norm, worst)
+			for l := range got {
+				if diff := math.Abs(float64(got[l] - want[l])); diff > 1e-4*max(1, float64(want[l])) {
+					t.Fatalf("query %d block %d lane %d: %s distance %v, go %v", qi, bi, l, ks[1].name, got[l], want[l])
+				}
+				if w, g := wantMask>>l&1, gotMask>>l&1; w != g && math.Abs(float64(want[l]-worst)) > 1e-4 {
+					t.Fatalf("query %d block %d lane %d: %s says nearer than worst %v, go %v (distance %v, worst %v)", qi, bi, l, ks[1].name, g, w, want[l], worst)
+				}
+			}
+		}
+		var rs [2][]Result
+		for i, k := range ks[:2] {
+			restore := useKernel(k.fn)
+			rs[i] = c.Scan(pq, 50, nil, nil)
+			restore()
+		}
+		if got, want := rerank(docs, q, rs[1], 10), rerank(docs, q, rs[0], 10); !slices.Equal(got, want) {
+			t.Fatalf("query %d: top 10 with %s = %v, with go %v", qi, ks[1].name, got, want)
+		}
+	}
+}
+
+// TestAppendFromIsAppend: loading codes by AppendFrom (blocks quantised in
+// parallel) gives what appending one vector at a time gives, whatever the
+// number of workers and whether the store already held vectors.
+func TestAppendFromIsAppend(t *testing.T) {
+	docs, _ := hashCorpus(t, 1000, 0, 768, false)
+	vec := func(i int32) []float32 { return docs[i] }
+	want := NewCodes(768)
+	for _, v := range docs {
+		want.Append(v)
+	}
+	for _, tt := range []struct {
+		name    string
+		held    int // vectors appended one at a time first
+		workers int
+	}{
+		{name: "two workers", workers: 2},
+		{name: "three workers", workers: 3},
+		{name: "one worker", workers: 1},
+		{name: "after 64 held", held: 64, workers: 2},
+		{name: "after 10 held (unaligned)", held: 10, workers: 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := NewCodes(768)
+			for _, v := range docs[:tt.held] {
+				got.Append(v)
+			}
+			got.AppendFrom(len(docs)-tt.held, func(i int32) []float32 { return vec(i + int32(tt.held)) }, tt.workers)
+			if !slices.Equal(got.scale, want.scale) || !slices.Equal(got.sqn, want.sqn) || len(got.blocks) != len(want.blocks) {
+				t.Fatalf("scales, norms or blocks differ (%d blocks, want %d)", len(got.blocks), len(want.blocks))
+			}
+			for i := range got.blocks {
+				if !slices.Equal(got.blocks[i], want.blocks[i]) {
+					t.Fatalf("block %d differs", i)
+				}
+			}
+		})
+	}
+}
+
+// TestOutliersAddedLastAreLinkedTo: nodes far from everything, added
+// after a dense crowd (one-sentence documents after thousands of
+// abstracts), each get a link pointing to them on layer 0 and are found
+// by a walk from a query at their own vector: a neighbour whose list is
+// full shrinks it by the heuristic, which keeps a node in a new
+// direction, where keeping the closest links dropped the outlier from
+// every list (issue 20/23).
+func TestOutliersAddedLastAreLinkedTo(t *testing.T) {
+	const dim = 64
+	r := rand.New(rand.NewPCG(5, 6))
+	centre := make([]float32, dim)
+	for i := range centre {
+		centre[i] = float32(r.NormFloat64())
+	}
+	var docs [][]float32
+	for range 3000 {
+		v := make([]float32, dim)
+		for i := range v {
+			v[i] = centre[i] + 0.3*float32(r.NormFloat64())
+		}
+		docs = append(docs, v)
+	}
+	crowd := len(docs)
+	for range 50 {
+		v := make([]float32, dim)
+		for i := range v {
+			v[i] = 4 * float32(r.NormFloat64())
+		}
+		docs = append(docs, v)
+	}
+	g := build(docs, dim)
+	linked := make([]bool, len(docs))
+	for id := range int32(len(docs)) {
+		for _, nb := range g.links(id, 0) {
+			if nb < 0 {
+				break
+			}
+			linked[nb] = true
+		}
+	}
+	unlinked, missed := 0, 0
+	for id := crowd; id < len(docs); id++ {
+		if !linked[id] {
+			unlinked++
+		}
+		rs, _ := g.Search(NewQuery(docs[id]), SearchOptions{Ef: 10})
+		if len(rs) == 0 || rs[0].ID != int32(id) {
+			missed++
+		}
+	}
+	if unlinked > 0 || missed > 0 {
+		t.Errorf("of %d outliers added last, %d have no link pointing to them and %d are not found first from their own vector", len(docs)-crowd, unlinked, missed)
+	}
+}

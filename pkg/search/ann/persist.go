@@ -1,0 +1,203 @@
+package ann
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+)
+
+// The graph's file format (little-endian): the magic "DRANN1\n\x00", then
+// dim, m, efConstruction, n, entry, top as uint32 (entry as int32), the
+// squared norms of the vectors (float32), levels (uint8),
+// layer-0 links (n·2m int32), the upper links of each node of level > 0
+// (level·m int32, in node order), the deleted bits (uint64 per 64 nodes)
+// and a CRC-32 (Castagnoli) of everything before it. A file that fails
+// the check is refused (the caller rebuilds the graph).
+
+var magic = []byte("DRANN1\n\x00")
+
+// ErrCorrupt is returned by ReadGraph for a file that is not a whole,
+// intact graph.
+var ErrCorrupt = errors.New("ann: corrupt graph file")
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// WriteTo writes the graph to w. It holds the read lock: searches go on,
+// the writer waits.
+func (g *Graph) WriteTo(w io.Writer) (int64, error) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	cw := &countingWriter{w: w, crc: crc32.New(castagnoli)}
+	bw := bufio.NewWriterSize(cw, 1<<20)
+	n := len(g.level)
+	var hdr []byte
+	hdr = append(hdr, magic...)
+	for _, v := range []uint32{uint32(g.dim), uint32(g.m), uint32(g.efC), uint32(n), uint32(g.entry), uint32(g.top)} {
+		hdr = binary.LittleEndian.AppendUint32(hdr, v)
+	}
+	bw.Write(hdr)
+	buf := make([]byte, 0, 1<<16)
+	flush := func() {
+		bw.Write(buf)
+		buf = buf[:0]
+	}
+	f32s := func(vs []float32) {
+		for _, v := range vs {
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+			if len(buf) >= 1<<16-8 {
+				flush()
+			}
+		}
+		flush()
+	}
+	i32s := func(vs []int32) {
+		for _, v := range vs {
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(v))
+			if len(buf) >= 1<<16-8 {
+				flush()
+			}
+		}
+		flush()
+	}
+	f32s(g.sqn)
+	bw.Write(g.level)
+	i32s(g.links0)
+	for _, up := range g.upper {
+		if up != nil {
+			i32s(up)
+		}
+	}
+	for _, d := range g.deleted[:(n+63)/64] {
+		buf = binary.LittleEndian.AppendUint64(buf, d)
+		if len(buf) >= 1<<16-8 {
+			flush()
+		}
+	}
+	flush()
+	if err := bw.Flush(); err != nil {
+		return cw.n, err
+	}
+	sum := binary.LittleEndian.AppendUint32(nil, cw.crc.Sum32())
+	_, err := w.Write(sum)
+	return cw.n + 4, err
+}
+
+type countingWriter struct {
+	w   io.Writer
+	n   int64
+	crc hashWriter
+}
+
+type hashWriter interface {
+	io.Writer
+	Sum32() uint32
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	c.crc.Write(p[:n])
+	return n, err
+}
+
+// ReadGraph reads a graph written by WriteTo. cfg.Seed seeds the level
+// draws of the nodes added later.
+func ReadGraph(r io.Reader, vec func(id int32) []float32, cfg Config) (*Graph, error) {
+	crc := crc32.New(castagnoli)
+	raw := bufio.NewReaderSize(r, 1<<20)
+	br := io.TeeReader(raw, crc) // the data; the checksum is read from raw
+	hdr := make([]byte, len(magic)+24)
+	if _, err := io.ReadFull(br, hdr); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if string(hdr[:len(magic)]) != string(magic) {
+		return nil, fmt.Errorf("%w: bad magic", ErrCorrupt)
+	}
+	u := func(i int) uint32 { return binary.LittleEndian.Uint32(hdr[len(magic)+4*i:]) }
+	dim, m, efC, n := int(u(0)), int(u(1)), int(u(2)), int(u(3))
+	if dim <= 0 || dim > 1<<16 || m <= 0 || m > 256 || n > 1<<30 {
+		return nil, fmt.Errorf("%w: bad header", ErrCorrupt)
+	}
+	cfg.M, cfg.EfConstruction = m, efC
+	g := New(dim, vec, cfg)
+	g.entry, g.top = int32(u(4)), int(u(5))
+	if n == 0 && g.entry != -1 || n > 0 && (g.entry < 0 || int(g.entry) >= n) || g.top >= maxLevels {
+		return nil, fmt.Errorf("%w: bad entry point", ErrCorrupt)
+	}
+	var err error
+	read := func(k int) []byte {
+		if err != nil {
+			return nil
+		}
+		b := make([]byte, k)
+		if _, e := io.ReadFull(br, b); e != nil {
+			err = fmt.Errorf("%w: %v", ErrCorrupt, e)
+		}
+		return b
+	}
+	f32s := func(k int) []float32 {
+		b := read(4 * k)
+		if err != nil {
+			return nil
+		}
+		out := make([]float32, k)
+		for i := range out {
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+		return out
+	}
+	i32s := func(k int) []int32 {
+		b := read(4 * k)
+		if err != nil {
+			return nil
+		}
+		out := make([]int32, k)
+		for i := range out {
+			out[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+		return out
+	}
+	g.sqn = f32s(n)
+	g.level = read(n)
+	g.links0 = i32s(n * g.m0)
+	if err != nil {
+		return nil, err
+	}
+	g.upper = make([][]int32, n)
+	for i, l := range g.level {
+		if int(l) >= maxLevels {
+			return nil, fmt.Errorf("%w: bad level", ErrCorrupt)
+		}
+		if l > 0 {
+			g.upper[i] = i32s(int(l) * g.m)
+		}
+	}
+	bits := read(8 * ((n + 63) / 64))
+	if err != nil {
+		return nil, err
+	}
+	g.deleted = make([]uint64, (n+63)/64)
+	for i := range g.deleted {
+		g.deleted[i] = binary.LittleEndian.Uint64(bits[8*i:])
+		for d := g.deleted[i]; d != 0; d &= d - 1 {
+			g.nDeleted++
+		}
+	}
+	want := crc.Sum32()
+	sum := make([]byte, 4)
+	if _, e := io.ReadFull(raw, sum); e != nil || binary.LittleEndian.Uint32(sum) != want {
+		return nil, fmt.Errorf("%w: checksum", ErrCorrupt)
+	}
+	for _, ls := range append([][]int32{g.links0}, g.upper...) {
+		for _, x := range ls {
+			if x < -1 || int(x) >= n {
+				return nil, fmt.Errorf("%w: link out of range", ErrCorrupt)
+			}
+		}
+	}
+	return g, nil
+}

@@ -1,0 +1,197 @@
+package bleveengine
+
+import (
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/docrepo/docrepo/pkg/search/ann"
+)
+
+// The vector clause's k nearest eligible documents (package
+// documentation, Execution step 2), from the vector index (vectors.go):
+//
+//   - A dense query against a set with a graph, when enough documents are
+//     eligible, walks the graph with the eligibility applied during the
+//     walk (ineligible nodes are passed through, not returned), widening
+//     the walk until k eligible documents are found.
+//   - Otherwise (a sparse query, a set without a graph, or a filter that
+//     admits few documents) the int8 codes are scanned exactly, in
+//     parallel parts.
+//
+// Either way the candidates are then re-ranked by their exact distance
+// from the full-precision vectors (a document's distance is its nearest
+// passage's), ties by id, and the k nearest kept.
+
+const (
+	// efSearch is the smallest breadth of a graph walk.
+	efSearch = 128
+	// maxWalkVisits bounds one graph walk: beyond it an exact scan of the
+	// eligible documents is cheaper.
+	maxWalkVisits = 200000
+	// minParallelScan is the fewest vectors worth splitting a scan.
+	minParallelScan = 1 << 15
+	// eligibilitySample is the number of documents sampled to estimate
+	// the share a filter admits.
+	eligibilitySample = 512
+)
+
+// nearest returns the k eligible documents nearest to q (content or
+// metadata vectors).
+func (run *searchRun) nearest(q []float32, k int, metadata bool, eligible func(int32, *record) bool) ([]neighbour, error) {
+	set := run.e.vecs.sets[setKey{metadata: metadata, dim: len(q)}]
+	if set == nil || k <= 0 || set.live == 0 {
+		return nil, nil
+	}
+	recs := run.tab.recs
+	owner := set.owner
+	accept := func(vid int32) bool {
+		if int(vid) >= len(owner) {
+			return false
+		}
+		s := owner[vid]
+		return s >= 0 && eligible(s, &recs[s])
+	}
+	pq := ann.NewQuery(q)
+	var slots []int32
+	if set.graph != nil && !pq.Sparse() && run.walkPays(set, eligible) {
+		slots = run.walk(set, pq, k, accept)
+	}
+	if slots == nil {
+		var err error
+		if slots, err = run.scanCodes(set, pq, k, accept); err != nil {
+			return nil, err
+		}
+	}
+	return run.rerank(set, q, slots, k, metadata), nil
+}
+
+// walkPays estimates whether walking the graph costs less than scanning
+// the eligible documents: a walk meets about ef·M0/f nodes when a share f
+// of the documents is eligible, a scan reads f·N, so the walk pays when
+// f·N exceeds about √(ef·M0·N).
+func (run *searchRun) walkPays(set *vecSet, eligible func(int32, *record) bool) bool {
+	recs := run.tab.recs
+	n := len(recs)
+	if n == 0 {
+		return false
+	}
+	step := max(1, n/eligibilitySample)
+	seen, ok := 0, 0
+	for i := 0; i < n; i += step {
+		r := &recs[i]
+		if r.deleted {
+			continue
+		}
+		seen++
+		if eligible(int32(i), r) {
+			ok++
+		}
+	}
+	if seen == 0 {
+		return false
+	}
+	live := float64(set.live)
+	admitted := live * float64(ok) / float64(seen)
+	return admitted > math.Sqrt(efSearch*32*live)
+}
+
+// walk returns the slots of at least k eligible documents found by the
+// graph walk, or nil when the walk ends without them (the caller scans).
+func (run *searchRun) walk(set *vecSet, q *ann.Query, k int, accept func(int32) bool) []int32 {
+	for ef := max(efSearch, 2*k); ; ef *= 2 {
+		rs, _ := set.graph.Search(q, ann.SearchOptions{Ef: ef, Accept: accept, MaxVisits: maxWalkVisits})
+		slots := distinctSlots(set, rs)
+		if len(slots) >= k {
+			return slots
+		}
+		if len(rs) < ef || ef >= 8*efSearch+4*k {
+			// The walk ran out (or the documents have many passages
+			// each): an exact scan finds them.
+			return nil
+		}
+	}
+}
+
+// scanCodes returns the slots of the documents whose vectors are nearest
+// to q by quantised distance: enough candidates for re-ranking to find
+// the k nearest (2k + 32 vectors, more when documents have several
+// passages among them).
+func (run *searchRun) scanCodes(set *vecSet, q *ann.Query, k int, accept func(int32) bool) ([]int32, error) {
+	n := set.codes.Len()
+	parts := 1
+	if n >= minParallelScan {
+		parts = runtime.GOMAXPROCS(0)
+	}
+	for want := 2*k + 32; ; want *= 4 {
+		if err := run.checkCtx(); err != nil {
+			return nil, err
+		}
+		results := make([][]ann.Result, parts)
+		var wg sync.WaitGroup
+		for p := range parts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[p] = set.codes.ScanPart(q, want, accept, nil, p, parts)
+			}()
+		}
+		wg.Wait()
+		all := slices.Concat(results...)
+		slices.SortFunc(all, func(a, b ann.Result) int {
+			switch {
+			case a.Dist < b.Dist:
+				return -1
+			case a.Dist > b.Dist:
+				return 1
+			}
+			return int(a.ID - b.ID)
+		})
+		total := len(all)
+		all = all[:min(want, len(all))]
+		slots := distinctSlots(set, all)
+		if len(slots) >= k || total < want {
+			return slots, nil
+		}
+	}
+}
+
+// distinctSlots returns the owners of the results, each once, in order.
+func distinctSlots(set *vecSet, rs []ann.Result) []int32 {
+	seen := make(map[int32]bool, len(rs))
+	out := make([]int32, 0, len(rs))
+	for _, r := range rs {
+		if s := set.owner[r.ID]; s >= 0 && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// rerank orders candidate documents by the exact distance of their
+// nearest passage (ties by id) and keeps k.
+func (run *searchRun) rerank(set *vecSet, q []float32, slots []int32, k int, metadata bool) []neighbour {
+	recs := run.tab.recs
+	docs := run.e.vecs.docs
+	out := make([]neighbour, 0, len(slots))
+	for _, s := range slots {
+		id := recs[s].id
+		d := docs[id]
+		if d == nil {
+			continue
+		}
+		out = append(out, neighbour{slot: s, id: id, d2: float32(set.minDist(q, *d.ref(metadata)))})
+	}
+	slices.SortFunc(out, func(a, b neighbour) int {
+		switch {
+		case worse(b, a):
+			return -1
+		case worse(a, b):
+			return 1
+		}
+		return 0
+	})
+	return out[:min(k, len(out))]
+}

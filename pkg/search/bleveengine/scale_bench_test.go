@@ -1,0 +1,614 @@
+package bleveengine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docrepo/docrepo/pkg/embed"
+	"github.com/docrepo/docrepo/pkg/search/ann"
+	"github.com/docrepo/docrepo/pkg/search/engine"
+)
+
+// BenchmarkVectorScale measures the vector index at scale (issue 23), in
+// process, on disk: small documents (60-120 Zipf-drawn words, one content
+// passage, a metadata vector of a four-word description, one of 100
+// visibility groups each) written in batches of 5,000, then
+//
+//   - start-up: Close and Open of the index (the table and the vector
+//     index read back);
+//
+//   - memory after open: Go heap in use and the process's anonymous and
+//     file-backed resident memory (/proc/self/status), per document;
+//
+//   - disk per document (the whole index directory);
+//
+//   - per filter (none, 10 % and 1 % of the documents visible: 10 or 1 of
+//     the 100 groups): latency of a vector-only search for k = 100
+//     (p50, p95) and recall@10 against an exact float64 scan of the same
+//     full-precision vectors.
+//
+//     DOCREPO_BENCH_DOCS=100000 go test ./search/bleveengine -run XXX \
+//     -bench VectorScale -benchtime 1x -timeout 10h
+//
+// DOCREPO_BENCH_VECTORS=blend makes the vectors 1,280 dimensions: a dense
+// 512-dimension part (a synthetic topic mixture, standing in for a
+// semantic model) and the 768-dimension hash vector, each scaled by √½;
+// the index then records a non-hash embedder, so dense queries walk the
+// HNSW graph. DOCREPO_BENCH_INDEX keeps the index between runs.
+func BenchmarkVectorScale(b *testing.B) {
+	n := 100000
+	if s := os.Getenv("DOCREPO_BENCH_DOCS"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	blend := os.Getenv("DOCREPO_BENCH_VECTORS") == "blend"
+	dir := os.Getenv("DOCREPO_BENCH_INDEX")
+	if dir == "" {
+		dir = filepath.Join(b.TempDir(), "idx")
+	}
+	ctx := context.Background()
+	gen := newScaleGen(b, blend)
+	if err := loadScale(ctx, b, dir, n, gen, blend); err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC()
+	start, cpu0 := time.Now(), cpuTime()
+	e, err := Open(dir, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	b.Logf("start-up (Open of %d documents): %v wall, %v CPU (the machine is shared: CPU time is what an idle machine's wall time would be, at most)",
+		n, time.Since(start).Round(time.Millisecond), (cpuTime() - cpu0).Round(time.Millisecond))
+	logMemory(b, dir, n)
+	for _, s := range e.vecs.sets {
+		g := "no graph"
+		if s.graph != nil {
+			g = fmt.Sprintf("graph of %d nodes", s.graph.Len())
+		}
+		b.Logf("vector set metadata=%v dim %d: %d vectors (%d live), codes %.0f MiB, full-precision file %.0f MiB, %s",
+			s.key.metadata, s.key.dim, s.full.n.Load(), s.live, mib(uint64(s.codes.Bytes())), mib(uint64(s.full.fileBytes())), g)
+	}
+
+	filters := []struct {
+		name   string
+		groups []int64
+	}{{"none", nil}, {"10 %", []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}}, {"1 %", []int64{42}}}
+	queries := gen.queries(100)
+	for _, f := range filters {
+		var lat, cpu []time.Duration
+		var sum float64
+		got := make([][]int64, len(queries))
+		runtime.GC()
+		for i, q := range queries {
+			t0, c0 := time.Now(), cpuTime()
+			got[i] = vectorSearch(b, e, q, 100, "content", f.groups)
+			lat, cpu = append(lat, time.Since(t0)), append(cpu, cpuTime()-c0)
+		}
+		for i, q := range queries {
+			sum += recallOf(got[i][:min(10, len(got[i]))], exactScan(e, q, 10, f.groups))
+		}
+		slices.Sort(lat)
+		slices.Sort(cpu)
+		b.Logf("filter %-5s: vector-only k=100: wall p50 %.1f ms p95 %.1f ms; CPU p50 %.1f ms p95 %.1f ms; recall@10 vs exact %.4f (%d queries)",
+			f.name, ms1(lat[len(lat)/2]), ms1(lat[len(lat)*95/100]), ms1(cpu[len(cpu)/2]), ms1(cpu[len(cpu)*95/100]), sum/float64(len(queries)), len(queries))
+	}
+}
+
+// scaleBatch is the number of documents per Upsert of loadScale.
+const scaleBatch = 5000
+
+// loadScale brings the index in dir up to n documents of gen. It resumes:
+// an index that exists is opened, its live documents counted, and the
+// load goes on from there (documents are numbered, so a batch cut short
+// by a kill is written again whole); each Upsert returns once its
+// batches are durable. Documents are generated (and hash-embedded) by a
+// goroutine ahead of the writer, as the indexer embeds ahead of the
+// engine. DOCREPO_BENCH_BATCH sets the engine's index batch size.
+func loadScale(ctx context.Context, b *testing.B, dir string, n int, gen *scaleGen, blend bool) error {
+	// A finished load leaves a mark beside the index, so that measuring
+	// it again does not open it twice (the first open's garbage would be
+	// counted in the second's resident memory).
+	mark := dir + ".loaded"
+	if data, err := os.ReadFile(mark); err == nil {
+		if have, _ := strconv.Atoi(strings.TrimSpace(string(data))); have >= n {
+			return nil
+		}
+	}
+	opts := Options{}
+	if s := os.Getenv("DOCREPO_BENCH_BATCH"); s != "" {
+		opts.BatchSize, _ = strconv.Atoi(s)
+	}
+	e, err := Open(dir, opts)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	if _, ok, err := e.Embedder(ctx); err != nil {
+		return err
+	} else if !ok {
+		id := gen.hash.Identity()
+		if blend {
+			id = embed.Identity{Kind: "synthetic-blend", Model: "topics+hash", Version: "v1", Dimensions: 1280}
+		}
+		if err := e.SetEmbedder(ctx, id); err != nil {
+			return err
+		}
+	}
+	have, err := e.Count(ctx)
+	if err != nil {
+		return err
+	}
+	from := int(have) / scaleBatch * scaleBatch
+	if from >= n {
+		return os.WriteFile(mark, []byte(strconv.Itoa(int(have))), 0o644)
+	}
+	b.Logf("loading documents %d..%d (the index holds %d)", from, n, have)
+	batches := make(chan []engine.Document, 2)
+	go func() {
+		defer close(batches)
+		for lo := from; lo < n; lo += scaleBatch {
+			docs := make([]engine.Document, 0, scaleBatch)
+			for i := lo; i < min(n, lo+scaleBatch); i++ {
+				docs = append(docs, gen.doc(i))
+			}
+			select {
+			case batches <- docs:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	start, cpu0, done := time.Now(), cpuTime(), from
+	for docs := range batches {
+		if _, err := e.Upsert(ctx, docs); err != nil {
+			return err
+		}
+		done += len(docs)
+		if (done/scaleBatch)%10 == 0 || done == n {
+			el := time.Since(start).Seconds()
+			b.Logf("indexed %d documents: %.0f docs/s wall, %.2f ms CPU/doc, load average %s", done,
+				float64(done-from)/el, float64((cpuTime()-cpu0).Microseconds())/1000/float64(done-from), loadAvg())
+		}
+	}
+	if err := e.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(mark, []byte(strconv.Itoa(done)), 0o644)
+}
+
+// loadAvg returns the machine's 1-, 5- and 15-minute load averages.
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// scaleLog logs a line and prints it at once: a benchmark's log is shown
+// only when it ends, and the 1 M runs take long enough to want progress.
+func scaleLog(b *testing.B, format string, args ...any) {
+	b.Helper()
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+	b.Logf(format, args...)
+}
+
+func ms1(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// cpuTime returns the process's user and system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// rssOf returns RssAnon and RssFile (bytes) of a /proc status file.
+func rssOf(path string) (anon, file uint64) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseUint(f[1], 10, 64)
+		switch f[0] {
+		case "RssAnon:":
+			anon = v << 10
+		case "RssFile:":
+			file = v << 10
+		}
+	}
+	return anon, file
+}
+
+func dirBytes(dir string) uint64 {
+	var n uint64
+	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += uint64(fi.Size())
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// exactScan is the reference: the k live documents visible to groups
+// (every one when nil) nearest to q by exact float64 distance of their
+// nearest passage, ties by id.
+func exactScan(e *Engine, q []float32, k int, groups []int64) []int64 {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	set := e.vecs.sets[setKey{dim: len(q)}]
+	type pair struct {
+		id int64
+		d  float32
+	}
+	best := map[int32]float64{}
+	for vid, slot := range set.owner {
+		if slot < 0 {
+			continue
+		}
+		r := &e.tab.recs[slot]
+		if groups != nil && !slices.ContainsFunc(r.groups, func(g int64) bool { return slices.Contains(groups, g) }) {
+			continue
+		}
+		d := ann.L2(q, set.full.vector(int32(vid)))
+		if old, ok := best[slot]; !ok || d < old {
+			best[slot] = d
+		}
+	}
+	ps := make([]pair, 0, len(best))
+	for slot, d := range best {
+		ps = append(ps, pair{e.tab.recs[slot].id, float32(d)})
+	}
+	slices.SortFunc(ps, func(a, b pair) int {
+		if a.d != b.d {
+			if a.d < b.d {
+				return -1
+			}
+			return 1
+		}
+		return int(a.id - b.id)
+	})
+	out := make([]int64, 0, k)
+	for _, p := range ps[:min(k, len(ps))] {
+		out = append(out, p.id)
+	}
+	return out
+}
+
+// scaleGen generates the scale benchmark's documents and queries,
+// deterministically by index.
+type scaleGen struct {
+	hash   *embed.Hash
+	vocab  []string
+	blend  bool
+	topics [][]float32 // 512-dimension topic centroids (blend)
+}
+
+func newScaleGen(tb testing.TB, blend bool) *scaleGen {
+	h, err := embed.NewHash(embed.DefaultHashDimensions)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g := &scaleGen{hash: h, blend: blend}
+	r := rand.New(rand.NewPCG(1, 2))
+	seen := map[string]bool{}
+	for len(g.vocab) < 20000 {
+		var sb strings.Builder
+		for range 2 + r.IntN(3) {
+			sb.WriteByte("bcdfghjklmnprstvz"[r.IntN(17)])
+			sb.WriteByte("aeiou"[r.IntN(5)])
+		}
+		if w := sb.String(); !seen[w] {
+			seen[w] = true
+			g.vocab = append(g.vocab, w)
+		}
+	}
+	if blend {
+		for range 200 {
+			g.topics = append(g.topics, unit(gauss(r, 512)))
+		}
+	}
+	return g
+}
+
+func gauss(r *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	return v
+}
+
+func unit(v []float32) []float32 {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 {
+		return v
+	}
+	inv := float32(1 / math.Sqrt(s))
+	for i := range v {
+		v[i] *= inv
+	}
+	return v
+}
+
+// vector embeds a text; with blend, a topic mixture (the text's topics,
+// plus noise) comes first.
+func (g *scaleGen) vector(r *rand.Rand, text string, topics []int) []float32 {
+	h := g.hash.Vector(text)
+	if !g.blend {
+		return h
+	}
+	sem := gauss(r, 512)
+	for i := range sem {
+		sem[i] *= 0.3
+	}
+	for _, t := range topics {
+		for i, x := range g.topics[t] {
+			sem[i] += x
+		}
+	}
+	sem = unit(sem)
+	out := make([]float32, 0, 1280)
+	for _, x := range sem {
+		out = append(out, x*math.Sqrt2/2)
+	}
+	for _, x := range h {
+		out = append(out, x*math.Sqrt2/2)
+	}
+	return out
+}
+
+func (g *scaleGen) words(r *rand.Rand, n int) string {
+	z := rand.NewZipf(r, 1.1, 2, uint64(len(g.vocab)-1))
+	ws := make([]string, n)
+	for i := range ws {
+		ws[i] = g.vocab[z.Uint64()]
+	}
+	return strings.Join(ws, " ")
+}
+
+func (g *scaleGen) doc(i int) engine.Document {
+	r := rand.New(rand.NewPCG(uint64(i), 99))
+	content := g.words(r, 60+r.IntN(60))
+	desc := g.words(r, 4)
+	topics := []int{r.IntN(200), r.IntN(200)}
+	return engine.Document{
+		ID: int64(i + 1), Rev: 1, GroupIDs: []int64{int64(i % 100)}, FolderIDs: []int64{int64(i % 100)},
+		Description: &desc, Content: content,
+		ContentVectors: [][]float32{g.vector(r, content, topics)},
+		MetadataVector: g.vector(r, desc, topics[:1]),
+	}
+}
+
+// queries returns n three-word queries of mid-frequency words (with
+// blend, each about one topic).
+func (g *scaleGen) queries(n int) [][]float32 {
+	r := rand.New(rand.NewPCG(42, 42))
+	var out [][]float32
+	for range n {
+		text := g.vocab[50+r.IntN(1500)] + " " + g.vocab[50+r.IntN(1500)] + " " + g.vocab[50+r.IntN(1500)]
+		out = append(out, g.vector(r, text, []int{r.IntN(200)}))
+	}
+	return out
+}
+
+// BenchmarkVectorQuery measures vector-only searches (k = 100) on an
+// index BenchmarkVectorScale built (DOCREPO_BENCH_INDEX, required; with
+// DOCREPO_BENCH_HEAPPROFILE=FILE the heap after open is written there), per
+// filter (none, 10 %, 1 %), reporting CPU per query: the machine is
+// shared, and CPU time is what an idle machine's wall time would be, at
+// most.
+//
+//	DOCREPO_BENCH_INDEX=/tmp/idx go test ./search/bleveengine -run XXX \
+//	-bench VectorQuery -benchtime 200x
+func BenchmarkVectorQuery(b *testing.B) {
+	e := openScaleIndex(b)
+	queries := newScaleGen(b, false).queries(100)
+	for _, f := range scaleFilters {
+		b.Run("filter="+f.name, func(b *testing.B) {
+			cpu0 := cpuTime()
+			for i := range b.N {
+				vectorSearch(b, e, queries[i%len(queries)], 100, "content", f.groups)
+			}
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+func openScaleIndex(b *testing.B) *Engine {
+	dir := os.Getenv("DOCREPO_BENCH_INDEX")
+	if dir == "" {
+		b.Skip("DOCREPO_BENCH_INDEX (an index built by BenchmarkVectorScale) is not set")
+	}
+	start, cpu0 := time.Now(), cpuTime()
+	e, err := Open(dir, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { e.Close() })
+	n, _ := e.Count(context.Background())
+	scaleLog(b, "start-up (Open of %d documents in a fresh process): %v wall, %v CPU; load average %s",
+		n, time.Since(start).Round(time.Millisecond), (cpuTime() - cpu0).Round(time.Millisecond), loadAvg())
+	logMemory(b, dir, int(n))
+	if path := os.Getenv("DOCREPO_BENCH_HEAPPROFILE"); path != "" {
+		// The heap with the index open (-memprofile is written after
+		// the benchmark has closed it).
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return e
+}
+
+// logMemory logs the Go heap in use and the process's anonymous and
+// file-backed resident memory after a collection that returns freed
+// memory to the system, and the index's disk, per document.
+func logMemory(b *testing.B, dir string, n int) {
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	anon, file := rssOf("/proc/self/status")
+	disk := dirBytes(dir)
+	scaleLog(b, "memory: heap in use %.0f MiB (%.0f B/doc); RSS anonymous %.0f MiB (%.0f B/doc), file-backed %.0f MiB; disk %.0f MiB (%.0f B/doc)",
+		mib(ms.HeapInuse), float64(ms.HeapInuse)/float64(n), mib(anon), float64(anon)/float64(n), mib(file), mib(disk), float64(disk)/float64(n))
+}
+
+// BenchmarkScaleModes measures every search mode of the perf probe on an
+// index BenchmarkVectorScale built (DOCREPO_BENCH_INDEX, required), as a
+// user who sees 10 % of the documents (10 of the 100 groups) and
+// unrestricted: per mode, 100 searches one after another (wall p50 and
+// p95, CPU per search), then 8 clients at once, 25 searches each (wall
+// p99), with the load average beside each line. DOCREPO_BENCH_WHO
+// (unrestricted or user10%) runs one of the two.
+//
+//	DOCREPO_BENCH_INDEX=/tmp/idx go test ./search/bleveengine -run XXX \
+//	-bench ScaleModes -benchtime 1x
+func BenchmarkScaleModes(b *testing.B) {
+	e := openScaleIndex(b)
+	gen := newScaleGen(b, false)
+	r := rand.New(rand.NewPCG(7, 7))
+	word := func() string { return gen.vocab[50+r.IntN(1500)] }
+	phrase := func() string {
+		ws := strings.Fields(gen.doc(r.IntN(1000)).Content)
+		i := r.IntN(len(ws) - 1)
+		return ws[i] + " " + ws[i+1]
+	}
+	q := func(s string) string { j, _ := json.Marshal(s); return string(j) }
+	fts := func(s string) string { return `{"fts": {"query": ` + q(s) + `}}` }
+	vec := `{"vector": {"target": "content", "query": "x"}}`
+	meta := func() string { return fmt.Sprintf(`{"eq": {"field": "filesbelongto", "value": %d}}`, r.IntN(100)) }
+	modes := []struct {
+		name   string
+		vector bool
+		gen    func() string
+	}{
+		{"fts AND", false, func() string { return `{"where": ` + fts(word()+" "+word()) + `}` }},
+		{"fts OR", false, func() string { return `{"where": ` + fts(word()+" OR "+word()+" OR "+word()) + `}` }},
+		{"phrase", false, func() string { return `{"where": ` + fts(`"`+phrase()+`"`) + `}` }},
+		{"prefix", false, func() string { return `{"where": ` + fts(word()[:3]+"*") + `}` }},
+		{"near", false, func() string { return `{"where": ` + fts(`*N5"`+phrase()+`"`) + `}` }},
+		{"vector", true, func() string { return `{"where": ` + vec + `}` }},
+		{"fts+vector", true, func() string { return `{"where": {"and": [` + fts(word()) + `, ` + vec + `]}}` }},
+		{"metadata", false, func() string { return `{"where": ` + meta() + `}` }},
+		{"fts+metadata", false, func() string { return `{"where": {"and": [` + fts(word()) + `, ` + meta() + `]}}` }},
+		{"highlights", false, func() string { return `{"where": ` + fts(word()) + `, "options": {"include_highlights": true}}` }},
+	}
+	for _, who := range []struct {
+		name   string
+		groups []int64
+	}{{"unrestricted", nil}, {"user10%", []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}}} {
+		if w := os.Getenv("DOCREPO_BENCH_WHO"); w != "" && w != who.name {
+			continue
+		}
+		for _, m := range modes {
+			reqs := make([]engine.Request, 300)
+			for i := range reqs {
+				reqs[i] = engine.Request{Query: queryOf(b, m.gen()), Unrestricted: who.groups == nil, GroupIDs: who.groups}
+				if m.vector {
+					reqs[i].QueryVector = gen.hash.Vector(word() + " " + word() + " " + word())
+				}
+			}
+			var hits atomic.Int64
+			run := func(req engine.Request) time.Duration {
+				t0 := time.Now()
+				res, err := e.Search(context.Background(), req)
+				if err != nil {
+					b.Error(err)
+				}
+				hits.Add(res.Total)
+				return time.Since(t0)
+			}
+			runtime.GC()
+			var seq []time.Duration
+			cpu0 := cpuTime()
+			for _, req := range reqs[:100] {
+				seq = append(seq, run(req))
+			}
+			cpu := (cpuTime() - cpu0) / 100
+			conc := make([][]time.Duration, 8)
+			var wg sync.WaitGroup
+			for c := range conc {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for _, req := range reqs[100+25*c : 125+25*c] {
+						conc[c] = append(conc[c], run(req))
+					}
+				}()
+			}
+			wg.Wait()
+			all := slices.Concat(conc...)
+			slices.Sort(seq)
+			slices.Sort(all)
+			scaleLog(b, "%-12s %-13s seq p50 %6.1f ms p95 %6.1f ms, CPU %5.1f ms/search; 8 clients p99 %6.1f ms; %.0f hits/search; load average %s",
+				who.name, m.name, ms1(seq[50]), ms1(seq[95]), ms1(cpu), ms1(all[len(all)*99/100]), float64(hits.Load())/300, loadAvg())
+		}
+	}
+	// Index lag in process: one new document per Upsert, which returns
+	// once the document is durable and searchable; the documents are
+	// deleted again afterwards (tombstones stay, the live count does not
+	// change).
+	var lag []time.Duration
+	for i := range 50 {
+		d := gen.doc(i)
+		// A revision above the tombstones an earlier run left (a write
+		// below one would be skipped, and timed as nothing).
+		d.ID, d.Rev = 1_000_000_000+int64(i), time.Now().UnixNano()
+		t0 := time.Now()
+		if _, err := e.Upsert(context.Background(), []engine.Document{d}); err != nil {
+			b.Fatal(err)
+		}
+		lag = append(lag, time.Since(t0))
+		if err := e.Delete(context.Background(), d.ID, d.Rev+1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	slices.Sort(lag)
+	scaleLog(b, "single-document Upsert (durable and searchable), 50 writes: p50 %.1f ms, p99 %.1f ms; load average %s",
+		ms1(lag[25]), ms1(lag[49]), loadAvg())
+}
+
+// scaleFilters are the perf probe's filters: none, 10 % and 1 % of the
+// documents visible (10 or 1 of the 100 groups).
+var scaleFilters = []struct {
+	name   string
+	groups []int64
+}{{"none", nil}, {"10%", []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}}, {"1%", []int64{42}}}

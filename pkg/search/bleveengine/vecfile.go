@@ -1,0 +1,343 @@
+package bleveengine
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/docrepo/docrepo/pkg/search/ann"
+)
+
+// Persistence of the vector index, in the directory "vectors" of the
+// index directory (so a generation, and Reset, take it along):
+//
+//   - c-<dim>.f32, m-<dim>.f32: each set's full-precision vectors
+//     (fullStore), appended as documents are written;
+//   - c-<dim>.<seq>.graph: a set's graph at checkpoint seq
+//     (ann.Graph.WriteTo);
+//   - STATE: the last checkpoint: its seq, each set's vector count and
+//     whether it has a graph, and every document's vectors (id, and per
+//     target dimension, first vector, count and stamp), with a CRC-32.
+//
+// A checkpoint syncs the vector files, writes the graphs under the next
+// seq, then STATE aside and renames it over the old one: a crash at any
+// point leaves the previous checkpoint whole. It is taken every
+// checkpointEvery appended vectors and at Close; the int8 codes are not
+// stored but quantised again from the vector files at open.
+//
+// At open the bleve index is the truth: each document read from it whose
+// vectors the checkpoint holds with the same stamp gets them back; any
+// other document (written after the checkpoint, or changed since) has
+// its vectors appended again from its stored field, and vectors past the
+// checkpoint's counts are cut from the files first. A missing or damaged
+// STATE (or vector file) starts the vector index empty, and every
+// document's vectors are added from the bleve index: slower, never wrong.
+
+const (
+	vectorsDir = "vectors"
+	stateFile  = "STATE"
+	// checkpointEvery bounds the vectors a crash makes the next start add
+	// again.
+	checkpointEvery = 50000
+)
+
+var stateMagic = []byte("DRVEC1\n\x00")
+
+// openVectors opens the vector index of the engine's directory (an empty
+// one in memory).
+func (e *Engine) openVectors() (*vecIndex, error) {
+	if e.opts.InMemory {
+		return newVecIndex("", e.opts.VectorGraph), nil
+	}
+	dir := filepath.Join(e.dir, vectorsDir)
+	vx := newVecIndex(dir, e.opts.VectorGraph)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("bleveengine: %w", err)
+	}
+	if err := vx.readState(); err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			slog.Warn("bleveengine: the vector index is rebuilt from the bleve index", "dir", dir, "error", err)
+		}
+		vx.close()
+		if err := clearDir(dir); err != nil {
+			return nil, fmt.Errorf("bleveengine: %w", err)
+		}
+		vx = newVecIndex(dir, e.opts.VectorGraph)
+	}
+	return vx, nil
+}
+
+func clearDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, en := range entries {
+		errs = append(errs, os.RemoveAll(filepath.Join(dir, en.Name())))
+	}
+	return errors.Join(errs...)
+}
+
+// seq is the checkpoint the index was read from or last wrote.
+func (vx *vecIndex) graphPath(k setKey, seq uint64) string {
+	return strings.TrimSuffix(vx.storePath(k), ".f32") + "." + strconv.FormatUint(seq, 10) + ".graph"
+}
+
+// readState loads the last checkpoint.
+func (vx *vecIndex) readState() error {
+	data, err := os.ReadFile(filepath.Join(vx.dir, stateFile))
+	if err != nil {
+		return err
+	}
+	if len(data) < len(stateMagic)+4 || string(data[:len(stateMagic)]) != string(stateMagic) {
+		return fmt.Errorf("%s: %w", stateFile, errCorrupt)
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)) != sum {
+		return fmt.Errorf("%s: %w: checksum", stateFile, errCorrupt)
+	}
+	d := decoder{b: body[len(stateMagic):]}
+	vx.seq = d.uvarint()
+	nsets := d.uvarint()
+	if nsets > 1024 {
+		return errCorrupt
+	}
+	for range nsets {
+		metadata := d.uvarint() == 1
+		dim := int(d.uvarint())
+		n := int64(d.uvarint())
+		hasGraph := d.uvarint() == 1
+		if d.err != nil || dim <= 0 || dim > 1<<16 || n > 1<<31 {
+			return fmt.Errorf("%s: %w", stateFile, errCorrupt)
+		}
+		k := setKey{metadata: metadata, dim: dim}
+		s := &vecSet{key: k, codes: ann.NewCodes(dim)}
+		full, err := openFileStore(vx.storePath(k), dim, n)
+		if err != nil {
+			return err
+		}
+		s.full = full
+		vx.sets[k] = s
+		// Both cores quantise; then the file's pages, read once, leave
+		// the process's resident memory (they stay in the page cache):
+		// searches map back only the vectors they re-rank.
+		s.codes.AppendFrom(int(n), full.vector, runtime.GOMAXPROCS(0))
+		if hasGraph {
+			if s.graph, err = vx.readGraph(s); err != nil {
+				return err
+			}
+		}
+		full.release()
+	}
+	ndocs := d.uvarint()
+	if d.err != nil || ndocs > uint64(len(d.b)) {
+		return fmt.Errorf("%s: %w", stateFile, errCorrupt)
+	}
+	for range ndocs {
+		id := d.varint()
+		dv := &docVecs{}
+		for _, metadata := range []bool{false, true} {
+			r := dv.ref(metadata)
+			r.dim = int32(d.uvarint())
+			if r.dim == 0 {
+				continue
+			}
+			r.first, r.n = int32(d.uvarint()), int32(d.uvarint())
+			r.stamp = d.uint64()
+			s := vx.sets[setKey{metadata, int(r.dim)}]
+			if s == nil || int64(r.first)+int64(r.n) > s.full.n.Load() || r.n <= 0 {
+				return fmt.Errorf("%s: %w: document %d", stateFile, errCorrupt, id)
+			}
+		}
+		vx.docs[id] = dv
+	}
+	if d.err != nil || len(d.b) != 0 {
+		return fmt.Errorf("%s: %w", stateFile, errCorrupt)
+	}
+	return nil
+}
+
+// readGraph reads a set's graph of the checkpoint; a missing or damaged
+// one is built again from the vectors.
+func (vx *vecIndex) readGraph(s *vecSet) (*ann.Graph, error) {
+	cfg := ann.Config{Seed: uint64(s.key.dim)}
+	f, err := os.Open(vx.graphPath(s.key, vx.seq))
+	if err == nil {
+		defer f.Close()
+		g, err := ann.ReadGraph(f, s.full.vector, cfg)
+		if err == nil && g.Len() == int(s.full.n.Load()) && g.Dim() == s.key.dim {
+			return g, nil
+		}
+	}
+	slog.Warn("bleveengine: rebuilding a vector graph", "set", filepath.Base(vx.storePath(s.key)), "vectors", s.full.n.Load(), "error", err)
+	g := ann.New(s.key.dim, s.full.vector, cfg)
+	for i := range int32(s.full.n.Load()) {
+		g.Add(s.full.vector(i))
+	}
+	return g, nil
+}
+
+// maybeCheckpoint writes a checkpoint when enough vectors were appended
+// since the last one. The caller holds writeMu.
+func (e *Engine) maybeCheckpoint() error {
+	if e.vecs.dir == "" || e.vecs.appended < checkpointEvery {
+		return nil
+	}
+	return e.checkpoint()
+}
+
+// checkpoint writes the vector index's state (see above). The caller
+// holds writeMu.
+func (e *Engine) checkpoint() error {
+	e.vecMu.Lock()
+	defer e.vecMu.Unlock()
+	vx := e.vecs
+	if vx.dir == "" {
+		return nil
+	}
+	if err := vx.checkpoint(); err != nil {
+		return fmt.Errorf("checkpoint the vector index: %w", err)
+	}
+	return nil
+}
+
+func (vx *vecIndex) checkpoint() error {
+	if vx.dir == "" || vx.appended == 0 && vx.seq > 0 {
+		// Nothing new: the last checkpoint holds every vector. (Deletes
+		// and rebinds need none: owners follow the bleve index at open.)
+		return nil
+	}
+	seq := vx.seq + 1
+	keys := vx.sortedKeys()
+	for _, k := range keys {
+		s := vx.sets[k]
+		if err := s.full.sync(); err != nil {
+			return err
+		}
+		if s.graph != nil {
+			if err := writeFileAtomic(vx.graphPath(k, seq), func(w io.Writer) error {
+				_, err := s.graph.WriteTo(w)
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	err := writeFileAtomic(filepath.Join(vx.dir, stateFile), func(w io.Writer) error {
+		b := append([]byte(nil), stateMagic...)
+		b = binary.AppendUvarint(b, seq)
+		b = binary.AppendUvarint(b, uint64(len(keys)))
+		for _, k := range keys {
+			s := vx.sets[k]
+			b = binary.AppendUvarint(b, b2u(k.metadata))
+			b = binary.AppendUvarint(b, uint64(k.dim))
+			b = binary.AppendUvarint(b, uint64(s.full.n.Load()))
+			b = binary.AppendUvarint(b, b2u(s.graph != nil))
+		}
+		b = binary.AppendUvarint(b, uint64(len(vx.docs)))
+		for id, dv := range vx.docs {
+			b = binary.AppendVarint(b, id)
+			for _, r := range []vecRef{dv.c, dv.m} {
+				b = binary.AppendUvarint(b, uint64(r.dim))
+				if r.dim == 0 {
+					continue
+				}
+				b = binary.AppendUvarint(b, uint64(r.first))
+				b = binary.AppendUvarint(b, uint64(r.n))
+				b = binary.LittleEndian.AppendUint64(b, r.stamp)
+			}
+		}
+		b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+		_, err := w.Write(b)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	syncDir(vx.dir)
+	for _, k := range keys {
+		if vx.sets[k].graph != nil {
+			_ = os.Remove(vx.graphPath(k, vx.seq))
+		}
+	}
+	vx.seq, vx.appended = seq, 0
+	return nil
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (vx *vecIndex) sortedKeys() []setKey {
+	keys := make([]setKey, 0, len(vx.sets))
+	for k := range vx.sets {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// writeFileAtomic writes path through a synced temporary file renamed
+// over it.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}
+
+// close releases the vector files.
+func (vx *vecIndex) close() {
+	for _, s := range vx.sets {
+		if s.full != nil {
+			_ = s.full.close()
+		}
+	}
+}
+
+// uint64 reads a little-endian uint64.
+func (d *decoder) uint64() uint64 {
+	b := d.bytes(8)
+	if d.err != nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(b)
+}
