@@ -136,7 +136,9 @@ test-go:
 		echo "go test $$m"; \
 		p=""; if [ "$$m" = "$(CURDIR)/gateway" ]; then p="-p 1"; fi; \
 		(cd $$m && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$p $(GOTESTFLAGS) ./...) || exit 1; \
-	done
+	done; \
+	echo "go test pkg/search/ann with GOEXPERIMENT=$(BUILD_GOEXPERIMENT) (the kernels the built binaries use)"; \
+	(cd pkg && GOEXPERIMENT=$(BUILD_GOEXPERIMENT) $(GO) test -count=1 $(GOTESTFLAGS) ./search/ann/) || exit 1
 
 clean:
 	rm -rf bin
