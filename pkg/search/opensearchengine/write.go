@@ -21,7 +21,10 @@ const maxBulkBytes = 8 << 20
 
 // source is the indexed form of a document (its _source). Absent
 // metadata (nil pointers, no folders, no vectors) is left out, so queries
-// see the field as missing.
+// see the field as missing; so is empty content, so that exists on content
+// (DocFreqs' number of documents) counts only documents with text, as the
+// embedded engine's N does (an empty text field would still count: its
+// norm is written).
 type source struct {
 	ID              int64           `json:"id"`
 	Groups          []int64         `json:"groups,omitempty"`
@@ -40,7 +43,7 @@ type source struct {
 	EntryDate       *string         `json:"entry_date,omitempty"`
 	Privileged      bool            `json:"privileged"`
 	IsLocked        bool            `json:"islocked"`
-	Content         string          `json:"content"`
+	Content         string          `json:"content,omitempty"`
 	ContentPassages []passageSource `json:"content_passages,omitempty"`
 	MetadataVector  []float32       `json:"metadata_vector,omitempty"`
 }
