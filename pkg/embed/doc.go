@@ -30,7 +30,7 @@
 // or DOCREPO_USE_SHORT_QUERY_WEIGHT (0.9) when it has at most
 // DOCREPO_USE_SHORT_QUERY_WORDS (3) content words; and, where the engine
 // can say how many of the caller's documents hold each word (the
-// embedded engine's full-text index, engine.DocFreqs, counted as BM25
+// full-text index of either engine, engine.DocFreqs, counted as BM25
 // counts them), the query's lexical half weighs each word by its IDF
 // (DOCREPO_USE_QUERY_IDF, the power, 1), so a claim's rare term outweighs
 // "increase" (EmbedQueriesWithStats). The statistics are read at search

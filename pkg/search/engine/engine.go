@@ -173,8 +173,8 @@ type VectorStage interface {
 // DocFreqs is implemented by engines that can say how common a query's
 // words are among the documents a caller can see: the search service
 // weights a query vector's words by their rarity with it (pkg/embed,
-// QueryStats). The embedded engine implements it; OpenSearch does not
-// (its vector queries are then unweighted).
+// WordStats). Both engines implement it; for another the search service
+// embeds query vectors unweighted.
 type DocFreqs interface {
 	// DocFreqs returns, for each word as full-text search analyses a bare
 	// word (stemmed), how many of the documents req's caller can see

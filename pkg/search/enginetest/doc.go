@@ -56,4 +56,7 @@
 //     Within one Upsert call the newest revision of an id wins; whether a
 //     superseded one counts as written or stale is left to the engine.
 //   - Deadlines (errors wrapping context.DeadlineExceeded) and ErrClosed.
+//   - DocFreqs, for engines implementing engine.DocFreqs: stemmed bare
+//     words counted among the caller's documents, stop words 0, and the
+//     caller's documents with content (not those without).
 package enginetest

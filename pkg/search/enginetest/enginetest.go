@@ -32,6 +32,7 @@ func Run(t *testing.T, newEngine func(t *testing.T) engine.Engine) {
 	t.Run("Writes", func(t *testing.T) { testWrites(t, newEngine) })
 	t.Run("Revisions", func(t *testing.T) { testRevisions(t, newEngine) })
 	t.Run("Errors", func(t *testing.T) { testErrors(t, newEngine) })
+	t.Run("DocFreqs", func(t *testing.T) { testDocFreqs(t, newEngine) })
 }
 
 // ptr returns a pointer to v (for the optional Document fields).

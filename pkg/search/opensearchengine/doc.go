@@ -190,6 +190,36 @@
 // gives an error wrapping context.DeadlineExceeded. Shard failures are
 // errors, never partial results.
 //
+// # Word statistics (DocFreqs, golden-tested)
+//
+// The use embedder weights a query vector's words by their IDF among the
+// documents the caller can see (engine.DocFreqs). DocFreqs asks one
+// search: size 0, track_total_hits, the caller's visibility filter and
+// exists on content as the query (its total is N, the caller's documents
+// with content: empty content is not written, so it does not exist), and
+// a filters aggregation of one match on content per word (its buckets are
+// n). Each word is reduced on the client to its first content.exact token
+// that is not a stop word, as the embedded engine counts the first token
+// of its analysis; the match then lets the content field's english
+// analyzer stem it, so n is the document frequency of exactly the term a
+// bare-word search scores, counted among the caller's live documents (as
+// the embedded engine's BM25 counts, not OpenSearch's own per-shard
+// statistics over every group and the deleted documents not yet merged
+// away). One search rather than an _msearch of one count per word: one
+// round trip, the visibility filter evaluated once per shard, all counts
+// from the same reader (no refresh between two of them) and an answer the
+// shard request cache keeps until the next refresh.
+//
+// What can differ from the embedded engine: bleve stems with its Go port
+// of Porter's reference stemmer and OpenSearch with Lucene's Java one
+// (the shared suite and TestIntegrationDocFreqsCountLikeBM25 check a few
+// stems: report, approv, quarterli, secretari, budget; a word on which
+// the two ports disagree would count differently, as it already
+// matches differently in full-text search); OpenSearch's standard tokenizer splits tokens longer than 255
+// characters; content of punctuation or spaces only exists here (N counts
+// it) but has no token there; and documents written with empty content
+// before DocFreqs count in N until rewritten or reindexed.
+//
 // # Writes and versioning
 //
 // Upsert sends bulk index actions with version = Rev and version_type

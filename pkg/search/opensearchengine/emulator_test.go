@@ -718,6 +718,33 @@ func (em *emulator) search(ix *emuIndex, req map[string]any) (map[string]any, er
 		"_shards":   map[string]any{"total": 1, "successful": 1, "failed": 0},
 		"hits":      map[string]any{"hits": out},
 	}
+	if aggs, ok := req["aggs"].(map[string]any); ok {
+		// Only anonymous filters aggregations (DocFreqs'): one bucket per
+		// filter, in order, counting the query's hits it matches.
+		res := map[string]any{}
+		for name, spec := range aggs {
+			fs, ok := spec.(map[string]any)["filters"].(map[string]any)["filters"].([]any)
+			if !ok || len(spec.(map[string]any)) != 1 {
+				return nil, fmt.Errorf("unsupported aggregation %s: %v", name, spec)
+			}
+			var buckets []any
+			for _, f := range fs {
+				n := 0
+				for _, h := range hits {
+					ok, _, err := c.eval(f.(map[string]any), h.d)
+					if err != nil {
+						return nil, err
+					}
+					if ok {
+						n++
+					}
+				}
+				buckets = append(buckets, map[string]any{"doc_count": n})
+			}
+			res[name] = map[string]any{"buckets": buckets}
+		}
+		resp["aggregations"] = res
+	}
 	if req["track_total_hits"] == true {
 		resp["hits"].(map[string]any)["total"] = map[string]any{"value": total, "relation": "eq"}
 	}
@@ -860,6 +887,12 @@ func (c *emuCtx) eval(q map[string]any, d *emuDoc) (bool, float64, error) {
 			return c.evalBool(raw.(map[string]any), d)
 		case "term", "terms", "range", "wildcard", "prefix", "match", "match_phrase", "span_near", "span_term":
 			return c.leaf(kind, raw.(map[string]any), d)
+		case "exists":
+			// A field with any non-null value exists, "" included (a
+			// text field's norm is written even without tokens).
+			field, _ := raw.(map[string]any)["field"].(string)
+			v, ok := d.src[strings.TrimSuffix(field, ".exact")]
+			return ok && v != nil, 1, nil
 		}
 		return false, 0, fmt.Errorf("unsupported query %q", kind)
 	}

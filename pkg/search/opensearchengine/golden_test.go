@@ -311,3 +311,31 @@ func TestSearchBodiesMatchGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestDocFreqsBodiesMatchGolden pins the search DocFreqs sends: size 0,
+// the caller's visibility filter and exists on content as the query (its
+// total is the number of documents), and one single-token match per word
+// in a filters aggregation; words that analyse to nothing get no filter
+// (slots gives each word's filter, -1 for none) and words of the same
+// token share one.
+func TestDocFreqsBodiesMatchGolden(t *testing.T) {
+	words := []string{"Reports", "the", "E-mail", "board's", "...", "quarterly", "alpha", "Alpha", "It's", "ÉTAT"}
+	for _, c := range []struct {
+		name string
+		req  engine.Request
+	}{
+		{name: "groups", req: engine.Request{GroupIDs: defaultGroups}},
+		{name: "unrestricted", req: engine.Request{Unrestricted: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			body, slots, _ := docFreqsBody(c.req, words, 1500*time.Millisecond)
+			golden(t, "docfreqs_"+c.name, obj{
+				"input":  obj{"words": words, "groups": c.req.GroupIDs, "unrestricted": c.req.Unrestricted},
+				"search": body,
+				"slots":  slots,
+			})
+		})
+	}
+	body, slots, _ := docFreqsBody(engine.Request{GroupIDs: defaultGroups}, []string{"the", "--"}, 0)
+	golden(t, "docfreqs_stopwords_only", obj{"search": body, "slots": slots})
+}

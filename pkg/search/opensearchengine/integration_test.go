@@ -2,6 +2,7 @@ package opensearchengine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -356,6 +357,104 @@ func TestIntegrationSearchMatchesHandCheckedAnswers(t *testing.T) {
 			t.Fatalf("upsert after reset = %+v, %v", wr, err)
 		}
 	})
+}
+
+// TestIntegrationDocFreqsCountLikeBM25: DocFreqs on a real OpenSearch
+// counts hand-checked stems among the caller's documents (also through
+// engine.Switchable, as the search service calls it), and for an
+// unrestricted caller each word's count is the n that OpenSearch's own
+// BM25 explains for the term a bare-word search looks up (one shard, no
+// deletions, so its statistics are the whole index's).
+func TestIntegrationDocFreqsCountLikeBM25(t *testing.T) {
+	e := newIntegrationEngine(t, 4, 3)
+	ctx := context.Background()
+	if _, err := e.Upsert(ctx, corpus()); err != nil {
+		t.Fatal(err)
+	}
+	var df engine.DocFreqs = engine.NewSwitchable(e)
+	// budgets, Budgeting and budget are all budget (1, 2, 4); ministry
+	// is ministri (1); E-mail counts e (2); the is a stop word; document
+	// 5 ("the") has content, so it counts in the total.
+	words := []string{"budgets", "deficit", "ministry", "E-mail", "the", "alpha", "absent"}
+	for _, tc := range []struct {
+		name      string
+		req       engine.Request
+		wantFreqs []int64
+		wantDocs  int64
+	}{
+		{name: "group 1", req: engine.Request{GroupIDs: []int64{1}}, wantFreqs: []int64{2, 1, 1, 0, 0, 1, 0}, wantDocs: 4},
+		{name: "group 2", req: engine.Request{GroupIDs: []int64{2}}, wantFreqs: []int64{1, 1, 0, 1, 0, 1, 0}, wantDocs: 2},
+		{name: "no groups", req: engine.Request{GroupIDs: []int64{}}, wantFreqs: []int64{0, 0, 0, 0, 0, 0, 0}, wantDocs: 0},
+		{name: "unrestricted", req: engine.Request{Unrestricted: true}, wantFreqs: []int64{3, 2, 1, 1, 0, 1, 0}, wantDocs: 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			freqs, docs, err := df.DocFreqs(ctx, tc.req, words)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(freqs, tc.wantFreqs) || docs != tc.wantDocs {
+				t.Errorf("DocFreqs(%q) = %v of %d documents, want %v of %d", words, freqs, docs, tc.wantFreqs, tc.wantDocs)
+			}
+		})
+	}
+	t.Run("as BM25 counts the term", func(t *testing.T) {
+		for _, w := range []string{"budgets", "deficit", "ministry", "alpha", "Budgeting"} {
+			freqs, _, err := df.DocFreqs(ctx, engine.Request{Unrestricted: true}, []string{w})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := explainedDocFreq(t, e, w); len(freqs) != 1 || freqs[0] != n {
+				t.Errorf("DocFreqs(%q) = %v, OpenSearch's BM25 explains n = %d", w, freqs, n)
+			}
+		}
+	})
+}
+
+// explainedDocFreq is the n (documents containing the term) of the BM25
+// explanation of the best hit of a bare-word match on content.
+func explainedDocFreq(t *testing.T, e *Engine, word string) int64 {
+	t.Helper()
+	path := e.indexPath("/_search")
+	res, err := e.c.doJSON(context.Background(), http.MethodPost, path, nil,
+		obj{"query": obj{"match": obj{fieldContent: word}}, "explain": true, "size": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != http.StatusOK {
+		t.Fatal(newResponseError(http.MethodPost, path, res.Status, res.Body))
+	}
+	type explanation struct {
+		Value       float64       `json:"value"`
+		Description string        `json:"description"`
+		Details     []explanation `json:"details"`
+	}
+	var got struct {
+		Hits struct {
+			Hits []struct {
+				Explanation explanation `json:"_explanation"`
+			} `json:"hits"`
+		} `json:"hits"`
+	}
+	if err := json.Unmarshal(res.Body, &got); err != nil || len(got.Hits.Hits) == 0 {
+		t.Fatalf("explaining %q: %v, %s", word, err, res.Body)
+	}
+	var find func(x explanation) (int64, bool)
+	find = func(x explanation) (int64, bool) {
+		if strings.HasPrefix(x.Description, "n, number of documents containing term") {
+			return int64(x.Value), true
+		}
+		for _, d := range x.Details {
+			if n, ok := find(d); ok {
+				return n, true
+			}
+		}
+		return 0, false
+	}
+	n, ok := find(got.Hits.Hits[0].Explanation)
+	if !ok {
+		t.Fatalf("no document frequency in the explanation of %q: %s", word, res.Body)
+	}
+	return n
 }
 
 func TestIntegrationSearchHonoursTheContextDeadline(t *testing.T) {

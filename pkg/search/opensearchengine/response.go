@@ -29,6 +29,8 @@ type searchResponse struct {
 		} `json:"total"`
 		Hits []rawHit `json:"hits"`
 	} `json:"hits"`
+	// Aggregations holds the aggregations asked for (DocFreqs'), by name.
+	Aggregations map[string]json.RawMessage `json:"aggregations"`
 }
 
 type rawHit struct {
