@@ -191,8 +191,27 @@ func TestVerifyRepairsALostEvent(t *testing.T) {
 		}
 		last = p
 	}
-	if last == nil || !last.GetFinished() || last.GetMissing() < 1 || last.GetUnread() < 1 || last.GetFailed() != 0 {
-		t.Fatalf("verify progress = %v, want finished with the lost document repaired", last)
+	if last == nil || !last.GetFinished() || last.GetFailed() != 0 {
+		t.Fatalf("verify progress = %v, want finished without failures", last)
+	}
+	if last.GetMissing() < 1 || last.GetUnread() < 1 {
+		// A scheduled pass may have run before or beside this one and
+		// repaired either document first: then the passes together, as
+		// their log lines count them, must have repaired both.
+		eventually(t, 10*time.Second, func() error {
+			var missing, unread float64
+			recs := logs.records(map[string]string{"service": "search", "msg": "verify: index compared with the documents of record"})
+			for _, r := range recs[passesBefore:] {
+				m, _ := r["missing"].(float64)
+				u, _ := r["unread"].(float64)
+				missing, unread = missing+m, unread+u
+			}
+			if missing < 1 || unread < 1 {
+				return fmt.Errorf("verify progress = %v and %d passes since the lost document repaired %v missing and %v unread, want both ≥ 1",
+					last, len(recs)-passesBefore, missing, unread)
+			}
+			return nil
+		})
 	}
 	if r := u.searchOK(byDescription); r.Total != 2 {
 		t.Fatalf("after verify: %d numbat documents, want 2 (ids %v, lost %d)", r.Total, r.IDs(), lost)
