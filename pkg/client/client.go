@@ -142,19 +142,26 @@ type call struct {
 // decodes a JSON answer into out (when not nil). The response body is
 // closed.
 func (c *Client) do(ctx context.Context, cl call, out any) error {
+	_, err := c.doHeader(ctx, cl, out)
+	return err
+}
+
+// doHeader is do that also returns the answer's header, for the endpoints
+// that report something there (Search: Docrepo-Reembedding).
+func (c *Client) doHeader(ctx context.Context, cl call, out any) (http.Header, error) {
 	resp, err := c.send(ctx, cl)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if out == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-		return nil
+		return resp.Header, nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("client: %s %s: decode %d answer: %w", cl.method, cl.path, resp.StatusCode, err)
+		return nil, fmt.Errorf("client: %s %s: decode %d answer: %w", cl.method, cl.path, resp.StatusCode, err)
 	}
-	return nil
+	return resp.Header, nil
 }
 
 // send sends cl with retries and returns a response whose status is 2xx or

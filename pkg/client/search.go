@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 )
 
@@ -127,15 +125,11 @@ func In[T any](field string, values ...T) Clause {
 // like a read (a 504 excepted).
 func (c *Client) Search(ctx context.Context, req SearchRequest) (*SearchResponse, error) {
 	cl := call{method: http.MethodPost, path: "/apiv2/pub/search", json: req, retry: retryIdempotent}
-	resp, err := c.send(ctx, cl)
+	var out SearchResponse
+	h, err := c.doHeader(ctx, cl, &out)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	var out SearchResponse
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, fmt.Errorf("client: %s %s: decode %d answer: %w", cl.method, cl.path, resp.StatusCode, err)
-	}
-	out.Reembedding = resp.Header.Get("Docrepo-Reembedding")
+	out.Reembedding = h.Get("Docrepo-Reembedding")
 	return &out, nil
 }
