@@ -261,17 +261,27 @@ func benchModes(c *corpus, r *rand.Rand) []benchMode {
 	return modes
 }
 
-func BenchmarkSearch100k(b *testing.B) {
-	n := 100000
+// largeBenchIndex is the corpus size and index directory of the large
+// benchmarks: DOCREPO_BENCH_DOCS documents (100,000 by default), in
+// DOCREPO_BENCH_INDEX, a directory that keeps the index between runs (it
+// is built when absent), or a temporary one.
+func largeBenchIndex(b *testing.B) (n int, dir string) {
+	n = 100000
 	if s := os.Getenv("DOCREPO_BENCH_DOCS"); s != "" {
-		n, _ = strconv.Atoi(s)
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n < 1 {
+			b.Fatalf("DOCREPO_BENCH_DOCS=%q: want a positive number of documents", s)
+		}
 	}
-	// DOCREPO_BENCH_INDEX names a directory to keep the index in between
-	// runs (it is built when absent); by default a temporary one is used.
-	dir := os.Getenv("DOCREPO_BENCH_INDEX")
+	dir = os.Getenv("DOCREPO_BENCH_INDEX")
 	if dir == "" {
 		dir = filepath.Join(b.TempDir(), "idx")
 	}
+	return n, dir
+}
+
+func BenchmarkSearch100k(b *testing.B) {
+	n, dir := largeBenchIndex(b)
 	_, statErr := os.Stat(dir)
 	build := statErr != nil
 	start := time.Now()

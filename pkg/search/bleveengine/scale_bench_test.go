@@ -52,15 +52,8 @@ import (
 // the index then records a non-hash embedder, so dense queries walk the
 // HNSW graph. DOCREPO_BENCH_INDEX keeps the index between runs.
 func BenchmarkVectorScale(b *testing.B) {
-	n := 100000
-	if s := os.Getenv("DOCREPO_BENCH_DOCS"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
+	n, dir := largeBenchIndex(b)
 	blend := os.Getenv("DOCREPO_BENCH_VECTORS") == "blend"
-	dir := os.Getenv("DOCREPO_BENCH_INDEX")
-	if dir == "" {
-		dir = filepath.Join(b.TempDir(), "idx")
-	}
 	ctx := context.Background()
 	gen := newScaleGen(b, blend)
 	if err := loadScale(ctx, b, dir, n, gen, blend); err != nil {

@@ -3,9 +3,6 @@ package bleveengine
 import (
 	"context"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/docrepo/docrepo/pkg/search/engine"
@@ -30,14 +27,7 @@ import (
 //	go test ./search/bleveengine -run XXX -bench StatsViewCache \
 //	-benchtime 100x -timeout 2h
 func BenchmarkStatsViewCache(b *testing.B) {
-	n := 100000
-	if s := os.Getenv("DOCREPO_BENCH_DOCS"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
-	dir := os.Getenv("DOCREPO_BENCH_INDEX")
-	if dir == "" {
-		dir = filepath.Join(b.TempDir(), "idx")
-	}
+	n, dir := largeBenchIndex(b)
 	ctx := context.Background()
 	gen := newScaleGen(b, false)
 	if err := loadScale(ctx, b, dir, n, gen, false); err != nil {
