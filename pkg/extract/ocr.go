@@ -220,30 +220,42 @@ func ocrPDF(ctx context.Context, old string, spans []pageSpan, opts Options, res
 		res.OCRErr = fmt.Errorf("%w: %d pages need OCR (limit %d)", ErrOCRLimit, res.OCRNeeded, opts.OCRMaxPages)
 		return nil
 	}
-	texts, err := opts.OCR.Recognize(ctx, FormatPDF, pages)
+	texts := recognize(ctx, FormatPDF, pages, opts, res)
+	ocrText := map[int]string{}
+	for i, t := range texts {
+		if t != "" {
+			ocrText[pages[i].Number] = t
+			res.OCRPages++
+		}
+	}
+	return ocrText
+}
+
+// recognize runs OCR on pages and returns their texts in order: "" for a
+// page whose text is blank, that failed or that the recognizer did not
+// answer for. A failure is counted in res (OCRFailed, the first in
+// OCRErr); OCRPages is left to the caller.
+func recognize(ctx context.Context, format Format, pages []OCRPage, opts Options, res *Result) []string {
+	texts, err := opts.OCR.Recognize(ctx, format, pages)
 	if err != nil {
 		res.OCRFailed += len(pages)
 		res.OCRErr = fmt.Errorf("OCR: %w", err)
 		return nil
 	}
-	ocrText := map[int]string{}
-	for i, p := range pages {
-		if i >= len(texts) {
-			break
-		}
+	out := make([]string, min(len(pages), len(texts)))
+	for i := range out {
 		if texts[i].Err != nil {
 			res.OCRFailed++
 			if res.OCRErr == nil {
-				res.OCRErr = fmt.Errorf("OCR page %d: %w", p.Number, texts[i].Err)
+				res.OCRErr = fmt.Errorf("OCR page %d: %w", pages[i].Number, texts[i].Err)
 			}
 			continue
 		}
 		if strings.TrimSpace(texts[i].Text) != "" {
-			ocrText[p.Number] = texts[i].Text
-			res.OCRPages++
+			out[i] = texts[i].Text
 		}
 	}
-	return ocrText
+	return out
 }
 
 // writePages writes a PDF's text page by page into out: the OCR text of a
@@ -291,24 +303,8 @@ func ocrImage(ctx context.Context, format Format, dims []imageDim, opts Options,
 	if len(pages) == 0 {
 		return nil
 	}
-	texts, err := opts.OCR.Recognize(ctx, format, pages)
-	if err != nil {
-		res.OCRFailed += len(pages)
-		res.OCRErr = fmt.Errorf("OCR: %w", err)
-		return nil
-	}
-	for i, p := range pages {
-		if i >= len(texts) {
-			break
-		}
-		if texts[i].Err != nil {
-			res.OCRFailed++
-			if res.OCRErr == nil {
-				res.OCRErr = fmt.Errorf("OCR page %d: %w", p.Number, texts[i].Err)
-			}
-			continue
-		}
-		if strings.TrimSpace(texts[i].Text) == "" {
+	for _, t := range recognize(ctx, format, pages, opts, res) {
+		if t == "" {
 			continue
 		}
 		if res.OCRPages > 0 {
@@ -317,7 +313,7 @@ func ocrImage(ctx context.Context, format Format, dims []imageDim, opts Options,
 			}
 		}
 		res.OCRPages++
-		if err := out.WriteString(texts[i].Text); err != nil {
+		if err := out.WriteString(t); err != nil {
 			return err
 		}
 	}
