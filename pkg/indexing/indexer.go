@@ -162,6 +162,12 @@ type Indexer struct {
 	// noBatch is set once the document service turned out not to know the
 	// batch calls (GetIndexDocuments, SetContentSources).
 	noBatch atomic.Bool
+	// mirror is the new index of a rebuild in progress, which every engine
+	// write reaches as well (rebuild.go); nil when none runs. mirrorMu is
+	// held for reading by each write (to the engine and the mirror) and
+	// for writing while the rebuild switches.
+	mirrorMu sync.RWMutex
+	mirror   *mirror
 }
 
 // New returns an Indexer.
@@ -352,7 +358,8 @@ func (ix *Indexer) Index(ctx context.Context, items []Item) []Result {
 		}
 		return results
 	}
-	if err := ix.embed(ctx, docs, ix.o.DeferVectors); err != nil {
+	fit, err := ix.embed(ctx, docs, ix.o.DeferVectors)
+	if err != nil {
 		return fail(fmt.Errorf("embed: %w", err))
 	}
 	batch := make([]engine.Document, 0, len(docs))
@@ -368,10 +375,7 @@ func (ix *Indexer) Index(ctx context.Context, items []Item) []Result {
 		seen[d.ID] = len(batch)
 		batch = append(batch, *d)
 	}
-	ectx, cancel := context.WithTimeout(ctx, ix.o.EngineTimeout)
-	_, err := ix.o.Engine.Upsert(ectx, batch)
-	cancel()
-	if err != nil {
+	if err := ix.upsert(ctx, batch, fit); err != nil {
 		return fail(fmt.Errorf("engine upsert: %w", err))
 	}
 	for _, i := range idx {
@@ -575,11 +579,7 @@ func (ix *Indexer) prepare(ctx context.Context, it Item, st loadState, resp *doc
 	stored, have := st.stored, st.have
 	if resp.GetDeleted() || resp.GetDocument() == nil {
 		// Ids are never reused: whatever the engine holds is gone.
-		rev := max(stored, it.Rev)
-		ectx, cancel := context.WithTimeout(ctx, ix.o.EngineTimeout)
-		err := ix.o.Engine.Delete(ectx, it.ID, rev)
-		cancel()
-		if err != nil {
+		if err := ix.remove(ctx, it.ID, max(stored, it.Rev)); err != nil {
 			return prepared{err: fmt.Errorf("engine delete %d: %w", it.ID, err)}
 		}
 		return prepared{outcome: Deleted}
@@ -702,13 +702,13 @@ func (ix *Indexer) reportSource(ctx context.Context, req *documentv1.SetContentS
 
 // embed fills the content passage vectors and the metadata vectors of
 // docs, when the engine holds vectors of this indexer's embedder (or none
-// yet); otherwise it leaves them without vectors. With deferContent the
-// content is not embedded: documents with content are marked
-// VectorsPending for the vector stage.
-func (ix *Indexer) embed(ctx context.Context, docs []*engine.Document, deferContent bool) error {
+// yet), and reports whether it did; otherwise it leaves them without
+// vectors. With deferContent the content is not embedded: documents with
+// content are marked VectorsPending for the vector stage.
+func (ix *Indexer) embed(ctx context.Context, docs []*engine.Document, deferContent bool) (bool, error) {
 	fit, err := ix.vectorsFit(ctx)
 	if err != nil || !fit {
-		return err
+		return false, err
 	}
 	// Empty texts get no vector: such a document is never a nearest
 	// neighbour for that target.
@@ -729,7 +729,7 @@ func (ix *Indexer) embed(ctx context.Context, docs []*engine.Document, deferCont
 	if len(contents) > 0 {
 		vecs, err := ix.passages(ctx, contents)
 		if err != nil {
-			return err
+			return false, err
 		}
 		for i, d := range withContent {
 			d.ContentVectors = vecs[i]
@@ -738,16 +738,16 @@ func (ix *Indexer) embed(ctx context.Context, docs []*engine.Document, deferCont
 	if len(metas) > 0 {
 		vecs, err := embed.Metadata(ctx, ix.o.Embedder, metas)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if len(vecs) != len(metas) {
-			return fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(metas))
+			return false, fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(metas))
 		}
 		for i, d := range withMeta {
 			d.MetadataVector = vecs[i]
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // passages embeds each text as passages and returns their vectors.

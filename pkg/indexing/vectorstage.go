@@ -102,7 +102,7 @@ func (ix *Indexer) RunVectorStage(ctx context.Context) {
 			batch = 1
 		}
 		began := time.Now()
-		n, backlog, err := ix.vectorStep(ctx, vs, batch)
+		n, backlog, err := ix.vectorStep(ctx, vs, batch, true)
 		took := time.Since(began)
 		embedded += n
 		if err != nil {
@@ -166,15 +166,18 @@ func (ix *Indexer) yieldToText(ctx context.Context, d time.Duration) {
 
 // vectorStep embeds one batch (at most batch documents) of pending
 // documents and writes their vectors. It returns how many were written and how many documents wait
-// (before the batch).
-func (ix *Indexer) vectorStep(ctx context.Context, vs engine.VectorStage, batch int) (int, int, error) {
+// (before the batch). With report it sets docrepo_indexer_vector_backlog
+// (the stage of the index in use does; a rebuild's new index does not).
+func (ix *Indexer) vectorStep(ctx context.Context, vs engine.VectorStage, batch int, report bool) (int, int, error) {
 	ectx, cancel := context.WithTimeout(ctx, ix.o.EngineTimeout)
 	docs, backlog, err := vs.PendingVectors(ectx, batch)
 	cancel()
 	if err != nil {
 		return 0, 0, err
 	}
-	metricVectorBacklog.Set(float64(backlog))
+	if report {
+		metricVectorBacklog.Set(float64(backlog))
+	}
 	if len(docs) == 0 {
 		return 0, 0, nil
 	}
@@ -200,7 +203,9 @@ func (ix *Indexer) vectorStep(ctx context.Context, vs engine.VectorStage, batch 
 	if err != nil {
 		return 0, backlog, err
 	}
-	metricVectorBacklog.Set(float64(max(backlog-res.Written, 0)))
+	if report {
+		metricVectorBacklog.Set(float64(max(backlog-res.Written, 0)))
+	}
 	// Documents changed meanwhile (stale) wait again at their new
 	// revision; the step still moved forward when it wrote any.
 	return max(res.Written, min(res.Stale, 1)), backlog, nil

@@ -185,7 +185,7 @@ func TestVectorStageWaitsForItsEmbedder(t *testing.T) {
 	if err := eng.SetEmbedder(ctx, embed.Identity{Kind: "local", Model: "m", Version: "v", Dimensions: 64}); err != nil {
 		t.Fatal(err)
 	}
-	n, backlog, err := ix.vectorStep(ctx, eng, ix.o.VectorBatch)
+	n, backlog, err := ix.vectorStep(ctx, eng, ix.o.VectorBatch, true)
 	if err != nil || n != 0 || backlog != 1 || pendingCount(t, eng) != 1 {
 		t.Errorf("step over another embedder's index: wrote %d of %d (%v); pending %d", n, backlog, err, pendingCount(t, eng))
 	}

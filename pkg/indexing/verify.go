@@ -141,13 +141,6 @@ func (ix *Indexer) Verify(ctx context.Context, report func(VerifyResult, int64, 
 	return res, nil
 }
 
-// remove deletes a document from the engine under the engine deadline.
-func (ix *Indexer) remove(ctx context.Context, id, rev int64) error {
-	ectx, cancel := context.WithTimeout(ctx, ix.o.EngineTimeout)
-	defer cancel()
-	return ix.o.Engine.Delete(ectx, id, rev)
-}
-
 // DefaultVerifyInterval is the default of Settings.VerifyInterval.
 const DefaultVerifyInterval = time.Hour
 
