@@ -116,9 +116,11 @@
 // through the same path, reporting progress. Server wraps it as the
 // IndexerService gRPC API (scope admin). With recreate, a Server given
 // RebuildInto runs Rebuild instead: every document into a new index (a
-// Target), caught up with the changes made meanwhile, then switched to
-// atomically, so searches never see a partial or empty index; both
-// engines provide one (rebuild.go). Without RebuildInto, recreate empties
+// Target), which the indexer's own writes reach too while it is built
+// (uploads, updates and deletions made meanwhile; the switch waits until
+// their vectors are in it), caught up with the documents of record, then
+// switched to atomically, so searches never see a partial or empty
+// index; both engines provide one (rebuild.go). Without RebuildInto, recreate empties
 // the engine first (engine.Reset).
 //
 // # The embedder of the index

@@ -31,7 +31,9 @@ import (
 //     and the index is re-embedded online (Reembed): the current index
 //     goes on answering full-text and metadata searches, the indexer
 //     writes new documents into it without vectors (never a mix: see
-//     Indexer.vectorsFit), vector searches are answered from it with
+//     Indexer.vectorsFit) and into the new index with the new
+//     embedder's (rebuild.go: the switch waits until they have them),
+//     vector searches are answered from it with
 //     queries embedded by the embedder it records when the search
 //     service can build that one (Settings.EmbedderFor: always for hash)
 //     and 503 otherwise, until the new index is in use; progress is
