@@ -33,7 +33,9 @@ import (
 // each answer saying so in its docrepo-reembedding header, and /readyz
 // shows the re-embedding's progress; afterwards /readyz names use, every
 // document was re-embedded, and vector search finds the documents with
-// the new vectors, without the header.
+// the new vectors, without the header; a document uploaded during the
+// re-embedding (consumed from the stack's events) is found by a vector
+// search restricted to it right after the switch.
 func TestSearchEmbedderSwitchKeepsAnswering(t *testing.T) {
 	t.Parallel()
 	modelDir := os.Getenv("DOCREPO_USE_MODEL_DIR")
@@ -177,7 +179,24 @@ func TestSearchEmbedderSwitchKeepsAnswering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := start(secondAddr, "DOCREPO_EMBEDDER=use", "DOCREPO_USE_MODEL_DIR="+modelDir, "DOCREPO_EMBEDDER_CHANGE=rebuild")
+	// It consumes the stack's document events (a durable of its own), so
+	// that an upload during the re-embedding reaches it.
+	natsURL := ""
+	for _, kv := range stk.commonEnv() {
+		if v, ok := strings.CutPrefix(kv, "NATS_URL="); ok {
+			natsURL = v
+		}
+	}
+	if natsURL == "" {
+		t.Fatal("the stack's environment has no NATS_URL")
+	}
+	second := start(secondAddr, "DOCREPO_EMBEDDER=use", "DOCREPO_USE_MODEL_DIR="+modelDir, "DOCREPO_EMBEDDER_CHANGE=rebuild",
+		"NATS_URL="+natsURL, "DOCREPO_INDEX_CONSUMER="+uniq("e2e-switch"))
+	// late is uploaded once the re-embedding is seen; lateIndexed says
+	// that full-text search found it before the switch.
+	const lateText = "switchlate: the quokka smiled at the ferry passengers arriving on Rottnest island."
+	var late int64
+	lateIndexed := false
 	// restDuring counts REST vector searches answered during the
 	// re-embedding, which say so in Docrepo-Reembedding.
 	restDuring := 0
@@ -210,6 +229,12 @@ func TestSearchEmbedderSwitchKeepsAnswering(t *testing.T) {
 			t.Fatalf("vector search during the re-embedding: header %q, want the index's embedder %s", header, hashID)
 		}
 		vectorDuring++
+		if late == 0 {
+			late = u.uploadText("late.txt", lateText)
+		} else if !lateIndexed {
+			ids, header, err := searchMD(second.addr, map[string]any{"fts": map[string]any{"field": "content", "query": "switchlate"}})
+			lateIndexed = err == nil && found(ids, late) && header != ""
+		}
 		// The same through the gateway (which may still be connecting:
 		// a 503 then is the gateway's, not the re-embedding's).
 		res, err := api.Search(context.Background(), rest.SearchRequest{Where: vector, Limit: 100})
@@ -231,6 +256,26 @@ func TestSearchEmbedderSwitchKeepsAnswering(t *testing.T) {
 	if ftsDuring == 0 || vectorDuring == 0 || restDuring == 0 {
 		t.Errorf("no search met the re-embedding (full text answered during it %d times, vector %d times, through the gateway %d): the test saw no switch",
 			ftsDuring, vectorDuring, restDuring)
+	}
+	// Right after the switch, the document uploaded during the
+	// re-embedding has its vectors under the new embedder: a vector
+	// search restricted to it finds it.
+	if late != 0 {
+		only := map[string]any{"and": []any{
+			map[string]any{"vector": map[string]any{"target": "content", "query": "quokka on Rottnest island greets the ferry"}},
+			map[string]any{"in": map[string]any{"field": "id", "value": []any{late}}},
+		}}
+		ids, header, err := searchMD(second.addr, only)
+		switch {
+		case err != nil:
+			t.Errorf("vector search for the document uploaded during the re-embedding, right after the switch: %v", err)
+		case header != "":
+			t.Errorf("vector search right after the switch still says Docrepo-Reembedding %q", header)
+		case lateIndexed && !found(ids, late):
+			t.Errorf("right after the switch, vector search restricted to document %d (uploaded during the re-embedding, text-indexed before the switch) found %v: it has no vectors in the new index", late, ids)
+		case !lateIndexed:
+			t.Logf("document %d uploaded during the re-embedding was not found by full text before the switch (found by vector right after it: %v)", late, found(ids, late))
+		}
 	}
 	if res, err := api.Search(context.Background(), rest.SearchRequest{Where: vector, Limit: 100}); err != nil {
 		t.Errorf("REST vector search after the switch: %v", err)
@@ -262,5 +307,11 @@ func TestSearchEmbedderSwitchKeepsAnswering(t *testing.T) {
 			t.Errorf("the log does not say %q:\n%s", want, second.out.String())
 		}
 	}
-	t.Logf("during the re-embedding: full-text searches %d, vector searches %d answered with hash (%d through the gateway); re-embedded %v documents", ftsDuring, vectorDuring, restDuring, done)
+	t.Logf("during the re-embedding: full-text searches %d, vector searches %d answered with hash (%d through the gateway); re-embedded %v documents; "+
+		"document %d uploaded during it, text-indexed before the switch: %v", ftsDuring, vectorDuring, restDuring, done, late, lateIndexed)
+	for _, line := range strings.Split(second.out.String(), "\n") {
+		if strings.Contains(line, "written during the rebuild") || strings.Contains(line, "writes made during the rebuild") {
+			t.Log(line)
+		}
+	}
 }
