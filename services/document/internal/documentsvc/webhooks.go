@@ -428,10 +428,20 @@ func (w *Webhooks) nudge() {
 // The consumer.
 
 // webhookBatch is how many events one fetch takes: one transaction makes
-// their deliveries, and no other fetch (another replica's) gets events
-// while it is in flight (MaxAckPending), so deliveries are made in stream
-// order, which keeps each document's events in order.
+// their deliveries.
 const webhookBatch = 100
+
+// webhookConsumeLockID is the advisory lock key that makes the replicas
+// consuming the webhook events take turns: each fetches a batch, makes
+// its deliveries and acknowledges it while holding it. JetStream hands
+// the events out to the waiting fetches of every replica in turn (a fetch
+// of 100 does not stop another's while fewer are pending, whatever
+// MaxAckPending), so without it two replicas made the deliveries of
+// alternate events, each in its own transaction, and a document's later
+// event could get the earlier delivery id and be sent first; and a
+// replica's acknowledgement (AckAll) of its batch acknowledged the other's
+// events still being handled, lost if that replica then died.
+const webhookConsumeLockID = 0x77656268 // "wehb"
 
 // ConsumeWebhookEvents turns document events into deliveries until ctx
 // ends, creating the consumer (and the stream) again when they vanish.
@@ -470,54 +480,106 @@ func (w *Webhooks) ConsumeWebhookEvents(ctx context.Context, js jetstream.JetStr
 }
 
 // consume fetches and handles batches until ctx ends or the consumer is
-// gone.
+// gone, one batch at a time across the replicas (webhookConsumeLockID).
 func (w *Webhooks) consume(ctx context.Context, cons jetstream.Consumer) {
 	for ctx.Err() == nil {
-		// A short wait: a fetch returns when the batch is full or the wait
-		// is over, and the wait is the events' lag at a low rate.
-		batch, err := cons.Fetch(webhookBatch, jetstream.FetchMaxWait(100*time.Millisecond))
-		if err != nil {
-			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
-				w.log.Warn("the webhook events consumer is gone; creating it again", "error", err)
-				return
-			}
-			if ctx.Err() == nil {
-				w.log.Warn("fetching webhook events", "error", err)
-				sleepCtx(ctx, time.Second)
-			}
-			continue
+		gone, err := w.consumeTurn(ctx, cons)
+		if gone {
+			return
 		}
-		var msgs []jetstream.Msg
-		for m := range batch.Messages() {
-			msgs = append(msgs, m)
+		if err != nil && ctx.Err() == nil {
+			w.log.Warn("taking the webhook consumer's turn failed; retrying", "error", err)
+			sleepCtx(ctx, time.Second)
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil {
-			if _, ierr := cons.Info(ctx); errors.Is(ierr, jetstream.ErrConsumerNotFound) || errors.Is(ierr, jetstream.ErrStreamNotFound) {
-				return
-			}
-		}
-		if len(msgs) == 0 {
-			continue
-		}
-		// A failure (the database) is retried here, in order, rather than
-		// left for redelivery, which could reorder the events.
-		for wait := 200 * time.Millisecond; ; wait = min(2*wait, 10*time.Second) {
-			err := w.handleBatch(ctx, msgs)
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			w.log.Warn("making webhook deliveries failed; retrying", "events", len(msgs), "error", err)
-			_ = msgs[len(msgs)-1].InProgress()
-			sleepCtx(ctx, wait)
-		}
-		if err := msgs[len(msgs)-1].Ack(); err != nil {
-			w.log.Warn("acknowledging webhook events failed; they will come again (their deliveries are not made twice)", "error", err)
-		}
-		w.nudge()
 	}
+}
+
+// consumeTurn takes the replicas' turn (the advisory lock, on a
+// connection of its own), fetches a batch, makes its deliveries and
+// acknowledges it, then gives the turn back. gone: the consumer is.
+func (w *Webhooks) consumeTurn(ctx context.Context, cons jetstream.Consumer) (gone bool, err error) {
+	conn, err := w.pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	// Waiting for the turn may outlast the pool's statement timeout
+	// (another replica retrying a batch the database refuses).
+	if _, err := conn.Exec(ctx, `SELECT set_config('statement_timeout', '0', false)`); err != nil {
+		conn.Release()
+		return false, err
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, webhookConsumeLockID); err != nil {
+		// Cancelled while waiting: the session may hold the lock or be
+		// mid-query; drop it rather than return it to the pool.
+		_ = conn.Conn().Close(context.Background())
+		conn.Release()
+		return false, err
+	}
+	defer func() {
+		unlockCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, uerr := conn.Exec(unlockCtx, `SELECT pg_advisory_unlock($1)`, webhookConsumeLockID)
+		if uerr == nil {
+			_, uerr = conn.Exec(unlockCtx, `RESET statement_timeout`)
+		}
+		if uerr != nil {
+			// Closing the session gives the lock back.
+			_ = conn.Conn().Close(context.Background())
+		}
+		conn.Release()
+	}()
+	return w.consumeBatch(ctx, cons), nil
+}
+
+// consumeBatch fetches one batch and handles it; it reports whether the
+// consumer is gone.
+func (w *Webhooks) consumeBatch(ctx context.Context, cons jetstream.Consumer) (gone bool) {
+	// A short wait: a fetch returns when the batch is full or the wait
+	// is over, and the wait is the events' lag at a low rate.
+	batch, err := cons.Fetch(webhookBatch, jetstream.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+			w.log.Warn("the webhook events consumer is gone; creating it again", "error", err)
+			return true
+		}
+		if ctx.Err() == nil {
+			w.log.Warn("fetching webhook events", "error", err)
+			sleepCtx(ctx, time.Second)
+		}
+		return false
+	}
+	var msgs []jetstream.Msg
+	for m := range batch.Messages() {
+		msgs = append(msgs, m)
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil {
+		if _, ierr := cons.Info(ctx); errors.Is(ierr, jetstream.ErrConsumerNotFound) || errors.Is(ierr, jetstream.ErrStreamNotFound) {
+			return true
+		}
+	}
+	if len(msgs) == 0 {
+		return false
+	}
+	// A failure (the database) is retried here, in order and holding
+	// the turn, rather than left for redelivery, which could reorder the
+	// events.
+	for wait := 200 * time.Millisecond; ; wait = min(2*wait, 10*time.Second) {
+		err := w.handleBatch(ctx, msgs)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		w.log.Warn("making webhook deliveries failed; retrying", "events", len(msgs), "error", err)
+		_ = msgs[len(msgs)-1].InProgress()
+		sleepCtx(ctx, wait)
+	}
+	if err := msgs[len(msgs)-1].Ack(); err != nil {
+		w.log.Warn("acknowledging webhook events failed; they will come again (their deliveries are not made twice)", "error", err)
+	}
+	w.nudge()
+	return false
 }
 
 // subscription is what the consumer needs of one.
@@ -755,6 +817,8 @@ func (w *Webhooks) RunDeliveries(ctx context.Context) error {
 			}
 		}
 		for _, c := range batch {
+			w.log.Debug("webhook delivery claimed", "delivery_id", c.id, "webhook_id", c.subID, "attempts", c.attempts,
+				"retry_since", c.retrySince)
 			inflight.Add(1)
 			wg.Go(func() {
 				defer func() { inflight.Add(-1); w.nudge() }()
@@ -838,6 +902,7 @@ func (w *Webhooks) attempt(ctx context.Context, c claimed) {
 		res = webhook.Send(w.client, req)
 	}
 	if ctx.Err() != nil {
+		w.log.Debug("webhook attempt abandoned at shutdown; its lease brings it back", "delivery_id", c.id)
 		return // shutting down: the lease brings it back
 	}
 	done := w.now()
@@ -860,7 +925,7 @@ func (w *Webhooks) attempt(ctx context.Context, c claimed) {
 			return w.pause(ctx, tx, c, attempts, msg, done)
 		})
 		w.log.Info("webhook delivery failed", "delivery_id", c.id, "webhook_id", c.subID, "attempts", attempts,
-			"status", res.Status, "dead", dead, "error", msg)
+			"status", res.Status, "dead", dead, "next_attempt_at", next, "error", msg)
 	}
 	if err != nil && ctx.Err() == nil {
 		w.log.Warn("recording a webhook attempt failed; the delivery is tried again after its lease", "delivery_id", c.id, "error", fmt.Errorf("record: %w", err))

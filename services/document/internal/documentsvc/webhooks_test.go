@@ -920,3 +920,51 @@ func TestWebhookResumeGivesPendingDeliveriesANewRetryPeriod(t *testing.T) {
 		return nil
 	})
 }
+
+// Two document service replicas consume the webhook events together (one
+// durable consumer, one database): JetStream hands the events of their
+// waiting fetches out in turn, yet the deliveries are made in stream
+// order, so a document's events reach the receiver in order, and none is
+// lost (a replica's acknowledgement of its batch covers the events before
+// it, which must not be another's still being handled).
+func TestWebhookReplicasMakeDeliveriesInStreamOrder(t *testing.T) {
+	cfg := WebhookConfig{AllowPrivate: true, Poll: 20 * time.Millisecond,
+		Schedule: webhook.Schedule{Initial: 20 * time.Millisecond, Max: 100 * time.Millisecond, Period: time.Minute}}
+	e := newWebhookEnv(t, cfg)
+	// The second replica: its own Webhooks on the same database and
+	// stream, consuming and sending.
+	other := NewWebhooks(e.pool, e.ids, e.hooks.cfg, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = other.ConsumeWebhookEvents(ctx, e.js) })
+	wg.Go(func() { _ = other.RunDeliveries(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	groups := e.owner(t, "replicaowner", "rg1")
+	doc := e.doc(t, groups[0])
+	r := newReceiver(t, "")
+	sub := e.subscribe(t, r.srv.URL, "replicaowner", "document.*")
+	r.secret = sub.GetSecret()
+	const n = 200
+	for rev := int64(1); rev <= n; rev++ {
+		e.publish(t, doc, rev, "updated")
+		if rev%10 == 0 {
+			time.Sleep(5 * time.Millisecond) // several fetches, not one batch
+		}
+	}
+	waitUntil(t, 60*time.Second, func() error {
+		if got := len(r.received()); got != n {
+			return fmt.Errorf("received %d events, want %d", got, n)
+		}
+		return nil
+	})
+	var out []int64
+	for _, ev := range r.received() {
+		out = append(out, ev.Rev)
+	}
+	for i, rev := range out {
+		if rev != int64(i+1) {
+			t.Fatalf("received revs out of stream order at %d: %v", i, out)
+		}
+	}
+}
