@@ -292,6 +292,23 @@ func startVariant(t *testing.T, only []string, env ...string) *launcher.Stack {
 // of a test's own search service).
 func startVariantCalling(t *testing.T, only []string, calls map[string]string, env ...string) *launcher.Stack {
 	t.Helper()
+	v := variantStack(only, calls, env...)
+	startTestStack(t, v)
+	return v
+}
+
+// variantStack is a variant of the shared stack, not started yet: the
+// services in only, with env after the stack's environment, calling the
+// shared stack's other services (those in calls at the given addresses).
+// Every variant is made here: a variant's document service sends the
+// shared database's webhook deliveries too, so it must do so with the
+// suite's webhook settings, not the defaults (a 24 h retry period, 10 s
+// first back-off doubling to an hour, no private receivers). One with the
+// defaults (TestPurgeFinishesAfterKill's, made apart) claimed the pause
+// test's delivery, failed it on the loopback receiver and put its next
+// attempt minutes away (10 s doubled per earlier attempt), so the
+// delivery stayed pending instead of dying within the test.
+func variantStack(only []string, calls map[string]string, env ...string) *launcher.Stack {
 	ext := map[string]string{}
 	for name, addr := range stk.addrs {
 		if !slices.Contains(only, name) {
@@ -301,15 +318,9 @@ func startVariantCalling(t *testing.T, only []string, calls map[string]string, e
 	for name, addr := range calls {
 		ext[name] = addr
 	}
-	v := &launcher.Stack{DatabaseURL: stk.dbURL, DatabaseURLs: stk.DatabaseURLs, NATSURL: stk.NATSURL, ServiceToken: stk.ServiceToken,
+	return &launcher.Stack{DatabaseURL: stk.dbURL, DatabaseURLs: stk.DatabaseURLs, NATSURL: stk.NATSURL, ServiceToken: stk.ServiceToken,
 		Only: only, External: ext, Env: append(append(slices.Clone(stk.Env), "DOCREPO_LOG_LEVEL=warn"), env...),
-		// A variant's document service sends the shared database's
-		// webhook deliveries too: with the suite's webhook settings, not
-		// the defaults (a 24 h retry period, no private receivers), which
-		// kept a delivery the pause test waits to die alive.
 		ServiceEnv: map[string][]string{"document": stk.ServiceEnv["document"]}}
-	startTestStack(t, v)
-	return v
 }
 
 // startTestStack starts a stack of the run's binaries for one test, its

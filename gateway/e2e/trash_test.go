@@ -656,15 +656,8 @@ func TestTrashOnMinIO(t *testing.T) {
 func TestPurgeFinishesAfterKill(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ext := map[string]string{}
-	for name, addr := range stk.addrs {
-		if name != "document" && name != "gateway" {
-			ext[name] = addr
-		}
-	}
-	v := &launcher.Stack{DatabaseURL: stk.dbURL, NATSURL: stk.NATSURL, ServiceToken: stk.ServiceToken,
-		Only: []string{"document", "gateway"}, External: ext, Supervise: true,
-		Env: append(slices.Clone(stk.Env), "DOCREPO_LOG_LEVEL=warn")}
+	v := variantStack([]string{"document", "gateway"}, nil)
+	v.Supervise = true
 	startTestStack(t, v)
 	u := newDocUser(t)
 	c := restClient(t, v.URL(), u.token)
