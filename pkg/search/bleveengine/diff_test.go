@@ -205,7 +205,8 @@ func TestNearestMatchesFullSort(t *testing.T) {
 		}
 		recs = append(recs, rec)
 	}
-	if err := e.putRecords(recs); err != nil {
+	e.beginBatch()
+	if err := e.putRecords(recs, nil); err != nil {
 		t.Fatal(err)
 	}
 	dense := make([]float32, 70)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -90,6 +91,12 @@ type Engine struct {
 	// Upsert are written concurrently); taken before mu.
 	vecMu sync.Mutex
 
+	// unput counts the batches written to the bleve index whose records
+	// the table does not hold yet (beginBatch .. putRecords or
+	// abandonBatch). While there are any, an index reader may hold
+	// content the table does not: term counts read then are not cached.
+	unput atomic.Int64
+
 	mu       sync.RWMutex // guards the fields below; Search holds it shared
 	idx      bleve.Index
 	grams    bool // idx has the common grams field (format 2 and later)
@@ -127,8 +134,8 @@ type table struct {
 	sumLens     [numLenFields]int64
 	noLens      int
 
-	// gen counts the writes to the table (put): statistics computed at
-	// one generation hold until the next.
+	// gen counts the writes to the table (put); each write brings the
+	// cached statistics views to the new generation (statsCache.update).
 	gen uint64
 	// stats caches the statistics views of recent callers (statsView).
 	stats *statsCache
@@ -168,22 +175,26 @@ func (t *table) get(id int64) (*record, bool) {
 	return &t.recs[s], true
 }
 
-// put stores r (its vectors, kept in the vector index, are dropped) and
-// returns its slot.
-func (t *table) put(r record) int32 {
+// put stores r (its vectors, kept in the vector index, are dropped),
+// updates the cached statistics views with ch, the terms of the content
+// r replaces and of its own (nil when unknown), and returns its slot.
+func (t *table) put(r record, ch *termChange) int32 {
 	r.cvec, r.mvec = nil, nil
 	t.gen++
 	if s, ok := t.slots[r.id]; ok {
-		old := &t.recs[s]
-		t.account(old, -1)
-		*old = r
+		cur := &t.recs[s]
+		old := *cur
+		t.account(cur, -1)
+		*cur = r
 		t.account(&r, 1)
+		t.stats.update(t, s, &old, cur, ch)
 		return s
 	}
 	s := int32(len(t.recs))
 	t.slots[r.id] = s
 	t.recs = append(t.recs, r)
 	t.account(&r, 1)
+	t.stats.update(t, s, nil, &t.recs[s], ch)
 	return s
 }
 
@@ -250,7 +261,7 @@ func (e *Engine) putLoaded(r *record) error {
 		return fmt.Errorf("bleveengine: open %s: vectors of %d: %w", e.dir, r.id, err)
 	}
 	e.mu.Lock()
-	slot := e.tab.put(*r)
+	slot := e.tab.put(*r, nil)
 	e.vecs.bind(r.id, slot, nv, !r.deleted)
 	e.mu.Unlock()
 	return nil
@@ -773,19 +784,34 @@ func (u *upsert) writeChunk(ctx context.Context, ids []int64) error {
 	e := u.e
 	b := u.idx.NewBatch()
 	recs := make([]record, 0, len(ids))
+	docs := make([]*document.Document, 0, len(ids))
+	contents := make([]string, 0, len(ids))
 	for _, id := range ids {
 		d := &u.docs[u.chosen[id]]
 		rec := recordFromDocument(d)
 		rec.lens, rec.hasLens = e.an.fieldLengths(d.Content), true
-		if err := b.IndexAdvanced(e.document(d, &rec)); err != nil {
+		doc := e.document(d, &rec)
+		if err := b.IndexAdvanced(doc); err != nil {
 			return err
 		}
 		recs = append(recs, rec)
+		docs = append(docs, doc)
+		contents = append(contents, d.Content)
 	}
+	changes := e.replacedTerms(u.idx, ids, contents)
+	e.beginBatch()
 	if err := u.idx.Batch(b); err != nil {
+		e.abandonBatch()
 		return err
 	}
-	if err := e.putRecords(recs); err != nil {
+	for i, ch := range changes {
+		// Analysed by the index as it took the document.
+		ch.new = contentTerms(docs[i])
+		if ch.same {
+			ch.old = ch.new
+		}
+	}
+	if err := e.putRecords(recs, changes); err != nil {
 		return err
 	}
 	u.resMu.Lock()
@@ -794,25 +820,107 @@ func (u *upsert) writeChunk(ctx context.Context, ids []int64) error {
 	return nil
 }
 
+// beginBatch marks a batch about to be written to the bleve index, before
+// the table takes its records (putRecords, or abandonBatch when it fails):
+// until then, term counts read from the index are not cached (unput).
+func (e *Engine) beginBatch() { e.unput.Add(1) }
+
+// abandonBatch ends a batch whose records the table will not take. The
+// index may hold some of it: the cached statistics views, which count
+// what the table holds, are dropped.
+func (e *Engine) abandonBatch() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.tab.stats.clear()
+	e.unput.Add(-1)
+}
+
+// replacedTerms returns, for the documents of ids about to be written
+// with contents, what the statistics views need to know of the content
+// they replace (termChange.old; new is filled in once the index has
+// analysed the new content). The stored content is read and analysed only
+// for a live document some cached view counts terms of (wantsTerms);
+// otherwise, or when reading fails, the old terms stay unknown and such a
+// view drops its term counts when the write lands.
+func (e *Engine) replacedTerms(idx bleve.Index, ids []int64, contents []string) []*termChange {
+	out := make([]*termChange, len(ids))
+	var r index.IndexReader
+	defer func() {
+		if r != nil {
+			_ = r.Close()
+		}
+	}()
+	for i, id := range ids {
+		ch := &termChange{}
+		out[i] = ch
+		e.mu.RLock()
+		cur, ok := e.tab.get(id)
+		var old record
+		if ok {
+			old = *cur
+		}
+		want := ok && e.tab.stats.wantsTerms(&old)
+		e.mu.RUnlock()
+		switch {
+		case !ok || old.deleted || old.hasLens && old.lens[lenExact] == 0:
+			// Nothing of it is indexed (or visible).
+			ch.old.known = true
+			continue
+		case !want:
+			continue
+		}
+		if r == nil {
+			adv, err := idx.Advanced()
+			if err != nil {
+				continue
+			}
+			if r, err = adv.Reader(); err != nil {
+				r = nil
+				continue
+			}
+		}
+		content, err := storedContent(r, id)
+		switch {
+		case err != nil:
+		case content == "":
+			ch.old.known = true
+		case content == contents[i]:
+			ch.same = true
+		default:
+			ch.old = e.analyseContent(content)
+		}
+	}
+	return out
+}
+
 // putRecords adds records written to the index to the vector index and
-// the table: a search sees each document once both have it.
-func (e *Engine) putRecords(recs []record) error {
+// the table: a search sees each document once both have it. changes[i]
+// (nil, or changes nil: unknown) is the change of recs[i]'s terms for the
+// cached statistics views. It ends the batch beginBatch started.
+func (e *Engine) putRecords(recs []record, changes []*termChange) error {
 	e.vecMu.Lock()
 	defer e.vecMu.Unlock()
 	staged := make([]docVecs, len(recs))
 	for i := range recs {
 		nv, err := e.stageVectors(&recs[i])
 		if err != nil {
+			e.abandonBatch()
 			return err
 		}
 		staged[i] = nv
 	}
 	e.mu.Lock()
+	e.tab.stats.startBatch()
 	for i := range recs {
 		r := &recs[i]
-		slot := e.tab.put(*r)
+		var ch *termChange
+		if changes != nil {
+			ch = changes[i]
+		}
+		slot := e.tab.put(*r, ch)
 		e.vecs.bind(r.id, slot, staged[i], !r.deleted)
 	}
+	e.unput.Add(-1)
 	e.mu.Unlock()
 	return e.vecs.syncErased()
 }
@@ -820,16 +928,8 @@ func (e *Engine) putRecords(recs []record) error {
 // document builds the index document of d.
 func (e *Engine) document(d *engine.Document, r *record) *document.Document {
 	doc := document.NewDocument(docID(d.ID))
-	if d.Content != "" {
-		// Separate copies: analysis may lowercase a field's bytes in place.
-		doc.AddField(document.NewTextFieldCustom(fieldStem, nil, []byte(d.Content),
-			index.IndexField|index.IncludeTermVectors, e.an.stem))
-		doc.AddField(document.NewTextFieldCustom(fieldExact, nil, []byte(d.Content),
-			index.IndexField|index.IncludeTermVectors|index.StoreField, e.an.exact))
-		if e.grams {
-			doc.AddField(document.NewTextFieldCustom(fieldGrams, nil, []byte(d.Content),
-				index.IndexField|index.IncludeTermVectors, e.an.grams))
-		}
+	for _, f := range e.contentFields(d.Content) {
+		doc.AddField(f)
 	}
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fieldRecord, nil, encodeRecord(r), index.StoreField))
 	if r.cvec != nil || r.mvec != nil {
@@ -837,6 +937,53 @@ func (e *Engine) document(d *engine.Document, r *record) *document.Document {
 			encodePassageVectors(r.cvec, r.cdim, r.mvec), index.StoreField))
 	}
 	return doc
+}
+
+// contentFields returns the index fields of content (none when empty).
+func (e *Engine) contentFields(content string) []*document.TextField {
+	if content == "" {
+		return nil
+	}
+	// Separate copies: analysis may lowercase a field's bytes in place.
+	out := []*document.TextField{
+		document.NewTextFieldCustom(fieldStem, nil, []byte(content),
+			index.IndexField|index.IncludeTermVectors, e.an.stem),
+		document.NewTextFieldCustom(fieldExact, nil, []byte(content),
+			index.IndexField|index.IncludeTermVectors|index.StoreField, e.an.exact),
+	}
+	if e.grams {
+		out = append(out, document.NewTextFieldCustom(fieldGrams, nil, []byte(content),
+			index.IndexField|index.IncludeTermVectors, e.an.grams))
+	}
+	return out
+}
+
+// analyseContent returns the terms the index holds for content, by
+// analysing its fields as the index does.
+func (e *Engine) analyseContent(content string) docTerms {
+	t := docTerms{known: true, fields: map[string]index.TokenFrequencies{}}
+	for _, f := range e.contentFields(content) {
+		f.Analyze()
+		t.fields[f.Name()] = f.AnalyzedTokenFrequencies()
+	}
+	return t
+}
+
+// contentTerms returns the terms of doc's content fields, which the index
+// analysed when it took doc (unknown if it did not, so left them nil).
+func contentTerms(doc *document.Document) docTerms {
+	t := docTerms{known: true, fields: map[string]index.TokenFrequencies{}}
+	for _, f := range doc.Fields {
+		switch f.Name() {
+		case fieldStem, fieldExact, fieldGrams:
+			tf := f.AnalyzedTokenFrequencies()
+			if tf == nil {
+				return docTerms{}
+			}
+			t.fields[f.Name()] = tf
+		}
+	}
+	return t
 }
 
 // Delete removes document id unless the engine holds a newer revision than
@@ -867,10 +1014,16 @@ func (e *Engine) Delete(ctx context.Context, id, rev int64) error {
 	if err := b.IndexAdvanced(doc); err != nil {
 		return fmt.Errorf("bleveengine: delete: %w", err)
 	}
+	// A tombstone has no terms; those of the content it replaces are
+	// read when a cached view counts them.
+	changes := e.replacedTerms(idx, []int64{id}, []string{""})
+	changes[0].new = docTerms{known: true}
+	e.beginBatch()
 	if err := idx.Batch(b); err != nil {
+		e.abandonBatch()
 		return fmt.Errorf("bleveengine: delete: %w", err)
 	}
-	if err := e.putRecords([]record{tomb}); err != nil {
+	if err := e.putRecords([]record{tomb}, changes); err != nil {
 		return fmt.Errorf("bleveengine: delete: %w", err)
 	}
 	return nil

@@ -351,8 +351,10 @@ type statsView struct {
 }
 
 // newStatsView returns run's view, reusing the statistics of an earlier
-// search by a caller of the same visibility when the table has not been
-// written since (table.gen); computing them walks every record.
+// search by a caller of the same visibility: cached views are updated by
+// every write (statsCache.update), so computing one, which walks every
+// record, happens once per group set (and again only when it falls out of
+// the cache or a write cannot update it).
 func newStatsView(run *searchRun) (*statsView, error) {
 	t := run.tab
 	if run.req.Unrestricted {
@@ -366,7 +368,7 @@ func newStatsView(run *searchRun) (*statsView, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.stats.put(key, t.gen, s)
+	t.stats.put(key, t.gen, visibility(run.req), s)
 	return &statsView{run: run, viewStats: s}, nil
 }
 
@@ -381,8 +383,6 @@ func computeViewStats(run *searchRun) (*viewStats, error) {
 	t := run.tab
 	visible := visibility(run.req)
 	s := &viewStats{visible: newBitset(len(t.recs))}
-	live := 0
-	withContent, lens := 0, [numLenFields]int64{}
 	for i := range t.recs {
 		if i%checkEvery == 0 {
 			if err := run.checkCtx(); err != nil {
@@ -394,22 +394,29 @@ func computeViewStats(run *searchRun) (*viewStats, error) {
 			continue
 		}
 		s.visible.set(i)
-		live++
-		if r.hasLens && r.lens[lenExact] > 0 {
-			withContent++
-		}
-		for j, n := range r.lens {
-			lens[j] += int64(n)
-		}
+		s.count(r, 1)
 	}
-	if live == t.live {
+	if !t.finishView(s) {
 		return t.wholeStats(), nil
 	}
-	if t.noLens > 0 {
-		s.docs = float64(live)
-		return s, nil
+	return s, nil
+}
+
+// finishView sets the N and average lengths of s, a view with a visible
+// set, from its counts (computeViewStats and statsCache.update share it,
+// so an updated view equals a fresh one to the bit). It returns false
+// when s sees every live document: the whole table's statistics
+// (wholeStats) are then the view's.
+func (t *table) finishView(s *viewStats) bool {
+	if s.live == t.live {
+		return false
 	}
-	return t.finishStats(s, withContent, lens), nil
+	if t.noLens > 0 {
+		s.docs, s.avgLen = float64(s.live), nil
+		return true
+	}
+	t.finishStats(s, s.withContent, s.lens)
+	return true
 }
 
 // finishStats sets s's N and average lengths from the documents with
@@ -421,11 +428,12 @@ func (t *table) finishStats(s *viewStats, withContent int, lens [numLenFields]in
 		return s
 	}
 	s.docs = float64(max(withContent, 1))
-	s.avgLen = map[string]float64{
-		fieldStem:  float64(lens[lenStem]) / s.docs,
-		fieldExact: float64(lens[lenExact]) / s.docs,
-		fieldGrams: float64(lens[lenGrams]) / s.docs,
+	if s.avgLen == nil {
+		s.avgLen = make(map[string]float64, numLenFields)
 	}
+	s.avgLen[fieldStem] = float64(lens[lenStem]) / s.docs
+	s.avgLen[fieldExact] = float64(lens[lenExact]) / s.docs
+	s.avgLen[fieldGrams] = float64(lens[lenGrams]) / s.docs
 	return s
 }
 
@@ -434,8 +442,8 @@ func (v *statsView) field(name string) fieldStats {
 }
 
 // docFreq counts the visible documents containing term in field by
-// reading the term's postings (once per term, caller visibility and
-// table generation: the count is kept with the view).
+// reading the term's postings (once per term and caller visibility: the
+// count is kept with the view, and writes keep it up to date).
 func (v *statsView) docFreq(field, term string, all uint64) (uint64, error) {
 	if v.visible == nil {
 		return all, nil
@@ -452,7 +460,12 @@ func (v *statsView) docFreq(field, term string, all uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	v.setFreq(key, n)
+	// Kept only when the index the count was read from holds no write
+	// the table has not taken yet (Engine.unput): the writes that update
+	// the count count from the table's state.
+	if v.run.e.unput.Load() == 0 {
+		v.setFreq(key, n)
+	}
 	return n, nil
 }
 

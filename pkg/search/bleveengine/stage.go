@@ -118,10 +118,17 @@ func (e *Engine) SetContentVectors(ctx context.Context, docs []engine.Document) 
 	if len(recs) == 0 {
 		return res, nil
 	}
+	e.beginBatch()
 	if err := idx.Batch(b); err != nil {
+		e.abandonBatch()
 		return engine.WriteResult{Stale: res.Stale}, fmt.Errorf("bleveengine: set vectors: %w", err)
 	}
-	if err := e.putRecords(recs); err != nil {
+	// The content, so its terms, and the visibility stay as they were.
+	changes := make([]*termChange, len(recs))
+	for i := range changes {
+		changes[i] = &termChange{same: true}
+	}
+	if err := e.putRecords(recs, changes); err != nil {
 		return engine.WriteResult{Stale: res.Stale}, fmt.Errorf("bleveengine: set vectors: %w", err)
 	}
 	res.Written = len(recs)

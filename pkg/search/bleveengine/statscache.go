@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 
+	index "github.com/blevesearch/bleve_index_api"
+
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
 
@@ -25,21 +27,56 @@ func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
 
 func (b bitset) set(i int) { b[i>>6] |= 1 << (uint(i) & 63) }
 
+func (b bitset) clear(i int) {
+	if w := i >> 6; i >= 0 && w < len(b) {
+		b[w] &^= 1 << (uint(i) & 63)
+	}
+}
+
 func (b bitset) has(i int) bool {
 	w := i >> 6
 	return i >= 0 && w < len(b) && b[w]&(1<<(uint(i)&63)) != 0
 }
 
+// with returns b with slot i set, grown when i is past its end.
+func (b bitset) with(i int) bitset {
+	for i>>6 >= len(b) {
+		b = append(b, 0)
+	}
+	b.set(i)
+	return b
+}
+
 // viewStats is the part of a statsView that depends only on the caller's
 // visibility and the table's contents, shared by the searches of callers
-// of the same visibility between two writes.
+// of the same visibility. A write updates the cached ones in place
+// (statsCache.update) under the engine's exclusive lock; searches read
+// them under the shared lock.
 type viewStats struct {
 	visible bitset // nil when the caller sees every live document
 	docs    float64
 	avgLen  map[string]float64
 
+	// What docs and avgLen are finished from (table.finishView) when
+	// visible is set: the visible documents, those of them with content
+	// and their total field lengths, as computeViewStats counts them.
+	live, withContent int
+	lens              [numLenFields]int64
+
 	mu    sync.Mutex
 	freqs map[posTerm]uint64
+}
+
+// count adds (sign 1) or removes (sign -1) a visible record's share of
+// the view's counts, as computeViewStats counts it.
+func (s *viewStats) count(r *record, sign int) {
+	s.live += sign
+	if r.hasLens && r.lens[lenExact] > 0 {
+		s.withContent += sign
+	}
+	for j, n := range r.lens {
+		s.lens[j] += int64(sign) * int64(n)
+	}
 }
 
 func (s *viewStats) freq(key posTerm) (uint64, bool) {
@@ -60,20 +97,136 @@ func (s *viewStats) setFreq(key posTerm, n uint64) {
 	}
 }
 
+func (s *viewStats) hasFreqs() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.freqs) > 0
+}
+
+// docTerms are the terms of one version of a document's content, by index
+// field, as the index holds them (the keys of each field's analysis).
+// known is false when they could not be had.
+type docTerms struct {
+	known  bool
+	fields map[string]index.TokenFrequencies
+}
+
+func (d *docTerms) has(k posTerm) bool {
+	_, ok := d.fields[k.field][k.term]
+	return ok
+}
+
+func (d *docTerms) size() int {
+	n := 0
+	for _, tf := range d.fields {
+		n += len(tf)
+	}
+	return n
+}
+
+// termChange is what a write tells the statistics views about the terms
+// of the document it replaces (old) and writes (new). same: the content
+// did not change, so neither did its terms (old and new then need not be
+// known). A nil *termChange knows nothing.
+type termChange struct {
+	same     bool
+	old, new docTerms
+}
+
+var noTermChange = &termChange{}
+
+// adjustFreqs updates the cached term document frequencies of a view for
+// a write of a document the view saw (oldVis) and/or sees (newVis), and
+// returns the map lookups it spent. Without the terms it needs, or when a
+// count would go below zero (it never should), it drops the frequencies:
+// they are counted again by the searches that need them.
+func (s *viewStats) adjustFreqs(oldVis, newVis bool, ch *termChange) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.freqs) == 0 || oldVis && newVis && ch.same {
+		return 0
+	}
+	if oldVis && !ch.old.known || newVis && !ch.new.known {
+		s.freqs = nil
+		return 0
+	}
+	work := 0
+	if newVis {
+		work += ch.new.size()
+	}
+	if oldVis {
+		work += ch.old.size()
+	}
+	if len(s.freqs) <= work {
+		// Fewer cached terms than document terms: check each.
+		for k, n := range s.freqs {
+			if newVis && ch.new.has(k) {
+				n++
+			}
+			if oldVis && ch.old.has(k) {
+				if n == 0 {
+					work := len(s.freqs)
+					s.freqs = nil
+					return work
+				}
+				n--
+			}
+			s.freqs[k] = n
+		}
+		return len(s.freqs)
+	}
+	// Additions first, so that a count never dips below zero on the way.
+	if newVis {
+		for field, tf := range ch.new.fields {
+			for term := range tf {
+				k := posTerm{field: field, term: term}
+				if n, ok := s.freqs[k]; ok {
+					s.freqs[k] = n + 1
+				}
+			}
+		}
+	}
+	if oldVis {
+		for field, tf := range ch.old.fields {
+			for term := range tf {
+				k := posTerm{field: field, term: term}
+				if n, ok := s.freqs[k]; ok {
+					if n == 0 {
+						s.freqs = nil
+						return work
+					}
+					s.freqs[k] = n - 1
+				}
+			}
+		}
+	}
+	return work
+}
+
 // statsCache keeps the viewStats of the visibilities searched most
 // recently (least recently used first out), each valid for the table
-// generation it was computed at. It is safe for concurrent use.
+// generation it was computed or last updated at. A write updates every
+// cached view (update) instead of discarding it, so that the first search
+// of a group set after a write does not walk the table again. It is safe
+// for concurrent use.
 type statsCache struct {
 	mu      sync.Mutex
 	order   *list.List // of *statsEntry, most recent first
 	entries map[string]*list.Element
 	misses  int // views computed, for tests
+	// writesInvalidate makes a write discard every view, as before views
+	// were updated (for the side-by-side benchmark).
+	writesInvalidate bool
 }
 
 type statsEntry struct {
 	key   string
 	gen   uint64
+	vis   func(*record) bool // what the view's caller sees
 	stats *viewStats
+	// work counts the term frequency lookups the current batch of
+	// writes spent on this view (updateBudget).
+	work int
 }
 
 func newStatsCache() *statsCache {
@@ -98,8 +251,9 @@ func (c *statsCache) get(key string, gen uint64) (*viewStats, bool) {
 	return ent.stats, true
 }
 
-// put records the view of key at generation gen.
-func (c *statsCache) put(key string, gen uint64, s *viewStats) {
+// put records the view of key at generation gen; vis is its caller's
+// visibility.
+func (c *statsCache) put(key string, gen uint64, vis func(*record) bool, s *viewStats) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.misses++
@@ -108,16 +262,139 @@ func (c *statsCache) put(key string, gen uint64, s *viewStats) {
 		if ent.gen > gen {
 			return
 		}
-		ent.gen, ent.stats = gen, s
+		ent.gen, ent.vis, ent.stats = gen, vis, s
 		c.order.MoveToFront(el)
 		return
 	}
-	c.entries[key] = c.order.PushFront(&statsEntry{key: key, gen: gen, stats: s})
+	c.entries[key] = c.order.PushFront(&statsEntry{key: key, gen: gen, vis: vis, stats: s})
 	for c.order.Len() > statsCacheSize {
 		last := c.order.Back()
 		c.order.Remove(last)
 		delete(c.entries, last.Value.(*statsEntry).key)
 	}
+}
+
+// clear discards every view.
+func (c *statsCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.order.Init()
+	clear(c.entries)
+}
+
+// wantsTerms reports whether a write replacing r would need r's terms:
+// some cached view that sees r keeps term frequencies. It is a hint (a
+// view may start keeping them before the write lands; update then drops
+// that view's frequencies).
+func (c *statsCache) wantsTerms(r *record) bool {
+	if r == nil || r.deleted {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for el := c.order.Front(); el != nil; el = el.Next() {
+		ent := el.Value.(*statsEntry)
+		if ent.stats.visible != nil && ent.vis(r) && ent.stats.hasFreqs() {
+			return true
+		}
+	}
+	return false
+}
+
+// wantsNewTerms reports whether some cached view keeps term frequencies
+// (the terms of a document being written would then be needed).
+func (c *statsCache) wantsNewTerms() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for el := c.order.Front(); el != nil; el = el.Next() {
+		if s := el.Value.(*statsEntry).stats; s.visible != nil && s.hasFreqs() {
+			return true
+		}
+	}
+	return false
+}
+
+// startBatch resets the work each view's updates may spend on a batch of
+// writes (updateBudget).
+func (c *statsCache) startBatch() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for el := c.order.Front(); el != nil; el = el.Next() {
+		el.Value.(*statsEntry).work = 0
+	}
+}
+
+// updateBudget bounds the term frequency lookups the updates of one view
+// may spend on one batch of writes: about what walking a table of n
+// records costs. Past it the view drops its frequencies (counted again
+// when searched) rather than holding the engine's lock longer than a
+// search would spend walking.
+func updateBudget(n int) int { return max(maxCachedFreqs, n/2) }
+
+// update brings every cached view from table generation t.gen-1 to t.gen,
+// for the write of new (at slot) over old (nil for a new document); t
+// has accounted the write already. A view that cannot be updated (one
+// that saw every live document and no longer does, as it would need a
+// walk to list what it sees) is discarded.
+func (c *statsCache) update(t *table, slot int32, old, new *record, ch *termChange) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.writesInvalidate {
+		c.order.Init()
+		clear(c.entries)
+		return
+	}
+	if ch == nil {
+		ch = noTermChange
+	}
+	for el := c.order.Front(); el != nil; {
+		next := el.Next()
+		ent := el.Value.(*statsEntry)
+		if ent.gen != t.gen-1 || !ent.apply(t, slot, old, new, ch) {
+			c.order.Remove(el)
+			delete(c.entries, ent.key)
+		} else {
+			ent.gen = t.gen
+		}
+		el = next
+	}
+}
+
+// apply updates ent's view for one write (see update); false when it
+// cannot.
+func (ent *statsEntry) apply(t *table, slot int32, old, new *record, ch *termChange) bool {
+	oldVis := old != nil && !old.deleted && ent.vis(old)
+	newVis := !new.deleted && ent.vis(new)
+	s := ent.stats
+	if s.visible == nil {
+		// The view sees every live document: it still does unless the
+		// write adds one it does not see.
+		if !new.deleted && !newVis {
+			return false
+		}
+		ent.stats = t.wholeStats()
+		return true
+	}
+	if oldVis {
+		s.count(old, -1)
+		s.visible.clear(int(slot))
+	}
+	if newVis {
+		s.count(new, 1)
+		s.visible = s.visible.with(int(slot))
+	}
+	if oldVis || newVis {
+		ent.work += s.adjustFreqs(oldVis, newVis, ch)
+		if ent.work > updateBudget(len(t.recs)) {
+			s.mu.Lock()
+			s.freqs = nil
+			s.mu.Unlock()
+		}
+	}
+	if !t.finishView(s) {
+		ent.stats = t.wholeStats()
+	}
+	return true
 }
 
 // visibilityKey identifies what visibility(req) depends on: callers with

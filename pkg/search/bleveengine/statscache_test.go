@@ -1,8 +1,12 @@
 package bleveengine
 
 import (
+	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -116,10 +120,10 @@ func TestStatsViewCacheMatchesFresh(t *testing.T) {
 	}
 }
 
-// TestStatsViewWriteInvalidates: each kind of write changes what group 1
-// sees, and the view a search then uses is the new one, not the one
-// cached before the write.
-func TestStatsViewWriteInvalidates(t *testing.T) {
+// TestStatsViewAfterWrite: each kind of write changes what group 1 sees,
+// and the view a search then uses (the cached one, updated by the write)
+// is the new one, not the one cached before the write.
+func TestStatsViewAfterWrite(t *testing.T) {
 	groups := []int64{1}
 	for _, tc := range []struct {
 		name  string
@@ -164,8 +168,12 @@ func TestStatsViewWriteInvalidates(t *testing.T) {
 			if want.equal(old) {
 				t.Fatalf("the write did not change group 1's statistics (%+v): the case tests nothing", want)
 			}
+			misses := e.tab.stats.misses
 			if got := snapshotView(t, e, groups, false); !got.equal(want) {
 				t.Errorf("after the write the cached view is %+v, a fresh one %+v", got, want)
+			}
+			if e.tab.stats.misses != misses {
+				t.Error("the write discarded the cached view instead of updating it")
 			}
 		})
 	}
@@ -219,5 +227,206 @@ func TestStatsViewConcurrent(t *testing.T) {
 		if got, want := snapshotView(t, e, groups, false), snapshotView(t, e, groups, true); !got.equal(want) {
 			t.Errorf("groups %v: cached view %+v, fresh %+v", groups, got, want)
 		}
+	}
+}
+
+// cachedViewMismatch compares every view the cache holds (without
+// computing any) with one computed from the table now: visible set, N,
+// average lengths and each cached term document frequency against the
+// term's postings counted afresh. It returns a description of the first
+// difference ("" when none) and how many cached views held term counts.
+func cachedViewMismatch(t *testing.T, e *Engine) (string, int) {
+	t.Helper()
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	adv, err := e.idx.Advanced()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c := e.tab.stats
+	c.mu.Lock()
+	var ents []statsEntry
+	for el := c.order.Front(); el != nil; el = el.Next() {
+		ents = append(ents, *el.Value.(*statsEntry))
+	}
+	c.mu.Unlock()
+	withFreqs := 0
+	for _, ent := range ents {
+		if ent.gen != e.tab.gen {
+			continue // dropped at the next get
+		}
+		var groups []int64
+		for _, g := range strings.Split(strings.TrimPrefix(ent.key, "g"), ",") {
+			if g != "" {
+				n, _ := strconv.ParseInt(g, 10, 64)
+				groups = append(groups, n)
+			}
+		}
+		req := engine.Request{GroupIDs: groups}
+		run := &searchRun{e: e, ctx: t.Context(), r: r, tab: e.tab, req: &req, res: e.slots.resolver(r, e.tab)}
+		fresh, err := computeViewStats(run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ent.stats
+		if (got.visible == nil) != (fresh.visible == nil) {
+			return fmt.Sprintf("view %s: sees every document %v, fresh %v", ent.key, got.visible == nil, fresh.visible == nil), withFreqs
+		}
+		for i := range e.tab.recs {
+			if got.visible != nil && got.visible.has(i) != fresh.visible.has(i) {
+				return fmt.Sprintf("view %s: slot %d (document %d) visible %v, fresh %v", ent.key, i, e.tab.recs[i].id, got.visible.has(i), fresh.visible.has(i)), withFreqs
+			}
+		}
+		if got.docs != fresh.docs || !maps.Equal(got.avgLen, fresh.avgLen) {
+			return fmt.Sprintf("view %s: N %v avg %v, fresh N %v avg %v", ent.key, got.docs, got.avgLen, fresh.docs, fresh.avgLen), withFreqs
+		}
+		got.mu.Lock()
+		freqs := maps.Clone(got.freqs)
+		got.mu.Unlock()
+		if len(freqs) > 0 {
+			withFreqs++
+		}
+		fv := &statsView{run: run, viewStats: fresh}
+		for k, n := range freqs {
+			var want uint64
+			if err := fv.postings(k.field, k.term, func(int32) bool { want++; return true }); err != nil {
+				t.Fatal(err)
+			}
+			if n != want {
+				return fmt.Sprintf("view %s: %d documents hold %q in field %s, fresh count %d", ent.key, n, k.term, k.field, want), withFreqs
+			}
+		}
+	}
+	return "", withFreqs
+}
+
+// TestStatsViewUpdatesMatchFresh interleaves random writes (new documents,
+// new versions with other content and/or groups, unchanged content with
+// other groups, deletes, re-creations after a delete, vectors set on a
+// pending document, several documents per Upsert in concurrent batches)
+// with the searches and DocFreqs of several group sets, and after every
+// step checks that each cached view, updated by the writes rather than
+// computed again, equals one computed from the table: visible set, N,
+// average field lengths and every cached term document frequency.
+func TestStatsViewUpdatesMatchFresh(t *testing.T) {
+	words := []string{"alpha", "alphas", "beta", "the", "of", "report", "reports", "reporting", "gamma", "zeta", "a", "quarter"}
+	groupSets := [][]int64{{1}, {2}, {1, 2}, {3}, {2, 3}, {1, 2, 3}}
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			e := newTestEngine(t, "", Options{InMemory: true, BatchSize: 2})
+			r := rand.New(rand.NewPCG(seed, 23))
+			text := func() string {
+				if r.IntN(8) == 0 {
+					return ""
+				}
+				n := 1 + r.IntN(10)
+				ws := make([]string, n)
+				for i := range ws {
+					ws[i] = words[r.IntN(len(words))]
+				}
+				return strings.Join(ws, " ")
+			}
+			groups := func() []int64 {
+				var gs []int64
+				for g := range int64(4) {
+					if r.IntN(3) == 0 {
+						gs = append(gs, g)
+					}
+				}
+				return gs
+			}
+			revs := map[int64]int64{}
+			contents := map[int64]string{}
+			pending := map[int64]bool{}
+			doc := func(id int64) engine.Document {
+				revs[id]++
+				d := engine.Document{ID: id, Rev: revs[id], GroupIDs: groups(), Content: text()}
+				if old, ok := contents[id]; ok && r.IntN(3) == 0 {
+					d.Content = old // only the groups change
+				}
+				d.VectorsPending = d.Content != "" && r.IntN(4) == 0
+				return d
+			}
+			checks, survived := 0, 0
+			for step := range 300 {
+				var what string
+				wrote := true
+				switch op := r.IntN(10); {
+				case op < 4:
+					var docs []engine.Document
+					for range 1 + r.IntN(4) {
+						docs = append(docs, doc(int64(1+r.IntN(25))))
+					}
+					if _, err := e.Upsert(t.Context(), docs); err != nil {
+						t.Fatal(err)
+					}
+					for _, d := range docs {
+						if d.Rev == revs[d.ID] {
+							contents[d.ID], pending[d.ID] = d.Content, d.VectorsPending
+						}
+					}
+					what = fmt.Sprintf("upsert of %d documents", len(docs))
+				case op < 5:
+					id := int64(1 + r.IntN(25))
+					revs[id]++
+					if err := e.Delete(t.Context(), id, revs[id]); err != nil {
+						t.Fatal(err)
+					}
+					delete(contents, id)
+					delete(pending, id)
+					what = fmt.Sprintf("delete of %d", id)
+				case op < 6:
+					var docs []engine.Document
+					for id, p := range pending {
+						if p {
+							docs = append(docs, engine.Document{ID: id, Rev: revs[id], ContentVectors: [][]float32{{1, float32(id), 0, 2}}})
+							pending[id] = false
+						}
+					}
+					if _, err := e.SetContentVectors(t.Context(), docs); err != nil {
+						t.Fatal(err)
+					}
+					what = fmt.Sprintf("vectors of %d pending documents", len(docs))
+				default:
+					wrote = false
+					gs := groupSets[r.IntN(len(groupSets))]
+					if r.IntN(2) == 0 {
+						q := words[r.IntN(len(words))] + " " + words[r.IntN(len(words))]
+						if r.IntN(3) == 0 {
+							q = `"` + q + `"` // the exact field, and grams
+						}
+						if _, err := ftsSearch(t, e, q, gs); err != nil {
+							t.Fatal(err)
+						}
+					} else if _, _, err := e.DocFreqs(t.Context(), engine.Request{GroupIDs: gs}, words[r.IntN(4):r.IntN(4)+5]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if !wrote {
+					continue
+				}
+				misses := e.tab.stats.misses
+				bad, withFreqs := cachedViewMismatch(t, e)
+				if bad != "" {
+					t.Fatalf("step %d, after the %s: %s", step, what, bad)
+				}
+				if e.tab.stats.misses != misses {
+					t.Fatal("checking computed a view")
+				}
+				checks++
+				survived += withFreqs
+			}
+			t.Logf("%d writes, %d updated views with term counts compared", checks, survived)
+			// The comparisons must have been of updated views with term
+			// counts, not of an empty cache.
+			if survived < 2*checks {
+				t.Errorf("%d writes left only %d cached views with term counts to compare", checks, survived)
+			}
+		})
 	}
 }
