@@ -463,8 +463,8 @@ func (v *statsView) docFreq(field, term string, all uint64) (uint64, error) {
 	// Kept only when the index the count was read from holds no write
 	// the table has not taken yet (Engine.unput): the writes that update
 	// the count count from the table's state.
-	if v.run.e.unput.Load() == 0 {
-		v.setFreq(key, n)
+	if v.run.e.unput.Load() == 0 && v.setFreq(key, n) {
+		v.run.tab.stats.saw(key)
 	}
 	return n, nil
 }

@@ -86,7 +86,9 @@ func (s *viewStats) freq(key posTerm) (uint64, bool) {
 	return n, ok
 }
 
-func (s *viewStats) setFreq(key posTerm, n uint64) {
+// setFreq keeps key's count n, if the view has room; it reports whether
+// it did.
+func (s *viewStats) setFreq(key posTerm, n uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.freqs == nil {
@@ -94,7 +96,9 @@ func (s *viewStats) setFreq(key posTerm, n uint64) {
 	}
 	if len(s.freqs) < maxCachedFreqs {
 		s.freqs[key] = n
+		return true
 	}
+	return false
 }
 
 func (s *viewStats) hasFreqs() bool {
@@ -116,14 +120,6 @@ func (d *docTerms) has(k posTerm) bool {
 	return ok
 }
 
-func (d *docTerms) size() int {
-	n := 0
-	for _, tf := range d.fields {
-		n += len(tf)
-	}
-	return n
-}
-
 // termChange is what a write tells the statistics views about the terms
 // of the document it replaces (old) and writes (new). same: the content
 // did not change, so neither did its terms (old and new then need not be
@@ -131,16 +127,43 @@ func (d *docTerms) size() int {
 type termChange struct {
 	same     bool
 	old, new docTerms
+
+	// The terms of old and new that some view may count (statsCache.seen),
+	// found once per write (hits) for every view to look up.
+	found            bool
+	oldHits, newHits []posTerm
 }
 
-var noTermChange = &termChange{}
+// hits fills ch.oldHits and ch.newHits (once) with the known terms of the
+// old and new content that are in seen.
+func (ch *termChange) hits(seen map[posTerm]struct{}) {
+	if ch.found {
+		return
+	}
+	ch.found = true
+	of := func(d *docTerms) []posTerm {
+		var out []posTerm
+		for field, tf := range d.fields {
+			for term := range tf {
+				k := posTerm{field: field, term: term}
+				if _, ok := seen[k]; ok {
+					out = append(out, k)
+				}
+			}
+		}
+		return out
+	}
+	ch.oldHits, ch.newHits = of(&ch.old), of(&ch.new)
+}
 
 // adjustFreqs updates the cached term document frequencies of a view for
 // a write of a document the view saw (oldVis) and/or sees (newVis), and
-// returns the map lookups it spent. Without the terms it needs, or when a
-// count would go below zero (it never should), it drops the frequencies:
-// they are counted again by the searches that need them.
-func (s *viewStats) adjustFreqs(oldVis, newVis bool, ch *termChange) int {
+// returns the map lookups it spent. Only the document's terms some view
+// may count are looked up (ch.hits: every key of s.freqs is in seen).
+// Without the terms it needs, or when a count would go below zero (it
+// never should), it drops the frequencies: they are counted again by the
+// searches that need them.
+func (s *viewStats) adjustFreqs(oldVis, newVis bool, ch *termChange, seen map[posTerm]struct{}) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.freqs) == 0 || oldVis && newVis && ch.same {
@@ -150,15 +173,16 @@ func (s *viewStats) adjustFreqs(oldVis, newVis bool, ch *termChange) int {
 		s.freqs = nil
 		return 0
 	}
+	ch.hits(seen)
 	work := 0
 	if newVis {
-		work += ch.new.size()
+		work += len(ch.newHits)
 	}
 	if oldVis {
-		work += ch.old.size()
+		work += len(ch.oldHits)
 	}
 	if len(s.freqs) <= work {
-		// Fewer cached terms than document terms: check each.
+		// Fewer cached terms than terms to look up: check each.
 		for k, n := range s.freqs {
 			if newVis && ch.new.has(k) {
 				n++
@@ -177,26 +201,20 @@ func (s *viewStats) adjustFreqs(oldVis, newVis bool, ch *termChange) int {
 	}
 	// Additions first, so that a count never dips below zero on the way.
 	if newVis {
-		for field, tf := range ch.new.fields {
-			for term := range tf {
-				k := posTerm{field: field, term: term}
-				if n, ok := s.freqs[k]; ok {
-					s.freqs[k] = n + 1
-				}
+		for _, k := range ch.newHits {
+			if n, ok := s.freqs[k]; ok {
+				s.freqs[k] = n + 1
 			}
 		}
 	}
 	if oldVis {
-		for field, tf := range ch.old.fields {
-			for term := range tf {
-				k := posTerm{field: field, term: term}
-				if n, ok := s.freqs[k]; ok {
-					if n == 0 {
-						s.freqs = nil
-						return work
-					}
-					s.freqs[k] = n - 1
+		for _, k := range ch.oldHits {
+			if n, ok := s.freqs[k]; ok {
+				if n == 0 {
+					s.freqs = nil
+					return work
 				}
+				s.freqs[k] = n - 1
 			}
 		}
 	}
@@ -217,6 +235,54 @@ type statsCache struct {
 	// writesInvalidate makes a write discard every view, as before views
 	// were updated (for the side-by-side benchmark).
 	writesInvalidate bool
+
+	// seen holds every term any view counts (a superset: terms of views
+	// discarded since stay until rebuildSeen), so that a write looks its
+	// terms up once rather than once per view. Searches add to it under
+	// the engine's shared lock (saw); writes read and rebuild it under the
+	// exclusive one.
+	seenMu  sync.Mutex
+	seen    map[posTerm]struct{}
+	seenCap int // len(seen) that triggers the next rebuild
+
+	// work counts the term count lookups of the current batch of writes
+	// (updateBudget).
+	work int
+}
+
+// saw records that a view counts key (after setFreq kept it).
+func (c *statsCache) saw(key posTerm) {
+	c.seenMu.Lock()
+	defer c.seenMu.Unlock()
+	if c.seen == nil {
+		c.seen = map[posTerm]struct{}{}
+	}
+	c.seen[key] = struct{}{}
+}
+
+// seenFloor is the size below which seen is not rebuilt (a variable for
+// the tests, which rebuild it at every write).
+var seenFloor = 4 * maxCachedFreqs
+
+// rebuildSeen makes seen the terms the cached views count, when it has
+// grown past seenCap (twice what it held after the last rebuild). The
+// caller holds c.mu and the engine's exclusive lock (no saw runs).
+func (c *statsCache) rebuildSeen() {
+	c.seenMu.Lock()
+	defer c.seenMu.Unlock()
+	if len(c.seen) <= max(c.seenCap, seenFloor) {
+		return
+	}
+	seen := map[posTerm]struct{}{}
+	for el := c.order.Front(); el != nil; el = el.Next() {
+		s := el.Value.(*statsEntry).stats
+		s.mu.Lock()
+		for k := range s.freqs {
+			seen[k] = struct{}{}
+		}
+		s.mu.Unlock()
+	}
+	c.seen, c.seenCap = seen, 2*len(seen)
 }
 
 type statsEntry struct {
@@ -224,9 +290,6 @@ type statsEntry struct {
 	gen   uint64
 	vis   func(*record) bool // what the view's caller sees
 	stats *viewStats
-	// work counts the term frequency lookups the current batch of
-	// writes spent on this view (updateBudget).
-	work int
 }
 
 func newStatsCache() *statsCache {
@@ -292,6 +355,9 @@ func (c *statsCache) wantsTerms(r *record) bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.writesInvalidate {
+		return false
+	}
 	for el := c.order.Front(); el != nil; el = el.Next() {
 		ent := el.Value.(*statsEntry)
 		if ent.stats.visible != nil && ent.vis(r) && ent.stats.hasFreqs() {
@@ -301,35 +367,22 @@ func (c *statsCache) wantsTerms(r *record) bool {
 	return false
 }
 
-// wantsNewTerms reports whether some cached view keeps term frequencies
-// (the terms of a document being written would then be needed).
-func (c *statsCache) wantsNewTerms() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for el := c.order.Front(); el != nil; el = el.Next() {
-		if s := el.Value.(*statsEntry).stats; s.visible != nil && s.hasFreqs() {
-			return true
-		}
-	}
-	return false
-}
-
-// startBatch resets the work each view's updates may spend on a batch of
-// writes (updateBudget).
+// startBatch resets the work the updates of a batch of writes may spend
+// on term counts (updateBudget).
 func (c *statsCache) startBatch() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for el := c.order.Front(); el != nil; el = el.Next() {
-		el.Value.(*statsEntry).work = 0
-	}
+	c.work = 0
 }
 
-// updateBudget bounds the term frequency lookups the updates of one view
-// may spend on one batch of writes: about what walking a table of n
-// records costs. Past it the view drops its frequencies (counted again
-// when searched) rather than holding the engine's lock longer than a
-// search would spend walking.
-func updateBudget(n int) int { return max(maxCachedFreqs, n/2) }
+// updateBudget bounds the term count lookups the updates of one batch of
+// writes may spend, over every view, on a table of n records: about the
+// cost of one walk of the table (a lookup in a view's counts costs about
+// ten records of a walk). Past it, the views left drop their term counts
+// (counted again by the searches that need them) instead of having them
+// updated, so that a write holds the engine's lock no longer than a
+// search that walks the table would.
+func updateBudget(n int) int { return max(maxCachedFreqs, n/10) }
 
 // update brings every cached view from table generation t.gen-1 to t.gen,
 // for the write of new (at slot) over old (nil for a new document); t
@@ -345,12 +398,13 @@ func (c *statsCache) update(t *table, slot int32, old, new *record, ch *termChan
 		return
 	}
 	if ch == nil {
-		ch = noTermChange
+		ch = &termChange{}
 	}
+	c.rebuildSeen()
 	for el := c.order.Front(); el != nil; {
 		next := el.Next()
 		ent := el.Value.(*statsEntry)
-		if ent.gen != t.gen-1 || !ent.apply(t, slot, old, new, ch) {
+		if ent.gen != t.gen-1 || !ent.apply(t, slot, old, new, ch, c.seen, &c.work) {
 			c.order.Remove(el)
 			delete(c.entries, ent.key)
 		} else {
@@ -362,7 +416,7 @@ func (c *statsCache) update(t *table, slot int32, old, new *record, ch *termChan
 
 // apply updates ent's view for one write (see update); false when it
 // cannot.
-func (ent *statsEntry) apply(t *table, slot int32, old, new *record, ch *termChange) bool {
+func (ent *statsEntry) apply(t *table, slot int32, old, new *record, ch *termChange, seen map[posTerm]struct{}, work *int) bool {
 	oldVis := old != nil && !old.deleted && ent.vis(old)
 	newVis := !new.deleted && ent.vis(new)
 	s := ent.stats
@@ -384,11 +438,12 @@ func (ent *statsEntry) apply(t *table, slot int32, old, new *record, ch *termCha
 		s.visible = s.visible.with(int(slot))
 	}
 	if oldVis || newVis {
-		ent.work += s.adjustFreqs(oldVis, newVis, ch)
-		if ent.work > updateBudget(len(t.recs)) {
+		if *work > updateBudget(len(t.recs)) {
 			s.mu.Lock()
 			s.freqs = nil
 			s.mu.Unlock()
+		} else {
+			*work += s.adjustFreqs(oldVis, newVis, ch, seen)
 		}
 	}
 	if !t.finishView(s) {

@@ -312,12 +312,20 @@ func cachedViewMismatch(t *testing.T, e *Engine) (string, int) {
 // with the searches and DocFreqs of several group sets, and after every
 // step checks that each cached view, updated by the writes rather than
 // computed again, equals one computed from the table: visible set, N,
-// average field lengths and every cached term document frequency.
+// average field lengths and every cached term document frequency. Seeds
+// 4 and 5 also rebuild the set of counted terms (statsCache.seen) at every
+// write.
 func TestStatsViewUpdatesMatchFresh(t *testing.T) {
 	words := []string{"alpha", "alphas", "beta", "the", "of", "report", "reports", "reporting", "gamma", "zeta", "a", "quarter"}
 	groupSets := [][]int64{{1}, {2}, {1, 2}, {3}, {2, 3}, {1, 2, 3}}
-	for seed := range uint64(4) {
+	for seed := range uint64(6) {
 		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			if seed >= 4 {
+				// The set of counted terms is rebuilt at every write.
+				floor := seenFloor
+				seenFloor = -1
+				t.Cleanup(func() { seenFloor = floor })
+			}
 			e := newTestEngine(t, "", Options{InMemory: true, BatchSize: 2})
 			r := rand.New(rand.NewPCG(seed, 23))
 			text := func() string {
