@@ -910,7 +910,7 @@ func (e *Engine) putRecords(recs []record, changes []*termChange) error {
 		staged[i] = nv
 	}
 	e.mu.Lock()
-	e.tab.stats.startBatch()
+	e.tab.stats.startBatch(len(recs), len(e.tab.recs))
 	for i := range recs {
 		r := &recs[i]
 		var ch *termChange

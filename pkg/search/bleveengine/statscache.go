@@ -367,12 +367,20 @@ func (c *statsCache) wantsTerms(r *record) bool {
 	return false
 }
 
-// startBatch resets the work the updates of a batch of writes may spend
-// on term counts (updateBudget).
-func (c *statsCache) startBatch() {
+// startBatch prepares the cached views for a batch of k writes to a
+// table of n records: it resets the term count budget (updateBudget), and
+// discards every view when updating each for each write would cost more
+// than a fraction of a walk of the table (k × views > n/4, a bulk load):
+// the views are then computed again when searched, as before writes
+// updated them.
+func (c *statsCache) startBatch(k, n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.work = 0
+	if k*c.order.Len() > max(maxCachedFreqs, n/4) {
+		c.order.Init()
+		clear(c.entries)
+	}
 }
 
 // updateBudget bounds the term count lookups the updates of one batch of

@@ -243,7 +243,7 @@ func BenchmarkStatsViewUpdate(b *testing.B) {
 			if i%2 == 1 {
 				ch.old, ch.new = newTerms, oldTerms
 			}
-			t.stats.startBatch()
+			t.stats.startBatch(1, len(t.recs))
 			t.put(record{id: 0, rev: int64(2 + i), groups: []int64{0}, hasLens: true,
 				lens: [numLenFields]int32{80 + int32(i%2), 100, 30}}, ch)
 		}

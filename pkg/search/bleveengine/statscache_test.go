@@ -438,3 +438,28 @@ func TestStatsViewUpdatesMatchFresh(t *testing.T) {
 		})
 	}
 }
+
+// TestStatsViewBulkWriteDiscards: a batch of writes too large to update
+// every cached view for (a bulk load) discards them instead, and the view
+// computed again is right.
+func TestStatsViewBulkWriteDiscards(t *testing.T) {
+	e := newTestEngine(t, "", Options{InMemory: true, BatchSize: 10000})
+	if _, err := e.Upsert(t.Context(), append(visibleDocs(), hiddenDocs()...)); err != nil {
+		t.Fatal(err)
+	}
+	groups := []int64{1}
+	snapshotView(t, e, groups, false)
+	var docs []engine.Document
+	for i := range maxCachedFreqs + 1 {
+		docs = append(docs, engine.Document{ID: int64(1000 + i), Rev: 1, GroupIDs: []int64{int64(1 + i%2)}, Content: "alpha bulk"})
+	}
+	if _, err := e.Upsert(t.Context(), docs); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.tab.stats.order.Len(); n != 0 {
+		t.Errorf("%d views cached after a batch of %d writes, want them discarded", n, len(docs))
+	}
+	if got, want := snapshotView(t, e, groups, false), snapshotView(t, e, groups, true); !got.equal(want) {
+		t.Errorf("after the bulk write the view is %+v, a fresh one %+v", got.docs, want.docs)
+	}
+}
