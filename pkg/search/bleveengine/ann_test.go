@@ -2,13 +2,16 @@ package bleveengine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docrepo/docrepo/pkg/embed"
 	"github.com/docrepo/docrepo/pkg/search/ann"
@@ -383,21 +386,50 @@ func TestVectorIndexSurvivesReopenAndCrash(t *testing.T) {
 
 func copyDir(t *testing.T, from, to string) {
 	t.Helper()
-	err := filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
+	// The index may still be merging. Each attempt copies bleve's root
+	// files (root.bolt) first and the segment files after them: a segment
+	// the copied root names and a merge removed meanwhile fails the walk
+	// (copied again), and a segment newer than the copied root is an
+	// unreferenced file. A complete attempt is a consistent index.
+	copyFile := func(path string, d os.DirEntry) error {
 		rel, _ := filepath.Rel(from, path)
 		dst := filepath.Join(to, rel)
 		if d.IsDir() {
 			return os.MkdirAll(dst, 0o755)
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
 		return os.WriteFile(dst, b, 0o644)
-	})
+	}
+	walk := func(roots bool) error {
+		return filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if isRoot := d.Name() == "root.bolt"; isRoot != roots || (roots && d.IsDir()) {
+				return nil
+			}
+			return copyFile(path, d)
+		})
+	}
+	var err error
+	for attempt := 0; attempt < 50; attempt++ {
+		if err = os.RemoveAll(to); err != nil {
+			break
+		}
+		if err = walk(true); err == nil {
+			err = walk(false)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
