@@ -288,14 +288,23 @@ func newStack(s settings, getenv func(string) string, dataDir, dbURL, serviceTok
 
 // writeEnvFile writes what a shell needs to use the stack: its URL, the
 // database, the admin token and the addresses docrepoctl reaches the
-// services at (e.g. reindex).
+// services at (reindex, ocr status, lock list).
 func writeEnvFile(path string, stack *launcher.Stack, dbURL, adminToken string) error {
-	content := fmt.Sprintf("DOCREPO_URL=%s\nDATABASE_URL=%s\nDOCREPO_ADMIN_TOKEN=%s\nDOCREPO_SEARCH_ADDR=%s\nDOCREPO_SEARCH_METRICS_ADDR=%s\n",
-		stack.URL(), dbURL, adminToken, stack.Addr("search").Listen, stack.Addr("search").Metrics)
-	if stack.Runs("indexer") {
-		content += "DOCREPO_INDEXER_ADDR=" + stack.Addr("indexer").Listen + "\n"
-	}
+	listen := func(name string) string { return stack.Addr(name).Listen }
+	content := envFileContent(stack.URL(), dbURL, adminToken, listen, stack.Addr("search").Metrics, stack.Runs("indexer"))
 	return os.WriteFile(path, []byte(content), 0o600)
+}
+
+// envFileContent is the env file's text. With the embedded engine the
+// indexer runs inside the search process, so DOCREPO_INDEXER_ADDR names
+// search's address (docrepoctl's default, 127.0.0.1:9105, is nobody's).
+func envFileContent(url, dbURL, adminToken string, listen func(string) string, searchMetrics string, indexerRuns bool) string {
+	indexer := listen("search")
+	if indexerRuns {
+		indexer = listen("indexer")
+	}
+	return fmt.Sprintf("DOCREPO_URL=%s\nDATABASE_URL=%s\nDOCREPO_ADMIN_TOKEN=%s\nDOCREPO_DOCUMENT_ADDR=%s\nDOCREPO_SEARCH_ADDR=%s\nDOCREPO_SEARCH_METRICS_ADDR=%s\nDOCREPO_INDEXER_ADDR=%s\n",
+		url, dbURL, adminToken, listen("document"), listen("search"), searchMetrics, indexer)
 }
 
 // privatePostgres starts (or reuses) a cluster with deploy/dev/postgres.sh.

@@ -85,3 +85,30 @@ func TestStackRebuildsOnEmbedderChange(t *testing.T) {
 		})
 	}
 }
+
+// TestEnvFileNamesEveryAddressDocrepoctlDials checks that a shell which
+// sourced .data/devstack.env reaches every service docrepoctl calls, also
+// on ports other than the defaults (DOCREPO_BASE_PORT): a user's `lock
+// list` dialed the default 127.0.0.1:9101 and failed.
+func TestEnvFileNamesEveryAddressDocrepoctlDials(t *testing.T) {
+	listen := func(name string) string {
+		return map[string]string{"document": "127.0.0.1:19401", "search": "127.0.0.1:19403", "indexer": "127.0.0.1:19405"}[name]
+	}
+	for _, tc := range []struct {
+		name        string
+		indexerRuns bool
+		want        []string
+	}{
+		{name: "embedded engine", want: []string{"DOCREPO_DOCUMENT_ADDR=127.0.0.1:19401", "DOCREPO_SEARCH_ADDR=127.0.0.1:19403", "DOCREPO_INDEXER_ADDR=127.0.0.1:19403"}},
+		{name: "indexer process", indexerRuns: true, want: []string{"DOCREPO_DOCUMENT_ADDR=127.0.0.1:19401", "DOCREPO_INDEXER_ADDR=127.0.0.1:19405"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lines := strings.Split(envFileContent("http://127.0.0.1:18480", "postgres://x", "tok", listen, "127.0.0.1:19413", tc.indexerRuns), "\n")
+			for _, w := range tc.want {
+				if !slices.Contains(lines, w) {
+					t.Errorf("env file %q lacks %s", lines, w)
+				}
+			}
+		})
+	}
+}
