@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -60,7 +61,7 @@ const (
 
 // healthCmd checks one process and fails unless it is healthy: a gRPC address
 // gets a grpc.health.v1 Check (the whole server, or -service), a URL a GET
-// that must answer 2xx.
+// that must answer 2xx (a URL without a path: its /readyz).
 func healthCmd(ctx context.Context, e deployEnv) error {
 	var (
 		timeout time.Duration
@@ -80,6 +81,9 @@ func healthCmd(ctx context.Context, e deployEnv) error {
 	defer cancel()
 	target := pos[0]
 	if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
+		if u, err := url.Parse(target); err == nil && (u.Path == "" || u.Path == "/") && u.RawQuery == "" {
+			target = strings.TrimSuffix(target, "/") + "/readyz"
+		}
 		return httpHealth(ctx, target, e.stdout)
 	}
 	creds, err := e.GRPCTLS.Client()

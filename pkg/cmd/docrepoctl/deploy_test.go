@@ -98,6 +98,10 @@ func TestHealthHTTP(t *testing.T) {
 	}{
 		{name: "2xx is healthy", url: srv.URL + "/healthz"},
 		{name: "503 is not", url: srv.URL + "/readyz", wantErr: "503"},
+		// The gateway's base URL ($DOCREPO_URL) checks its /readyz: a user
+		// gave it and got the 404 of the API's unknown route "/".
+		{name: "a base URL checks /readyz", url: srv.URL, wantErr: "503"},
+		{name: "a base URL with a slash too", url: srv.URL + "/", wantErr: "503"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

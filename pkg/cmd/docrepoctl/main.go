@@ -94,6 +94,7 @@ commands:
                                             (prints new tokens as NAME=TOKEN; see docs/deployment.md)
   health [-timeout D] [-service NAME] HOST:PORT|URL
                                             gRPC health check, or HTTP GET expecting 2xx
+                                            (a URL without a path: its /readyz)
   reindex [-recreate | -verify] [-addr HOST:PORT] [-token TOKEN]
                                             rebuild the search index from the documents of record,
                                             with progress; -recreate into a new index switched in
