@@ -259,3 +259,26 @@ func TestBootstrap(t *testing.T) {
 		t.Fatalf("after revocation printed %q, want a new service token only", out)
 	}
 }
+
+// TestSubcommandHelpListsFlags: `docrepoctl import -h` answered only
+// "import: flag: help requested", which left a user guessing the flags.
+func TestSubcommandHelpListsFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{args: []string{"import", "-h"}, want: []string{"-folder-id", "-concurrency", "-state"}},
+		{args: []string{"health", "-h"}, want: []string{"-timeout", "-service"}},
+		{args: []string{"audit", "-h"}, want: []string{"-follow", "-since"}},
+	} {
+		_, _, err := ctlEnv(t, nil, tc.args...)
+		if err == nil {
+			t.Fatalf("%v: no error", tc.args)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: %q does not list %s", tc.args, err, w)
+			}
+		}
+	}
+}

@@ -125,7 +125,7 @@ commands:
                                             take documents out of the trash
   trash purge [-url URL] [-token TOKEN] ID... | -
                                             purge trashed documents now (files and rows)
-  audit [-user U] [-action A,B] [-since T] [-until T] [-limit N] [-follow [-interval D]]
+  audit [-user U] [-action A,B] [-object TYPE:ID] [-since T] [-until T] [-limit N] [-follow [-interval D]]
                                             print the audit trail through the REST API (-url,
                                             -token: a key with the audit scope), oldest first;
                                             -follow keeps printing new entries
@@ -275,6 +275,13 @@ func parseArgs(name string, args []string, define func(fs *flag.FlagSet)) ([]str
 	var positional []string
 	for len(args) > 0 {
 		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				// -h: the command's flags, not just "help requested".
+				var b strings.Builder
+				fs.SetOutput(&b)
+				fs.PrintDefaults()
+				return nil, fmt.Errorf("%s: flags (see docrepoctl -h for the synopsis):\n%s", name, strings.TrimRight(b.String(), "\n"))
+			}
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		args = fs.Args()
