@@ -182,6 +182,10 @@ func Send(c *http.Client, req *http.Request) Result {
 	return Result{Status: resp.StatusCode}
 }
 
+// allowPrivateHint tells whoever subscribes a receiver on their own
+// machine or network how to allow it.
+const allowPrivateHint = "; DOCREPO_WEBHOOK_ALLOW_PRIVATE=true on the document service allows it"
+
 // CheckURL validates a subscription's URL: absolute http or https, a host,
 // no user information; with allowPrivate false, a host that is a literal
 // non-public address is refused at once (names are checked when dialed).
@@ -197,10 +201,10 @@ func CheckURL(raw string, allowPrivate bool) error {
 		return errors.New("url is longer than 2048 bytes")
 	}
 	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && !allowPrivate && !PublicAddr(ip) {
-		return errors.New("url names an address that is not public (loopback, private, link-local, ...)")
+		return errors.New("url names an address that is not public (loopback, private, link-local, ...)" + allowPrivateHint)
 	}
 	if h := strings.ToLower(u.Hostname()); !allowPrivate && (h == "localhost" || strings.HasSuffix(h, ".localhost")) {
-		return errors.New("url names localhost")
+		return errors.New("url names localhost" + allowPrivateHint)
 	}
 	return nil
 }

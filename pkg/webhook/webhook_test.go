@@ -228,6 +228,13 @@ func TestCheckURL(t *testing.T) {
 			t.Errorf("CheckURL(%q, %v) = %v, want error %v", tt.url, tt.allowPrivate, err, tt.wantErr)
 		}
 	}
+	// A user trying webhooks with a receiver on their machine learns from
+	// the refusal which setting allows it.
+	for _, u := range []string{"http://127.0.0.1:18999/hook", "http://localhost:18999/hook", "http://10.0.0.5/hook"} {
+		if err := CheckURL(u, false); err == nil || !strings.Contains(err.Error(), "DOCREPO_WEBHOOK_ALLOW_PRIVATE") {
+			t.Errorf("CheckURL(%q, false) = %v, want the setting that allows it named", u, err)
+		}
+	}
 }
 
 func TestSecretKeyRefusesWhatIsNotASecret(t *testing.T) {
