@@ -9,11 +9,13 @@ package main
 // Each directory under DIR becomes a folder of the same name under the
 // folder before it (-folder-id is the parent of DIR's own entries; 0: the
 // root level); each file becomes a document in its directory's folder. A
-// side-file NAME.meta.json next to a file holds its upload fields as a JSON
+// side-file NAME.meta.json next to a file NAME (report.pdf.meta.json beside
+// report.pdf) holds its upload fields as a JSON
 // object (description, doc_type, doc_status, date, from_entity, to_entity,
 // reference_number, account_number, rev_number, subdoctype,
 // doc_number_prefix, privileged); side-files and dot-files are not
-// imported.
+// imported, and a side-file naming no file stops the import before
+// anything is sent.
 //
 // Resuming: run the same command again. Every upload carries an
 // Idempotency-Key derived from the target folder, the file's path under DIR,
@@ -143,6 +145,10 @@ func (im *importer) run(ctx context.Context, statePath string, concurrency int) 
 	if err != nil {
 		return err
 	}
+	if orphans := im.orphanSideFiles(files); len(orphans) > 0 {
+		return fmt.Errorf("import: side-files that name no file (a side-file is the file's whole name + %s, e.g. report.pdf%s), nothing imported:\n  %s",
+			metaSuffix, metaSuffix, strings.Join(orphans, "\n  "))
+	}
 	state, err := openImportState(statePath)
 	if err != nil {
 		return err
@@ -269,6 +275,35 @@ func (im *importer) walk() ([]importFile, []string, error) {
 		return nil
 	})
 	return files, dirs, err
+}
+
+// orphanSideFiles lists the side-files under the root whose file is not
+// among files (report.meta.json beside report.pdf): their fields would
+// silently not be applied, and the file imported without them.
+func (im *importer) orphanSideFiles(files []importFile) []string {
+	have := make(map[string]bool, len(files))
+	for _, f := range files {
+		have[f.rel] = true
+	}
+	var orphans []string
+	_ = filepath.WalkDir(im.root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == im.root {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.IsDir() && strings.HasSuffix(d.Name(), metaSuffix) {
+			if rel, err := filepath.Rel(im.root, path); err == nil && !have[strings.TrimSuffix(filepath.ToSlash(rel), metaSuffix)] {
+				orphans = append(orphans, filepath.ToSlash(rel))
+			}
+		}
+		return nil
+	})
+	return orphans
 }
 
 func parentRel(rel string) string {
