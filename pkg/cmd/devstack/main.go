@@ -46,6 +46,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -355,8 +356,9 @@ func bootstrapIdentity(ctx context.Context, ids *identity.Store, dataDir string)
 		}
 	}
 	// A saved token is reused while it is still what it was made for (a
-	// service token saved before service credentials existed became one).
-	usable := func(name string, wantService bool) string {
+	// service token saved before service credentials existed became one;
+	// an admin key saved before it held every user scope did not).
+	usable := func(name string, wantService bool, scopes []string) string {
 		tok := saved[name]
 		if tok == "" {
 			return ""
@@ -365,17 +367,24 @@ func bootstrapIdentity(ctx context.Context, ids *identity.Store, dataDir string)
 		if err != nil || (p.Service != "") != wantService {
 			return ""
 		}
+		for _, sc := range scopes {
+			if !slices.Contains(p.Scopes, sc) {
+				return ""
+			}
+		}
 		return tok
 	}
-	if admin = usable("admin", false); admin == "" {
+	// The admin key holds every user scope, audit and webhooks included,
+	// so that the whole API (docs/api.md §10) works with it on make run.
+	if admin = usable("admin", false, auth.UserScopes); admin == "" {
 		if _, err := ids.CreateUser(ctx, "admin", []string{"admin"}); err != nil && !errors.Is(err, identity.ErrExists) {
 			return "", "", fmt.Errorf("bootstrap admin: %w", err)
 		}
-		if admin, _, err = ids.CreateKey(ctx, "admin", []string{auth.ScopeDocumentsRead, auth.ScopeDocumentsWrite, auth.ScopeSearch}, 0); err != nil {
+		if admin, _, err = ids.CreateKey(ctx, "admin", slices.Clone(auth.UserScopes), 0); err != nil {
 			return "", "", fmt.Errorf("bootstrap admin: %w", err)
 		}
 	}
-	if service = usable("docrepo-service", true); service == "" {
+	if service = usable("docrepo-service", true, nil); service == "" {
 		if service, _, err = ids.CreateServiceCredential(ctx, "docrepo-service", []string{auth.ScopeInternal}, 0); err != nil {
 			return "", "", fmt.Errorf("bootstrap service credential: %w", err)
 		}

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/docrepo/docrepo/pkg/auth"
+	"github.com/docrepo/docrepo/pkg/identity"
+	"github.com/docrepo/docrepo/pkg/testenv/pgtest"
 )
 
 // TestUseModelDir checks where make run's stack finds the sentence
@@ -110,5 +115,47 @@ func TestEnvFileNamesEveryAddressDocrepoctlDials(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAdminKeyHoldsEveryUserScope: the README calls make run's admin key
+// full-scope, yet GET /apiv2/pub/audit with it was 403 "Missing required
+// scope: audit" (webhooks likewise). The key holds every user scope now,
+// and a key saved by an earlier run without them is replaced.
+func TestAdminKeyHoldsEveryUserScope(t *testing.T) {
+	ctx := context.Background()
+	ids := identity.NewStore(pgtest.NewPool(t, "", identity.Migrations))
+	dataDir := t.TempDir()
+	// What an earlier version saved: a key without audit and webhooks.
+	if _, err := ids.CreateUser(ctx, "admin", []string{"admin"}); err != nil {
+		t.Fatal(err)
+	}
+	old, _, err := ids.CreateKey(ctx, "admin", []string{auth.ScopeDocumentsRead, auth.ScopeDocumentsWrite, auth.ScopeSearch}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dataDir, "tokens"), []byte("admin="+old+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	admin, _, err := bootstrapIdentity(ctx, ids, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ids.Authenticate(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range auth.UserScopes {
+		if !slices.Contains(p.Scopes, sc) {
+			t.Errorf("admin key scopes %v lack %s", p.Scopes, sc)
+		}
+	}
+	// The next start reuses it.
+	again, _, err := bootstrapIdentity(ctx, ids, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != admin {
+		t.Errorf("a second start made a new admin key")
 	}
 }
