@@ -30,7 +30,7 @@ func TestModelPullFromALocalHub(t *testing.T) {
 		wantErr string
 	}{
 		{name: "no revision", args: []string{"model", "pull", hubtest.Repo}, wantErr: "names no revision"},
-		{name: "a branch without -resolve", args: []string{"model", "pull", hubtest.Repo + "@main"}, wantErr: "not a commit id"},
+		{name: "a branch without -resolve", args: []string{"model", "pull", hubtest.Repo + "@main"}, wantErr: "to be resolved (docrepoctl model pull -resolve)"},
 		{name: "pinned commit", args: []string{"model", "pull", hubtest.Repo + "@" + hubtest.Commit}, wantOut: "32 dimensions"},
 		{name: "again with the lock it wrote", args: []string{"model", "pull", "-lock", filepath.Join(dir, hub.LockFile), hubtest.Repo + "@" + hubtest.Commit}, wantOut: "DOCREPO_EMBEDDER=local"},
 		{name: "a branch with -resolve", args: []string{"model", "pull", "-resolve", hubtest.Repo + "@main"}, wantOut: hubtest.Commit},

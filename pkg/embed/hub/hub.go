@@ -244,7 +244,7 @@ func (s Source) check(pin *Lock) error {
 	case s.Resolve:
 		return fmt.Errorf("hub: %q is not a branch, tag or commit id", s.Revision)
 	default:
-		return fmt.Errorf("hub: revision %q is not a commit id (40 hex digits); pin one, or ask for the branch or tag to be resolved", s.Revision)
+		return fmt.Errorf("hub: revision %q is not a commit id (40 hex digits); pin one, or ask for the branch or tag to be resolved (docrepoctl model pull -resolve)", s.Revision)
 	}
 	if pin != nil && pin.Repo != "" && pin.Repo != s.Repo {
 		return fmt.Errorf("hub: the lock is for %s, not %s", pin.Repo, s.Repo)
