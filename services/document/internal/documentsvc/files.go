@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/docrepo/docrepo/pkg/apierr"
 	"github.com/docrepo/docrepo/pkg/extract"
@@ -155,34 +156,58 @@ func (s *Service) keepPending(ctx context.Context, key string) {
 // discard deletes a blob that no committed row refers to, then its pending
 // record. It runs even when the request's context is gone. The record
 // decides: a blob without one belongs to a committed file (a COMMIT can
-// fail after it took effect), so it is kept. When the blob cannot be
-// deleted, the record stays and the sweeper tries again later.
+// fail after it took effect), so it is kept. The record is read FOR
+// UPDATE: a transaction that committed the file row deleted it, and one
+// whose COMMIT is still in flight (the client gave up on it, the server
+// has not finished it) holds its lock, so discard waits for that COMMIT's
+// outcome instead of deleting the bytes of a row about to be visible.
+// When the blob cannot be deleted, the record stays and the sweeper tries
+// again later.
 func (s *Service) discard(key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var pending bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM document_pending_blobs WHERE blob_key = $1)`, key).Scan(&pending); err != nil {
-		s.log.Error("could not check a blob before deleting it; the sweeper will retry", "key", key, "error", err)
-		return
-	}
-	if !pending {
-		s.log.Warn("not deleting a blob whose file row committed", "key", key)
-		return
-	}
-	if err := s.store.Delete(ctx, key); err != nil {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var pending bool
+		err := tx.QueryRow(ctx, `SELECT true FROM document_pending_blobs WHERE blob_key = $1 FOR UPDATE`, key).Scan(&pending)
+		if errors.Is(err, pgx.ErrNoRows) {
+			s.log.Warn("not deleting a blob whose file row committed", "key", key)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("check the pending record: %w", err)
+		}
+		if err := s.store.Delete(ctx, key); err != nil {
+			return fmt.Errorf("delete the blob: %w", err)
+		}
+		_, err = tx.Exec(ctx, forgetPendingSQL, key)
+		return err
+	})
+	if err != nil {
 		s.log.Error("could not delete an unreferenced blob; the sweeper will retry", "key", key, "error", err)
-		return
-	}
-	if _, err := s.pool.Exec(ctx, forgetPendingSQL, key); err != nil {
-		s.log.Error("could not delete a pending blob record", "key", key, "error", err)
 	}
 }
 
 // committed removes the pending record of a blob inside the transaction
-// that commits its file row.
+// that commits its file row. See checkCommitted.
 func committed(ctx context.Context, tx pgx.Tx, key string) error {
-	_, err := tx.Exec(ctx, forgetPendingSQL, key)
-	return err
+	tag, err := tx.Exec(ctx, forgetPendingSQL, key)
+	if err != nil {
+		return err
+	}
+	return checkCommitted(key)(tag)
+}
+
+// checkCommitted fails a file row's transaction when its blob's pending
+// record is gone: discard or the sweeper took it first and deleted the
+// bytes (they lock the record, so exactly one side wins), and a row
+// committed now would point at nothing.
+func checkCommitted(key string) func(pgconn.CommandTag) error {
+	return func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() != 1 {
+			return apierr.Internal(fmt.Errorf("the pending record of blob %s is gone: its bytes were discarded before the file row committed", key))
+		}
+		return nil
+	}
 }
 
 // forgetPendingSQL drops the pending record of blob key $1: its file row

@@ -335,7 +335,7 @@ func (s *Service) createDocument(ctx context.Context, p *auth.Principal, f *docF
 		b.Queue(linkedFileInsert, linkedFileArgs(p, resp.DocId, file)...).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&resp.LinkedFileId)
 		})
-		b.Queue(forgetPendingSQL, file.key)
+		b.Queue(forgetPendingSQL, file.key).Exec(checkCommitted(file.key))
 		if f.idempotencyKey != nil {
 			// The document is new: its only file is the one just inserted.
 			// The result is kept whole: replays answer it whatever
