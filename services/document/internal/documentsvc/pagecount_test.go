@@ -71,14 +71,25 @@ func TestPageCountsRunBoundedInParallel(t *testing.T) {
 	}
 
 	// No turn within the time limit: no page count, no wait beyond it.
-	slow := NewService(Deps{Store: &countingStore{Store: disk, hold: time.Second}, PageCountConcurrency: 1, PageCountTimeout: 100 * time.Millisecond})
+	// The only turn is held for 3 s; the second count gives up after
+	// 100 ms. The bound below is far from both, so a loaded machine
+	// cannot make it fail, and a count that waited for the turn would.
+	held := &countingStore{Store: disk, hold: 3 * time.Second}
+	slow := NewService(Deps{Store: held, PageCountConcurrency: 1, PageCountTimeout: 100 * time.Millisecond})
 	go slow.pageCount(ctx, "files/aa/a.pdf", int64(len(pdf)))
-	time.Sleep(20 * time.Millisecond)
+	// Wait until the first count holds the turn (it is opening the file):
+	// a fixed sleep could end before the goroutine ran, and then the
+	// second count would take the turn itself.
+	for deadline := time.Now().Add(10 * time.Second); held.open.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first page count never started")
+		}
+	}
 	start := time.Now()
 	if n := slow.pageCount(ctx, "files/aa/a.pdf", int64(len(pdf))); n != nil {
 		t.Fatalf("page count = %d without a turn", *n)
 	}
-	if d := time.Since(start); d > 500*time.Millisecond {
+	if d := time.Since(start); d > 1500*time.Millisecond {
 		t.Fatalf("waited %v for a turn, past the 100ms limit", d)
 	}
 }
