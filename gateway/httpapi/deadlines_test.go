@@ -19,7 +19,11 @@ import (
 // a body that arrives slowly but steadily, taking several stall periods in
 // all, is read to the end and answered.
 func TestStalledBodiesAreCutSlowOnesAreNot(t *testing.T) {
-	addr, conn := startStallGateway(t, 300*time.Millisecond)
+	// The stall timeout is 10 times the slow client's pause between
+	// bytes (a loaded machine may stretch a 100 ms pause a lot, but not
+	// to a second), and the slow body takes more than twice the timeout in
+	// all, so the test still tells a stall deadline from a total one.
+	addr, conn := startStallGateway(t, time.Second)
 	body := `{"name":"` + strings.Repeat("a", 100) + `"}`
 	token, _ := auth.NewToken() // well-formed: the body is read
 	head := fmt.Sprintf("POST /apiv2/pub/folders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", token, len(body))
@@ -41,9 +45,9 @@ func TestStalledBodiesAreCutSlowOnesAreNot(t *testing.T) {
 	t.Run("slow but steady", func(t *testing.T) {
 		defer conn.Close()
 		fmt.Fprint(conn, head)
-		for i := 0; i < len(body); i += 10 {
-			time.Sleep(100 * time.Millisecond) // 1.1 s in all, under 300 ms between bytes
-			fmt.Fprint(conn, body[i:min(i+10, len(body))])
+		for i := 0; i < len(body); i += 5 {
+			time.Sleep(100 * time.Millisecond) // 2.3 s in all, 100 ms between bytes
+			fmt.Fprint(conn, body[i:min(i+5, len(body))])
 		}
 		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 		status, err := bufio.NewReader(conn).ReadString('\n')
