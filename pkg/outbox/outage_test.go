@@ -15,40 +15,44 @@ import (
 )
 
 // cutProxy forwards TCP connections to a server until it is cut (every
-// connection closed, nothing accepted: the server seems gone) and restored
-// on the same address.
+// connection closed, every new one closed as soon as it is accepted: the
+// server seems gone) and restored.
+//
+// It keeps its listener for the whole test: closing it and listening again
+// on the same port would race with any process on the machine whose
+// outgoing connection is given that port meanwhile.
 type cutProxy struct {
 	t      testing.TB
 	addr   string
 	target string
 
 	mu    sync.Mutex
-	lis   net.Listener
+	down  bool
 	conns []net.Conn
 }
 
 func newCutProxy(t testing.TB, target string) *cutProxy {
-	p := &cutProxy{t: t, addr: "127.0.0.1:0", target: target}
-	p.restore()
-	t.Cleanup(p.cut)
-	return p
-}
-
-func (p *cutProxy) restore() {
-	p.t.Helper()
-	lis, err := net.Listen("tcp", p.addr)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		p.t.Fatal(err)
+		t.Fatal(err)
 	}
-	p.addr = lis.Addr().String()
-	p.mu.Lock()
-	p.lis = lis
-	p.mu.Unlock()
+	p := &cutProxy{t: t, addr: lis.Addr().String(), target: target}
+	t.Cleanup(func() {
+		lis.Close()
+		p.cut()
+	})
 	go func() {
 		for {
 			c, err := lis.Accept()
 			if err != nil {
 				return
+			}
+			p.mu.Lock()
+			down := p.down
+			p.mu.Unlock()
+			if down {
+				c.Close()
+				continue
 			}
 			s, err := net.Dial("tcp", p.target)
 			if err != nil {
@@ -56,21 +60,31 @@ func (p *cutProxy) restore() {
 				continue
 			}
 			p.mu.Lock()
+			if p.down { // cut while dialling
+				p.mu.Unlock()
+				c.Close()
+				s.Close()
+				continue
+			}
 			p.conns = append(p.conns, c, s)
 			p.mu.Unlock()
 			go func() { _, _ = io.Copy(s, c); s.Close() }()
 			go func() { _, _ = io.Copy(c, s); c.Close() }()
 		}
 	}()
+	return p
+}
+
+func (p *cutProxy) restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = false
 }
 
 func (p *cutProxy) cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.lis != nil {
-		p.lis.Close()
-		p.lis = nil
-	}
+	p.down = true
 	for _, c := range p.conns {
 		c.Close()
 	}
