@@ -17,10 +17,12 @@ package natstest
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/docrepo/docrepo/pkg/launcher"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -42,7 +44,6 @@ func Start(t testing.TB) *Server {
 	opts := server.Options{
 		ServerName: "natstest",
 		Host:       "127.0.0.1",
-		Port:       -1, // a free port
 		NoLog:      true,
 		NoSigs:     true,
 		JetStream:  true,
@@ -51,9 +52,25 @@ func Start(t testing.TB) *Server {
 		JetStreamMaxMemory: 256 << 20,
 		JetStreamMaxStore:  1 << 30,
 	}
-	srv, err := run(&opts)
-	if err != nil {
-		t.Fatalf("natstest: %v", err)
+	// The port is one below the kernel's range for outgoing connections
+	// (launcher.FreeAddr), not one the kernel picks (port 0): Restart
+	// listens on it again, and a port from that range may meanwhile have
+	// been given to any outgoing connection on the machine, which would
+	// fail the restart with "address already in use" for as long as that
+	// connection lives.
+	var srv *server.Server
+	for attempt := 0; ; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			t.Fatalf("natstest: %v", err)
+		}
+		opts.Port = port
+		if srv, err = run(&opts); err == nil {
+			break
+		}
+		if attempt == 10 { // the port was taken between the check and the start
+			t.Fatalf("natstest: %v", err)
+		}
 	}
 	addr, ok := srv.Addr().(*net.TCPAddr)
 	if !ok {
@@ -170,4 +187,17 @@ func (s *Server) JetStream(t testing.TB, opts ...jetstream.JetStreamOpt) jetstre
 		t.Fatalf("natstest: jetstream: %v", err)
 	}
 	return js
+}
+
+// freePort is a port of launcher.FreeAddr.
+func freePort() (int, error) {
+	addr, err := launcher.FreeAddr()
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(port)
 }
