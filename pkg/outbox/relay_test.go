@@ -198,6 +198,16 @@ func TestRelayConcurrentRelaysPublishEachRowOnce(t *testing.T) {
 	wg.Wait()
 	total := preloaded + writers*perWriter
 	waitPublished(t, e.pool, total)
+	// A relay counts a batch just after its transaction commits: the last
+	// rows can be marked in the database a moment before they are
+	// counted. Wait for the counts (more than total still fails below).
+	waitFor(t, 30*time.Second, "the relays to count every row", func() bool {
+		var n int64
+		for _, r := range relays {
+			n += r.Stats().Published
+		}
+		return n >= int64(total)
+	})
 
 	var published int64
 	for i, r := range relays {
@@ -643,6 +653,9 @@ func TestRelayLeavesUnpublishableRows(t *testing.T) {
 	r := NewRelay(e.pool, e.js, testLogger(t), Options{PollInterval: 10 * time.Millisecond})
 	startRelay(t, r)
 	waitPublished(t, e.pool, 1)
+	// The count follows the commit that marks the row (see
+	// TestRelayConcurrentRelaysPublishEachRowOnce).
+	waitFor(t, 30*time.Second, "the relay to count the row", func() bool { return r.Stats().Published >= 1 })
 	time.Sleep(100 * time.Millisecond) // several more polls
 	if n := countRows(t, e.pool, "published_at IS NULL AND id = "+strconv.FormatInt(bad, 10)); n != 1 {
 		t.Errorf("the unpublishable row was marked published")
