@@ -9,15 +9,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/docrepo/docrepo/pkg/launcher"
 )
 
 func TestServeAnswersProfilesAndStopsWithContext(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	// Serve listens itself: the address comes from below the kernel's
+	// range for outgoing connections, which any connection on the machine
+	// could otherwise take between a port-0 listener's close and Serve.
+	addr, err := launcher.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := lis.Addr().String()
-	lis.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Serve(ctx, addr, slog.New(slog.DiscardHandler)) }()
