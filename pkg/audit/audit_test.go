@@ -40,12 +40,15 @@ func appendIn(t *testing.T, ctx context.Context, pool *pgxpool.Pool, entries ...
 	}
 }
 
-// listAll reads the whole feed from the start, waiting up to 10 s for want
-// entries: the feed shows a transaction once every older one in the
-// server has ended, and the test server is shared.
+// listAll reads the whole feed from the start, waiting up to a minute for
+// want entries: the feed shows a transaction once every older one in the
+// server has ended (pg_snapshot_xmin is server-wide, not per database), and
+// the test server is shared with every other test process on the machine,
+// some of which hold a transaction open for seconds (a lock held on
+// purpose, a bulk insert, a benchmark's load).
 func listAll(t *testing.T, pool *pgxpool.Pool, f Filter, want int) []Record {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		recs, err := In(schema).List(context.Background(), pool, f, Position{}, 0)
 		if err != nil {
