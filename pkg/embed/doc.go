@@ -52,8 +52,9 @@
 // 5,183 abstracts as distractors), exact nearest passages in process
 // (TestUSETune); the even-numbered claims and 30 held-out pairs
 // (testdata/paraphrase_heldout.tsv, never used to choose) are reported.
-// Windows of 128 pieces (24,014 passages; longer windows are cut to 128
-// by the encoder; 64 was not measured in time):
+// Windows of 128 pieces (24,014 passages; the encoder reads at most 128;
+// 64 measured worse and 256 not clearly better, TestUSEWindows and
+// docs/benchmarks.md §5):
 //
 //	w     SciFact nDCG@10 odd / even / all   R@100   paraphrases top-1 / top-10   held-out
 //	0     0.545 / 0.572 / 0.558              0.847    0 /  1 of 67               0 /  0 of 30
