@@ -383,6 +383,12 @@ type SearchOptions struct {
 	// scan of the admitted nodes, which a caller does when the walk
 	// returns fewer results than it needs.
 	MaxVisits int
+	// Group, when not nil, names the group of a node (a document, whose
+	// passages are nodes): the results are then the Ef nearest groups,
+	// each by its nearest admitted node, so that Ef counts groups and a
+	// group's many nodes do not crowd others out of the results (nor end
+	// the walk early).
+	Group func(id int32) int32
 }
 
 // Search returns up to o.Ef nodes nearest to q that are neither deleted
@@ -410,10 +416,43 @@ func (g *Graph) Search(q *Query, o SearchOptions) ([]Result, int) {
 	defer g.visited.Put(vis)
 	var cands minHeap
 	var res maxHeap
+	// With groups, res holds a group's nearest node only: best maps a
+	// group to its node's distance.
+	var best map[int32]float32
+	if o.Group != nil {
+		best = make(map[int32]float32, 2*ef)
+	}
+	add := func(c cand) {
+		if o.Group != nil {
+			grp := o.Group(c.id)
+			if d, seen := best[grp]; seen {
+				if c.d >= d {
+					return
+				}
+				best[grp] = c.d
+				for i := range res {
+					if o.Group(res[i].id) == grp {
+						res[i] = c
+						heap.Fix(&res, i)
+						return
+					}
+				}
+				return
+			}
+			best[grp] = c.d
+		}
+		heap.Push(&res, c)
+		if len(res) > ef {
+			drop := heap.Pop(&res).(cand)
+			if o.Group != nil {
+				delete(best, o.Group(drop.id))
+			}
+		}
+	}
 	vis.mark(cur)
 	heap.Push(&cands, cand{id: cur, d: curD})
 	if ok(cur) {
-		heap.Push(&res, cand{id: cur, d: curD})
+		add(cand{id: cur, d: curD})
 	}
 	for len(cands) > 0 {
 		c := heap.Pop(&cands).(cand)
@@ -435,10 +474,7 @@ func (g *Graph) Search(q *Query, o SearchOptions) ([]Result, int) {
 			if len(res) < ef || d < res[0].d {
 				heap.Push(&cands, cand{id: nb, d: d})
 				if ok(nb) {
-					heap.Push(&res, cand{id: nb, d: d})
-					if len(res) > ef {
-						heap.Pop(&res)
-					}
+					add(cand{id: nb, d: d})
 				}
 			}
 		}

@@ -446,3 +446,65 @@ func TestOutliersAddedLastAreLinkedTo(t *testing.T) {
 		t.Errorf("of %d outliers added last, %d have no link pointing to them and %d are not found first from their own vector", len(docs)-crowd, unlinked, missed)
 	}
 }
+
+// TestGroupedSearchReturnsEachGroupOnceByItsNearestNode: with Group, a
+// search returns Ef distinct groups (documents of several passages),
+// each by its nearest node, nearest first, and they are the exact
+// nearest groups on a small graph walked wide.
+func TestGroupedSearchReturnsEachGroupOnceByItsNearestNode(t *testing.T) {
+	docs, queries := hashCorpus(t, 1200, 20, 128, true)
+	g := build(docs, 128)
+	group := func(id int32) int32 { return id / 4 } // four consecutive nodes a group
+	found, total := 0, 0
+	for _, q := range queries {
+		pq := NewQuery(q)
+		rs, _ := g.Search(pq, SearchOptions{Ef: 60, Group: group})
+		if len(rs) != 60 {
+			t.Fatalf("%d results, want 60", len(rs))
+		}
+		seen := map[int32]bool{}
+		for i, r := range rs {
+			grp := group(r.ID)
+			if seen[grp] {
+				t.Fatalf("group %d returned twice", grp)
+			}
+			seen[grp] = true
+			if i > 0 && r.Dist < rs[i-1].Dist {
+				t.Fatalf("results out of order at %d", i)
+			}
+		}
+		// The exact nearest 10 groups are among the 60, by their
+		// nearest node.
+		best := map[int32]float32{}
+		for id := range int32(len(docs)) {
+			d := g.QueryDist(pq, id)
+			if b, ok := best[group(id)]; !ok || d < b {
+				best[group(id)] = d
+			}
+		}
+		grps := make([]int32, 0, len(best))
+		for grp := range best {
+			grps = append(grps, grp)
+		}
+		slices.SortFunc(grps, func(a, b int32) int {
+			switch {
+			case best[a] < best[b]:
+				return -1
+			case best[a] > best[b]:
+				return 1
+			}
+			return int(a - b)
+		})
+		for _, grp := range grps[:10] {
+			total++
+			for _, r := range rs {
+				if group(r.ID) == grp && r.Dist == best[grp] {
+					found++
+				}
+			}
+		}
+	}
+	if r := float64(found) / float64(total); r < 0.97 {
+		t.Errorf("recall@10 of groups (by their nearest node) = %.3f, want >= 0.97", r)
+	}
+}

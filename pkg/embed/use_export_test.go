@@ -1,0 +1,122 @@
+package embed
+
+import (
+	"context"
+	"encoding/gob"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// ExportedVectors are the use embedder's stored passage vectors of
+// SciFact's abstracts and the query vectors of its test claims, as the
+// production path makes them (EmbedPassages' windows and
+// contentPassages, EmbedQueriesWithStats with the corpus's word
+// statistics as the tuning harness counts them). The engine's tests read
+// them (pkg/search/bleveengine, TestSciFactUSEWalkRecall) to measure the
+// vector index without the encoder. The layout is the gob's: keep it in
+// step with the reader there.
+type ExportedVectors struct {
+	Pieces   int
+	DocIDs   []string
+	Passages [][][]float32 // per document
+	QueryIDs []string
+	Queries  [][]float32
+}
+
+// TestUSEExportSciFact writes ExportedVectors to the file
+// DOCREPO_EMBED_EXPORT names, from the encoder's vectors TestUSETune or
+// TestUSEWindows cached (docs-PIECES.gob in the temp directory; computed
+// and cached when absent). DOCREPO_EMBED_TUNE_PIECES: the window
+// (default 128).
+func TestUSEExportSciFact(t *testing.T) {
+	out := os.Getenv("DOCREPO_EMBED_EXPORT")
+	if out == "" {
+		t.Skip("set DOCREPO_EMBED_EXPORT=FILE (and DOCREPO_USE_MODEL_DIR) to export SciFact's use vectors")
+	}
+	pieces := DefaultUSEPassagePieces
+	if s := os.Getenv("DOCREPO_EMBED_TUNE_PIECES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pieces = n
+	}
+	tok, enc, _ := useTestModel(t)
+	sf := loadSciFact(t)
+	u, err := newUSE(tok, enc, USEConfig{PassagePieces: pieces, ShortQueryWords: DefaultUSEShortQueryWords,
+		ShortQueryWeight: DefaultUSEShortQueryWeight, QueryWeight: DefaultUSEQueryWeight,
+		QueryIDF: DefaultUSEQueryIDF, UnmatchedWeight: DefaultUSEUnmatchedWeight}, "use", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(tuneCacheDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dParts := embedParts(t, u, sf.docs, false, filepath.Join(tuneCacheDir, "docs-"+strconv.Itoa(pieces)+".gob"))
+	ev := ExportedVectors{Pieces: pieces}
+	k, n := 0, 0
+	for i, text := range sf.docs {
+		var dps []Passage
+		for _, w := range u.windows(text, DefaultMaxPassages) {
+			if dParts.doc[k] != i {
+				t.Fatal("passage order")
+			}
+			v := make([]float32, u.id.Dimensions)
+			for d, x := range dParts.sem[k] {
+				v[d] = u.sw * x
+			}
+			for d, x := range dParts.lex[k] {
+				v[USEDimensions+d] = u.lw * x
+			}
+			k++
+			dps = append(dps, Passage{Start: w[0], End: w[1], Vector: v})
+		}
+		var vs [][]float32
+		for _, p := range u.contentPassages(text, dps) {
+			vs = append(vs, p.Vector)
+		}
+		n += len(vs)
+		ev.DocIDs = append(ev.DocIDs, sf.Docs[i].ID)
+		ev.Passages = append(ev.Passages, vs)
+	}
+	df := map[string]int{}
+	for _, text := range sf.docs {
+		seen := map[string]bool{}
+		for _, w := range tokenize(text, maxHashTokens) {
+			if !stopWords[w] {
+				seen[stems.stem(w)] = true
+			}
+		}
+		for s := range seen {
+			df[s]++
+		}
+	}
+	stats := func(ctx context.Context, words []string) ([]int64, int64, error) {
+		out := make([]int64, len(words))
+		for i, w := range words {
+			out[i] = int64(df[stems.stem(w)])
+		}
+		return out, int64(len(sf.docs)), nil
+	}
+	var claims []string
+	for _, q := range sf.Queries {
+		ev.QueryIDs = append(ev.QueryIDs, q.ID)
+		claims = append(claims, q.Text)
+	}
+	if ev.Queries, err = u.EmbedQueriesWithStats(context.Background(), claims, stats); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gob.NewEncoder(f).Encode(&ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("exported %d abstracts (%d passages of %d pieces) and %d claims to %s", len(ev.DocIDs), n, pieces, len(ev.Queries), out)
+}

@@ -1,0 +1,195 @@
+package bleveengine
+
+import (
+	"encoding/gob"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docrepo/docrepo/pkg/search/ann"
+	"github.com/docrepo/docrepo/pkg/search/engine"
+	"github.com/docrepo/docrepo/pkg/search/scifact"
+	"github.com/docrepo/docrepo/pkg/testenv"
+)
+
+// exportedVectors is embed.ExportedVectors (pkg/embed,
+// TestUSEExportSciFact), the gob's layout.
+type exportedVectors struct {
+	Pieces   int
+	DocIDs   []string
+	Passages [][][]float32
+	QueryIDs []string
+	Queries  [][]float32
+}
+
+// TestSciFactUSEWalkRecall measures the engine's vector search on the
+// use embedder's SciFact vectors (issues 20/23) against an exact scan of
+// the same vectors in process: recall@100 of the engine's 100 nearest
+// documents against the exact 100, and nDCG@10 / Recall@100 with the
+// qrels, for each walk setting in walkSettings side by side on one
+// index. DOCREPO_USE_VECTORS names the file TestUSEExportSciFact wrote:
+//
+//	cd pkg && DOCREPO_EMBED_EXPORT=/tmp/use-128.gob DOCREPO_USE_MODEL_DIR=... go test -run TestUSEExportSciFact ./embed/
+//	cd pkg && DOCREPO_USE_VECTORS=/tmp/use-128.gob go test -run TestSciFactUSEWalkRecall -v ./search/bleveengine/
+func TestSciFactUSEWalkRecall(t *testing.T) {
+	path := os.Getenv("DOCREPO_USE_VECTORS")
+	if path == "" {
+		t.Skip("set DOCREPO_USE_VECTORS to the file TestUSEExportSciFact (pkg/embed) wrote")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev exportedVectors
+	err = gob.NewDecoder(f).Decode(&ev)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf, err := scifact.Load(testenv.DataDir(t, "scifact", scifact.EnvDir, "corpus.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const k = 100
+	docs := make([]engine.Document, len(ev.DocIDs))
+	passages := 0
+	for i, sid := range ev.DocIDs {
+		id, err := strconv.ParseInt(sid, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs[i] = engine.Document{ID: id, Rev: 1, Content: "text", ContentVectors: ev.Passages[i]}
+		passages += len(ev.Passages[i])
+	}
+	start := time.Now()
+	e, err := Open("", Options{InMemory: true, VectorGraph: GraphAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for lo := 0; lo < len(docs); lo += 500 {
+		if _, err := e.Upsert(t.Context(), docs[lo:min(lo+500, len(docs))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d abstracts, %d passages of %d pieces (%d dimensions), indexed with a graph in %v",
+		len(docs), passages, ev.Pieces, len(ev.Queries[0]), time.Since(start).Round(time.Second))
+
+	// The exact 100 nearest documents of each claim (a document's
+	// distance is its nearest passage's, as the engine's float32).
+	exact := make([][]int64, len(ev.Queries))
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for q := w; q < len(ev.Queries); q += workers {
+				best := map[int64]float64{}
+				ids := make([]int64, 0, len(docs))
+				for i, d := range docs {
+					b := math.Inf(1)
+					for _, v := range ev.Passages[i] {
+						b = min(b, float64(float32(ann.L2(ev.Queries[q], v))))
+					}
+					best[d.ID] = b
+					ids = append(ids, d.ID)
+				}
+				slices.SortFunc(ids, func(a, b int64) int {
+					switch {
+					case best[a] < best[b]:
+						return -1
+					case best[a] > best[b]:
+						return 1
+					}
+					return int(a - b)
+				})
+				exact[q] = ids[:k]
+			}
+		}()
+	}
+	wg.Wait()
+
+	qi := map[string]int{}
+	for i, id := range ev.QueryIDs {
+		qi[id] = i
+	}
+	score := func(rank func(q int) []int64) scifact.Scores {
+		s, err := sf.Score(func(qq scifact.Query) ([]string, error) {
+			i, ok := qi[qq.ID]
+			if !ok {
+				t.Fatalf("claim %s not exported", qq.ID)
+			}
+			var out []string
+			for _, id := range rank(i) {
+				out = append(out, strconv.FormatInt(id, 10))
+			}
+			return out, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	ex := score(func(q int) []int64 { return exact[q] })
+	t.Logf("%-28s recall@100 vs exact %.4f  nDCG@10 %.4f  R@100 %.4f", "exact scan (in process)", 1.0, ex.NDCG10, ex.Recall100)
+	for _, s := range walkSettings(t) {
+		restore := s.apply()
+		var sum float64
+		got := make([][]int64, len(ev.Queries))
+		v0, cpu0, t0 := walkVisits.Load(), cpuTime(), time.Now()
+		for q, qv := range ev.Queries {
+			got[q] = vectorSearch(t, e, qv, k, "content", nil)
+		}
+		cpu, wall, visits := cpuTime()-cpu0, time.Since(t0), walkVisits.Load()-v0
+		restore()
+		for q := range got {
+			sum += recallOf(got[q], exact[q])
+		}
+		sc := score(func(q int) []int64 { return got[q] })
+		n := float64(len(ev.Queries))
+		t.Logf("%-28s recall@100 vs exact %.4f  nDCG@10 %.4f  R@100 %.4f  %6.0f visits, %5.1f ms CPU, %5.1f ms wall per query",
+			s.name, sum/n, sc.NDCG10, sc.Recall100, float64(visits)/n,
+			float64(cpu.Microseconds())/1000/n, float64(wall.Microseconds())/1000/n)
+	}
+}
+
+// walkSetting is a variant of the walk's parameters.
+type walkSetting struct {
+	name  string
+	apply func() (restore func())
+}
+
+func walkSettings(t testing.TB) []walkSetting {
+	with := func(name string, breadth int, flags ...*bool) walkSetting {
+		return walkSetting{name: name, apply: func() func() {
+			old := walkBreadth
+			if breadth > 0 {
+				walkBreadth = breadth
+			}
+			for _, f := range flags {
+				*f = true
+			}
+			return func() {
+				walkBreadth = old
+				for _, f := range flags {
+					*f = false
+				}
+			}
+		}}
+	}
+	return []walkSetting{
+		with("before (passage walk)", 0, &legacyWalk, &legacyPays),
+		with("after (defaults)", 0),
+		with("grouped walk, breadth 2k", 2, &forceWalk),
+		with("grouped walk, breadth 4k", 4, &forceWalk),
+		with("grouped walk, breadth 8k", 8, &forceWalk),
+		with("passage walk (forced)", 0, &legacyWalk, &forceWalk),
+		with("exact scan (engine)", 0, &forceScan),
+	}
+}
