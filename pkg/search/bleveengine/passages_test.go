@@ -24,7 +24,7 @@ import (
 // blendCorpus (its exact search is the nearest passage per document).
 func newPassageCorpus(t testing.TB, n, queries int) *blendCorpus {
 	t.Helper()
-	const semDim, lexDim = 96, 256
+	const semDim, lexDim = 64, 192
 	h, err := embed.NewHash(lexDim)
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +120,7 @@ func newPassageCorpus(t testing.TB, n, queries int) *blendCorpus {
 // the exact 100, and vector-only R@100 was 0.897 through the stack
 // against 0.920 in process; here 0.81 before).
 func TestPassagesWalkFindsTheNearestDocuments(t *testing.T) {
-	c := newPassageCorpus(t, 1500, 30)
+	c := newPassageCorpus(t, 1200, 30)
 	e, err := Open("", Options{InMemory: true, VectorGraph: GraphAlways})
 	if err != nil {
 		t.Fatal(err)
