@@ -56,6 +56,26 @@ func TestSciFactUSEWalkRecall(t *testing.T) {
 		t.Fatal(err)
 	}
 	const k = 100
+	// DOCREPO_USE_EVERY=n keeps every n-th abstract (a graph over all
+	// the passages takes hours to build on a busy 2-core machine);
+	// DOCREPO_USE_GRAPH=never indexes without a graph (every search
+	// scans the codes: what the defaults do on the whole corpus).
+	if s := os.Getenv("DOCREPO_USE_EVERY"); s != "" {
+		every, err := strconv.Atoi(s)
+		if err != nil || every < 1 {
+			t.Fatalf("DOCREPO_USE_EVERY=%q", s)
+		}
+		var ids []string
+		var ps [][][]float32
+		for i := 0; i < len(ev.DocIDs); i += every {
+			ids, ps = append(ids, ev.DocIDs[i]), append(ps, ev.Passages[i])
+		}
+		ev.DocIDs, ev.Passages = ids, ps
+	}
+	mode := GraphAlways
+	if os.Getenv("DOCREPO_USE_GRAPH") == "never" {
+		mode = GraphNever
+	}
 	docs := make([]engine.Document, len(ev.DocIDs))
 	passages := 0
 	for i, sid := range ev.DocIDs {
@@ -67,7 +87,7 @@ func TestSciFactUSEWalkRecall(t *testing.T) {
 		passages += len(ev.Passages[i])
 	}
 	start := time.Now()
-	e, err := Open("", Options{InMemory: true, VectorGraph: GraphAlways})
+	e, err := Open("", Options{InMemory: true, VectorGraph: mode})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,8 +97,8 @@ func TestSciFactUSEWalkRecall(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("%d abstracts, %d passages of %d pieces (%d dimensions), indexed with a graph in %v",
-		len(docs), passages, ev.Pieces, len(ev.Queries[0]), time.Since(start).Round(time.Second))
+	t.Logf("%d abstracts, %d passages of %d pieces (%d dimensions), indexed (graph: %v) in %v",
+		len(docs), passages, ev.Pieces, len(ev.Queries[0]), mode != GraphNever, time.Since(start).Round(time.Second))
 
 	// The exact 100 nearest documents of each claim (a document's
 	// distance is its nearest passage's, as the engine's float32).
@@ -138,7 +158,11 @@ func TestSciFactUSEWalkRecall(t *testing.T) {
 	}
 	ex := score(func(q int) []int64 { return exact[q] })
 	t.Logf("%-28s recall@100 vs exact %.4f  nDCG@10 %.4f  R@100 %.4f", "exact scan (in process)", 1.0, ex.NDCG10, ex.Recall100)
-	for _, s := range walkSettings(t) {
+	settings := walkSettings(t)
+	if mode == GraphNever {
+		settings = settings[1:2] // the defaults (no graph: a scan)
+	}
+	for _, s := range settings {
 		restore := s.apply()
 		var sum float64
 		got := make([][]int64, len(ev.Queries))
