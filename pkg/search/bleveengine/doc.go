@@ -159,9 +159,11 @@
 //     distance is that of its nearest passage, and it is one candidate
 //     however many passages it has, so k counts documents. Candidates come
 //     from the vector index (nearest.go): a dense query walks the HNSW
-//     graph with the eligibility applied during the walk, widening until k
-//     eligible documents are found, unless the filter admits so few
-//     documents (estimated from a sample) that scanning them costs less;
+//     graph with the eligibility applied during the walk, keeping each
+//     document's nearest passage until 4k eligible documents are found,
+//     unless scanning the eligible documents' vectors costs less than a
+//     walk that wide (estimated from a sample: the share the filter
+//     admits and their passages per document);
 //     a sparse query (at most a quarter of its components non-zero: the
 //     hash embedder's short queries), a set without a graph, or a
 //     selective filter scans the int8 codes of the eligible documents
