@@ -304,6 +304,7 @@ type scaleGen struct {
 	hash   *embed.Hash
 	vocab  []string
 	blend  bool
+	multi  bool        // DOCREPO_BENCH_PASSAGES=multi: 1-5 content passages per document
 	topics [][]float32 // 512-dimension topic centroids (blend)
 }
 
@@ -312,7 +313,7 @@ func newScaleGen(tb testing.TB, blend bool) *scaleGen {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	g := &scaleGen{hash: h, blend: blend}
+	g := &scaleGen{hash: h, blend: blend, multi: os.Getenv("DOCREPO_BENCH_PASSAGES") == "multi"}
 	r := rand.New(rand.NewPCG(1, 2))
 	seen := map[string]bool{}
 	for len(g.vocab) < 20000 {
@@ -395,6 +396,9 @@ func (g *scaleGen) words(r *rand.Rand, n int) string {
 
 func (g *scaleGen) doc(i int) engine.Document {
 	r := rand.New(rand.NewPCG(uint64(i), 99))
+	if g.multi {
+		return g.multiDoc(r, i)
+	}
 	content := g.words(r, 60+r.IntN(60))
 	desc := g.words(r, 4)
 	topics := []int{r.IntN(200), r.IntN(200)}
@@ -404,6 +408,37 @@ func (g *scaleGen) doc(i int) engine.Document {
 		ContentVectors: [][]float32{g.vector(r, content, topics)},
 		MetadataVector: g.vector(r, desc, topics[:1]),
 	}
+}
+
+// multiDoc is a document of 1-5 content passages of 40-80 words each, one
+// vector per passage, as the use embedder cuts a document into passages
+// (the passages share the document's two topics).
+func (g *scaleGen) multiDoc(r *rand.Rand, i int) engine.Document {
+	desc := g.words(r, 4)
+	topics := []int{r.IntN(200), r.IntN(200)}
+	np := 1 + r.IntN(5)
+	passages := make([]string, np)
+	vecs := make([][]float32, np)
+	for p := range passages {
+		passages[p] = g.words(r, 40+r.IntN(40))
+		vecs[p] = g.vector(r, passages[p], topics)
+	}
+	content := strings.Join(passages, " ")
+	return engine.Document{
+		ID: int64(i + 1), Rev: 1, GroupIDs: []int64{int64(i % 100)}, FolderIDs: []int64{int64(i % 100)},
+		Description: &desc, Content: content,
+		ContentVectors: vecs,
+		MetadataVector: g.vector(r, desc, topics[:1]),
+	}
+}
+
+// queryVector embeds a query text as gen's documents are embedded (with
+// blend, about one random topic).
+func (g *scaleGen) queryVector(r *rand.Rand, text string) []float32 {
+	if !g.blend {
+		return g.hash.Vector(text)
+	}
+	return g.vector(r, text, []int{r.IntN(200)})
 }
 
 // queries returns n three-word queries of mid-frequency words (with
@@ -429,7 +464,7 @@ func (g *scaleGen) queries(n int) [][]float32 {
 //	-bench VectorQuery -benchtime 200x
 func BenchmarkVectorQuery(b *testing.B) {
 	e := openScaleIndex(b)
-	queries := newScaleGen(b, false).queries(100)
+	queries := newScaleGen(b, os.Getenv("DOCREPO_BENCH_VECTORS") == "blend").queries(100)
 	for _, f := range scaleFilters {
 		b.Run("filter="+f.name, func(b *testing.B) {
 			cpu0 := cpuTime()
@@ -496,7 +531,7 @@ func logMemory(b *testing.B, dir string, n int) {
 //	-bench ScaleModes -benchtime 1x
 func BenchmarkScaleModes(b *testing.B) {
 	e := openScaleIndex(b)
-	gen := newScaleGen(b, false)
+	gen := newScaleGen(b, os.Getenv("DOCREPO_BENCH_VECTORS") == "blend")
 	r := rand.New(rand.NewPCG(7, 7))
 	word := func() string { return gen.vocab[50+r.IntN(1500)] }
 	phrase := func() string {
@@ -536,7 +571,7 @@ func BenchmarkScaleModes(b *testing.B) {
 			for i := range reqs {
 				reqs[i] = engine.Request{Query: queryOf(b, m.gen()), Unrestricted: who.groups == nil, GroupIDs: who.groups}
 				if m.vector {
-					reqs[i].QueryVector = gen.hash.Vector(word() + " " + word() + " " + word())
+					reqs[i].QueryVector = gen.queryVector(r, word()+" "+word()+" "+word())
 				}
 			}
 			var hits atomic.Int64

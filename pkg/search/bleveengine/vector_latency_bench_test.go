@@ -1,0 +1,122 @@
+package bleveengine
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docrepo/docrepo/pkg/search/engine"
+)
+
+// BenchmarkVectorLatency measures the vector modes as the perf probe
+// sends them (limit 20, the default vector_k of 100) on an index
+// BenchmarkVectorScale built (DOCREPO_BENCH_INDEX, required; with
+// DOCREPO_BENCH_VECTORS=blend and DOCREPO_BENCH_PASSAGES=multi as it was
+// built), in a fresh process: per visibility filter (none, 10 %, 1 % of
+// the documents) and mode (vector only; FTS AND vector, one word), 200
+// searches one after another (wall p50, p95, p99; CPU per search), then 8
+// goroutines at once, 50 searches each (wall p99; CPU per search), and
+// for vector only the recall@10 of the sequential searches against an
+// exact scan of the full-precision vectors (nearest passage per document).
+//
+//	DOCREPO_BENCH_VECTORS=blend DOCREPO_BENCH_PASSAGES=multi DOCREPO_BENCH_INDEX=/tmp/idx \
+//	go test ./search/bleveengine -run XXX -bench VectorLatency -benchtime 1x
+func BenchmarkVectorLatency(b *testing.B) {
+	e := openScaleIndex(b)
+	gen := newScaleGen(b, os.Getenv("DOCREPO_BENCH_VECTORS") == "blend")
+	ctx := context.Background()
+	const seqN, clients, perClient = 200, 8, 50
+	for _, f := range scaleFilters {
+		for _, mode := range []string{"vector", "fts AND vector"} {
+			r := rand.New(rand.NewPCG(11, 11))
+			word := func() string { return gen.vocab[50+r.IntN(1500)] }
+			reqs := make([]engine.Request, seqN+clients*perClient)
+			for i := range reqs {
+				where := `{"vector": {"target": "content", "query": "q"}}`
+				if mode != "vector" {
+					j, _ := json.Marshal(word())
+					where = `{"and": [{"fts": {"query": ` + string(j) + `}}, ` + where + `]}`
+				}
+				reqs[i] = engine.Request{
+					Query:        queryOf(b, `{"where": `+where+`, "limit": 20}`),
+					QueryVector:  gen.queryVector(r, word()+" "+word()+" "+word()),
+					Unrestricted: f.groups == nil, GroupIDs: f.groups,
+				}
+			}
+			var hits int64
+			var mu sync.Mutex
+			run := func(req engine.Request) ([]int64, time.Duration) {
+				t0 := time.Now()
+				res, err := e.Search(ctx, req)
+				el := time.Since(t0)
+				if err != nil {
+					b.Error(err)
+					return nil, el
+				}
+				ids := make([]int64, 0, len(res.Hits))
+				for _, h := range res.Hits {
+					ids = append(ids, h.ID)
+				}
+				mu.Lock()
+				hits += res.Total
+				mu.Unlock()
+				return ids, el
+			}
+			runtime.GC()
+			var seq []time.Duration
+			recall := 0.0
+			cpu0 := cpuTime()
+			got := make([][]int64, seqN)
+			for i, req := range reqs[:seqN] {
+				var d time.Duration
+				got[i], d = run(req)
+				seq = append(seq, d)
+			}
+			seqCPU := (cpuTime() - cpu0) / seqN
+			if mode == "vector" {
+				for i, req := range reqs[:seqN] {
+					recall += recallOf(got[i][:min(10, len(got[i]))], exactScan(e, req.QueryVector, 10, f.groups))
+				}
+				recall /= seqN
+			}
+			conc := make([][]time.Duration, clients)
+			var wg sync.WaitGroup
+			cpu0, t0 := cpuTime(), time.Now()
+			for c := range conc {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for _, req := range reqs[seqN+perClient*c : seqN+perClient*(c+1)] {
+						_, d := run(req)
+						conc[c] = append(conc[c], d)
+					}
+				}()
+			}
+			wg.Wait()
+			concWall := time.Since(t0)
+			concCPU := (cpuTime() - cpu0) / (clients * perClient)
+			all := slices.Concat(conc...)
+			slices.Sort(seq)
+			slices.Sort(all)
+			rec := "-"
+			if mode == "vector" {
+				rec = strconvF(recall)
+			}
+			scaleLog(b, "filter %-4s %-14s seq p50 %6.1f p95 %6.1f p99 %6.1f ms, CPU %5.1f ms/search; 8 clients p50 %6.1f p99 %6.1f ms, CPU %5.1f ms/search, %.0f searches/s; recall@10 %s; %.0f hits/search; load average %s",
+				f.name, mode, ms1(seq[seqN/2]), ms1(seq[seqN*95/100]), ms1(seq[seqN*99/100]), ms1(seqCPU),
+				ms1(all[len(all)/2]), ms1(all[len(all)*99/100]), ms1(concCPU), float64(len(all))/concWall.Seconds(),
+				rec, float64(hits)/float64(len(reqs)), loadAvg())
+		}
+	}
+}
+
+func strconvF(x float64) string {
+	b, _ := json.Marshal(float64(int(x*10000+0.5)) / 10000)
+	return string(b)
+}
