@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docrepo/docrepo/pkg/search/ann"
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
 
@@ -119,4 +120,47 @@ func BenchmarkVectorLatency(b *testing.B) {
 func strconvF(x float64) string {
 	b, _ := json.Marshal(float64(int(x*10000+0.5)) / 10000)
 	return string(b)
+}
+
+// BenchmarkVectorWalkRank tells a walk that misses near-ties from one
+// that misses: on an index BenchmarkVectorScale built (DOCREPO_BENCH_INDEX),
+// for 50 unfiltered vector-only queries, the mean squared distance of the
+// exact 1st, 10th and 100th nearest documents and of the search's 10th
+// result, and the exact rank of that 10th result.
+//
+//	DOCREPO_BENCH_VECTORS=blend DOCREPO_BENCH_PASSAGES=multi DOCREPO_BENCH_INDEX=/tmp/idx \
+//	go test ./search/bleveengine -run XXX -bench VectorWalkRank -benchtime 1x -v
+func BenchmarkVectorWalkRank(b *testing.B) {
+	e := openScaleIndex(b)
+	gen := newScaleGen(b, os.Getenv("DOCREPO_BENCH_VECTORS") == "blend")
+	qs := gen.queries(50)
+	dist := func(q []float32, id int64) float64 {
+		e.mu.RLock()
+		defer e.mu.RUnlock()
+		set := e.vecs.sets[setKey{dim: len(q)}]
+		best := 1e9
+		for vid, slot := range set.owner {
+			if slot >= 0 && e.tab.recs[slot].id == id {
+				best = min(best, ann.L2(q, set.full.vector(int32(vid))))
+			}
+		}
+		return best
+	}
+	var sw, se, s1, rank, s100 float64
+	for _, q := range qs {
+		got := vectorSearch(b, e, q, 100, "content", nil)
+		ex := exactScan(e, q, 1000, nil)
+		dw := dist(q, got[9])
+		r := 0
+		for r < len(ex) && dist(q, ex[r]) < dw {
+			r++
+		}
+		rank += float64(r)
+		s100 += dist(q, ex[99])
+		sw += dist(q, got[9])
+		se += dist(q, ex[9])
+		s1 += dist(q, ex[0])
+	}
+	n := float64(len(qs))
+	b.Logf("mean squared distance: exact 1st %.4f, exact 10th %.4f, exact 100th %.4f, walk 10th %.4f; the walk's 10th result is on average the exact %.0fth", s1/n, se/n, s100/n, sw/n, rank/n+1)
 }
