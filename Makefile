@@ -137,8 +137,8 @@ test-go:
 		p=""; if [ "$$m" = "$(CURDIR)/gateway" ]; then p="-p 1"; fi; \
 		(cd $$m && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$p $(GOTESTFLAGS) ./...) || exit 1; \
 	done; \
-	echo "go test pkg/search/ann with GOEXPERIMENT=$(BUILD_GOEXPERIMENT) (the kernels the built binaries use)"; \
-	(cd pkg && GOEXPERIMENT=$(BUILD_GOEXPERIMENT) $(GO) test -count=1 $(GOTESTFLAGS) ./search/ann/) || exit 1
+	echo "go test pkg/search/ann and bleveengine with GOEXPERIMENT=$(BUILD_GOEXPERIMENT) (the kernels the built binaries use)"; \
+	(cd pkg && GOEXPERIMENT=$(BUILD_GOEXPERIMENT) $(GO) test -count=1 $(GOTESTFLAGS) ./search/ann/ ./search/bleveengine/) || exit 1
 
 clean:
 	rm -rf bin

@@ -11,6 +11,7 @@ func init() {
 	if archsimd.X86.AVX512() {
 		blockKernel = blockDistancesAVX512
 		kernelName = "avx512"
+		dotKernel = dotAVX512
 	}
 }
 
@@ -44,4 +45,30 @@ func blockDistancesAVX512(d *[blockSize]float32, b []int8, idx []int32, val []fl
 		return uint64(x.Less(wv).ToBits()) << off
 	}
 	return dist(s0, 0) | dist(s1, 16) | dist(s2, 32) | dist(s3, 48)
+}
+
+// dotAVX512 is dotPortable 32 components at a time in two 16-lane fused
+// multiply-add registers; the rest in plain Go.
+func dotAVX512(a, b []float32) float32 {
+	b = b[:len(a)]
+	if len(a) < 32 {
+		return dotPortable(a, b)
+	}
+	defer archsimd.ClearAVXUpperBits()
+	var s0, s1 archsimd.Float32x16
+	i := 0
+	for ; i+32 <= len(a); i += 32 {
+		s0 = archsimd.LoadFloat32x16((*[16]float32)(a[i:i+16])).MulAdd(archsimd.LoadFloat32x16((*[16]float32)(b[i:i+16])), s0)
+		s1 = archsimd.LoadFloat32x16((*[16]float32)(a[i+16:i+32])).MulAdd(archsimd.LoadFloat32x16((*[16]float32)(b[i+16:i+32])), s1)
+	}
+	var lanes [16]float32
+	s0.Add(s1).Store(&lanes)
+	var s float32
+	for _, x := range lanes {
+		s += x
+	}
+	for ; i < len(a); i++ {
+		s += a[i] * b[i]
+	}
+	return s
 }

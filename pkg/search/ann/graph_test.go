@@ -508,3 +508,25 @@ func TestGroupedSearchReturnsEachGroupOnceByItsNearestNode(t *testing.T) {
 		t.Errorf("recall@10 of groups (by their nearest node) = %.3f, want >= 0.97", r)
 	}
 }
+
+// TestDotKernelsAgree: the dense dot kernel (GOEXPERIMENT=simd on a CPU
+// with AVX-512) returns the portable kernel's products, to float32
+// rounding, for every length (the tail and the short-vector path too).
+func TestDotKernelsAgree(t *testing.T) {
+	if kernelName == "go" {
+		t.Skip("this build or CPU has only the portable dot kernel")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for n := 0; n <= 1300; n += 1 + n/16 {
+		a, b := make([]float32, n), make([]float32, n)
+		var mag float64
+		for i := range a {
+			a[i], b[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+			mag += math.Abs(float64(a[i] * b[i]))
+		}
+		want, got := dotPortable(a, b), dotKernel(a, b)
+		if diff := math.Abs(float64(got - want)); diff > 1e-5*max(1, mag) {
+			t.Fatalf("n=%d: dot %v, portable %v", n, got, want)
+		}
+	}
+}

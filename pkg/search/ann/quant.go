@@ -122,7 +122,15 @@ func (q *Query) dotF(v []float32) float32 {
 }
 
 // dotF returns a·b of two vectors of one length.
-func dotF(a, b []float32) float32 {
+func dotF(a, b []float32) float32 { return dotKernel(a, b) }
+
+// dotKernel is dotF's implementation: dotPortable, or with GOEXPERIMENT=simd
+// on an AVX-512 CPU a 16-lane kernel (the graph writer's distances are
+// dense dot products: most of an Add's CPU).
+var dotKernel = dotPortable
+
+// dotPortable is a·b in plain Go, four sums at a time.
+func dotPortable(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
