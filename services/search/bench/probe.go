@@ -178,28 +178,9 @@ func (b *bench) probe(ctx context.Context) error {
 	if len(folders) > 0 {
 		b.folder = folders[0]
 	}
-	var lags []time.Duration
-	for i := 0; i < b.s.lagSamples; i++ {
-		token := fmt.Sprintf("scaleprobe%dq%d", i, time.Now().UnixNano()%1e6)
-		name, text, fields := c.doc(b.s.docs + i)
-		if _, err := b.upload(ctx, name, text+" "+token, fields); err != nil {
-			return err
-		}
-		accepted := time.Now()
-		for {
-			r, err := b.search(ctx, client.SearchRequest{Where: client.FTS(token), Select: []string{"id"}})
-			if err != nil {
-				return err
-			}
-			if r.Total == 1 {
-				lags = append(lags, time.Since(accepted))
-				break
-			}
-			if time.Since(accepted) > time.Minute {
-				return fmt.Errorf("lag probe %d not searchable after a minute", i)
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
+	lags, err := b.measureLags(ctx, c, "scaleprobe", b.s.docs)
+	if err != nil {
+		return err
 	}
 	if len(lags) > 0 {
 		sortDurations(lags)
