@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	index "github.com/blevesearch/bleve_index_api"
+
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
 
@@ -31,18 +33,14 @@ func snapshotView(t *testing.T, e *Engine, groups []int64, fresh bool) statsSnap
 	t.Helper()
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	adv, err := e.idx.Advanced()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openTestReader(t, e)
 	defer r.Close()
 	req := engine.Request{GroupIDs: groups}
 	run := &searchRun{e: e, ctx: t.Context(), r: r, tab: e.tab, req: &req, res: e.slots.resolver(r, e.tab)}
-	var v *statsView
+	var (
+		v   *statsView
+		err error
+	)
 	if fresh {
 		s, err := computeViewStats(run)
 		if err != nil {
@@ -239,14 +237,7 @@ func cachedViewMismatch(t *testing.T, e *Engine) (string, int) {
 	t.Helper()
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	adv, err := e.idx.Advanced()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openTestReader(t, e)
 	defer r.Close()
 	c := e.tab.stats
 	c.mu.Lock()
@@ -462,4 +453,19 @@ func TestStatsViewBulkWriteDiscards(t *testing.T) {
 	if got, want := snapshotView(t, e, groups, false), snapshotView(t, e, groups, true); !got.equal(want) {
 		t.Errorf("after the bulk write the view is %+v, a fresh one %+v", got.docs, want.docs)
 	}
+}
+
+// openTestReader opens a reader on e's index (the caller holds e.mu and
+// closes the reader).
+func openTestReader(t *testing.T, e *Engine) index.IndexReader {
+	t.Helper()
+	adv, err := e.idx.Advanced()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
