@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -36,18 +35,8 @@ func newANNCorpus(t testing.TB, n int) *annCorpus {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(3, 4))
-	vocab := make([]string, 3000)
-	for i := range vocab {
-		vocab[i] = fmt.Sprintf("w%dx%c", i, 'a'+rune(i%26))
-	}
-	z := rand.NewZipf(r, 1.1, 2, uint64(len(vocab)-1))
-	text := func(n int) string {
-		ws := make([]string, n)
-		for i := range ws {
-			ws[i] = vocab[z.Uint64()]
-		}
-		return strings.Join(ws, " ")
-	}
+	vocab := testVocab(3000)
+	text := zipfText(r, vocab)
 	c := &annCorpus{contentByID: map[int64][]float32{}, metadataByID: map[int64][]float32{}}
 	for i := range n {
 		id := int64(i + 1)

@@ -35,62 +35,21 @@ func newBlendCorpus(t testing.TB, n int) *blendCorpus {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(20, 23))
-	unit := func(v []float32) []float32 {
-		var s float64
-		for _, x := range v {
-			s += float64(x) * float64(x)
-		}
-		if s > 0 {
-			inv := float32(1 / math.Sqrt(s))
-			for i := range v {
-				v[i] *= inv
-			}
-		}
-		return v
-	}
-	noisy := func(c []float32, sd float64) []float32 {
-		v := make([]float32, len(c))
-		for i := range v {
-			v[i] = c[i] + float32(r.NormFloat64()*sd)
-		}
-		return unit(v)
-	}
 	topics := make([][]float32, 40)
 	for i := range topics {
-		topics[i] = noisy(make([]float32, semDim), 1)
+		topics[i] = noisyUnit(r, make([]float32, semDim), 1)
 	}
-	vocab := make([]string, 3000)
-	for i := range vocab {
-		vocab[i] = fmt.Sprintf("w%dx%c", i, 'a'+rune(i%26))
-	}
-	z := rand.NewZipf(r, 1.1, 2, uint64(len(vocab)-1))
-	text := func(n int) string {
-		ws := make([]string, n)
-		for i := range ws {
-			ws[i] = vocab[z.Uint64()]
-		}
-		return strings.Join(ws, " ")
-	}
-	blend := func(sem, lex []float32, w float64) []float32 {
-		a, b := float32(math.Sqrt(w)), float32(math.Sqrt(1-w))
-		v := make([]float32, 0, semDim+lexDim)
-		for _, x := range sem {
-			v = append(v, a*x)
-		}
-		for _, x := range lex {
-			v = append(v, b*x)
-		}
-		return v
-	}
+	vocab := testVocab(3000)
+	text := zipfText(r, vocab)
 	c := &blendCorpus{passes: map[int64][][]float32{}}
 	var sems [][]float32
 	for i := range n {
 		id := int64(i + 1)
 		var vs [][]float32
 		for range 1 + r.IntN(3) {
-			sem := noisy(topics[r.IntN(len(topics))], 0.12)
+			sem := noisyUnit(r, topics[r.IntN(len(topics))], 0.12)
 			sems = append(sems, sem)
-			vs = append(vs, blend(sem, h.Vector(text(60+r.IntN(60))), 0.4))
+			vs = append(vs, blendHalves(sem, h.Vector(text(60+r.IntN(60))), 0.4))
 		}
 		c.passes[id] = vs
 		c.docs = append(c.docs, engine.Document{ID: id, Rev: 1, GroupIDs: []int64{id % 10}, Content: "text", ContentVectors: vs})
@@ -100,15 +59,15 @@ func newBlendCorpus(t testing.TB, n int) *blendCorpus {
 	// query; more queries aim at the long documents' passages.
 	for i := range 60 {
 		id := int64(n + i + 1)
-		sem := noisy(topics[r.IntN(len(topics))], 0.12)
-		v := blend(sem, h.Vector(text(5)), 0.4)
+		sem := noisyUnit(r, topics[r.IntN(len(topics))], 0.12)
+		v := blendHalves(sem, h.Vector(text(5)), 0.4)
 		c.passes[id] = [][]float32{v}
 		c.docs = append(c.docs, engine.Document{ID: id, Rev: 1, GroupIDs: []int64{id % 10}, Content: "text", ContentVectors: [][]float32{v}})
-		c.queries = append(c.queries, blend(noisy(sem, 0.08), h.Vector(text(3)), 0.9))
+		c.queries = append(c.queries, blendHalves(noisyUnit(r, sem, 0.08), h.Vector(text(3)), 0.9))
 	}
 	for range 30 {
-		sem := noisy(sems[r.IntN(len(sems))], 0.08)
-		c.queries = append(c.queries, blend(sem, h.Vector(text(3)), 0.9))
+		sem := noisyUnit(r, sems[r.IntN(len(sems))], 0.08)
+		c.queries = append(c.queries, blendHalves(sem, h.Vector(text(3)), 0.9))
 	}
 	return c
 }
@@ -192,5 +151,66 @@ func TestBlendedQueriesWalkAgreesWithExact(t *testing.T) {
 				t.Errorf("recall@10 = %.3f, want >= 0.95", r)
 			}
 		})
+	}
+}
+
+// unitVec scales v in place to unit length (a zero vector stays zero) and
+// returns it.
+func unitVec(v []float32) []float32 {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	if s > 0 {
+		inv := float32(1 / math.Sqrt(s))
+		for i := range v {
+			v[i] *= inv
+		}
+	}
+	return v
+}
+
+// noisyUnit returns c plus Gaussian noise of deviation sd (drawn from r),
+// scaled to unit length.
+func noisyUnit(r *rand.Rand, c []float32, sd float64) []float32 {
+	v := make([]float32, len(c))
+	for i := range v {
+		v[i] = c[i] + float32(r.NormFloat64()*sd)
+	}
+	return unitVec(v)
+}
+
+// blendHalves returns [√w·sem, √(1-w)·lex].
+func blendHalves(sem, lex []float32, w float64) []float32 {
+	a, b := float32(math.Sqrt(w)), float32(math.Sqrt(1-w))
+	v := make([]float32, 0, len(sem)+len(lex))
+	for _, x := range sem {
+		v = append(v, a*x)
+	}
+	for _, x := range lex {
+		v = append(v, b*x)
+	}
+	return v
+}
+
+// testVocab returns n distinct synthetic words "w<i>x<letter>".
+func testVocab(n int) []string {
+	vocab := make([]string, n)
+	for i := range vocab {
+		vocab[i] = fmt.Sprintf("w%dx%c", i, 'a'+rune(i%26))
+	}
+	return vocab
+}
+
+// zipfText returns a function that draws a text of n words from vocab,
+// Zipf-distributed (s 1.1, v 2) with r.
+func zipfText(r *rand.Rand, vocab []string) func(n int) string {
+	z := rand.NewZipf(r, 1.1, 2, uint64(len(vocab)-1))
+	return func(n int) string {
+		ws := make([]string, n)
+		for i := range ws {
+			ws[i] = vocab[z.Uint64()]
+		}
+		return strings.Join(ws, " ")
 	}
 }

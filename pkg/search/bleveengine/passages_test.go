@@ -2,8 +2,6 @@ package bleveengine
 
 import (
 	"context"
-	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -30,45 +28,11 @@ func newPassageCorpus(t testing.TB, n, queries int) *blendCorpus {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(100, 23))
-	unit := func(v []float32) []float32 {
-		var s float64
-		for _, x := range v {
-			s += float64(x) * float64(x)
-		}
-		if s > 0 {
-			inv := float32(1 / math.Sqrt(s))
-			for i := range v {
-				v[i] *= inv
-			}
-		}
-		return v
-	}
-	noisy := func(c []float32, sd float64) []float32 {
-		v := make([]float32, len(c))
-		for i := range v {
-			v[i] = c[i] + float32(r.NormFloat64()*sd)
-		}
-		return unit(v)
-	}
-	blend := func(sem, lex []float32, w float64) []float32 {
-		a, b := float32(math.Sqrt(w)), float32(math.Sqrt(1-w))
-		v := make([]float32, 0, semDim+lexDim)
-		for _, x := range sem {
-			v = append(v, a*x)
-		}
-		for _, x := range lex {
-			v = append(v, b*x)
-		}
-		return v
-	}
 	topics := make([][]float32, 30)
 	for i := range topics {
-		topics[i] = noisy(make([]float32, semDim), 1)
+		topics[i] = noisyUnit(r, make([]float32, semDim), 1)
 	}
-	vocab := make([]string, 4000)
-	for i := range vocab {
-		vocab[i] = fmt.Sprintf("w%dx%c", i, 'a'+rune(i%26))
-	}
+	vocab := testVocab(4000)
 	z := rand.NewZipf(r, 1.1, 2, uint64(len(vocab)-1))
 	c := &blendCorpus{passes: map[int64][][]float32{}}
 	type docWords struct {
@@ -78,7 +42,7 @@ func newPassageCorpus(t testing.TB, n, queries int) *blendCorpus {
 	var all []docWords
 	for i := range n {
 		id := int64(i + 1)
-		dw := docWords{sem: noisy(topics[r.IntN(len(topics))], 0.3)}
+		dw := docWords{sem: noisyUnit(r, topics[r.IntN(len(topics))], 0.3)}
 		for range 25 {
 			dw.words = append(dw.words, vocab[z.Uint64()])
 		}
@@ -93,7 +57,7 @@ func newPassageCorpus(t testing.TB, n, queries int) *blendCorpus {
 					ws[j] = vocab[z.Uint64()]
 				}
 			}
-			vs = append(vs, blend(noisy(dw.sem, 0.1), h.Vector(strings.Join(ws, " ")), 0.4))
+			vs = append(vs, blendHalves(noisyUnit(r, dw.sem, 0.1), h.Vector(strings.Join(ws, " ")), 0.4))
 		}
 		c.passes[id] = vs
 		c.docs = append(c.docs, engine.Document{ID: id, Rev: 1, GroupIDs: []int64{id % 10}, Content: "text", ContentVectors: vs})
@@ -104,7 +68,7 @@ func newPassageCorpus(t testing.TB, n, queries int) *blendCorpus {
 		for j := range ws {
 			ws[j] = dw.words[r.IntN(len(dw.words))]
 		}
-		c.queries = append(c.queries, blend(noisy(dw.sem, 0.3), h.Vector(strings.Join(ws, " ")), 0.7))
+		c.queries = append(c.queries, blendHalves(noisyUnit(r, dw.sem, 0.3), h.Vector(strings.Join(ws, " ")), 0.7))
 	}
 	return c
 }
