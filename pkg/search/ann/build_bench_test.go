@@ -14,10 +14,7 @@ import (
 //
 //	go test ./search/ann -run XXX -bench Build -benchtime 1x
 func BenchmarkBuild(b *testing.B) {
-	n := 3000
-	if s := os.Getenv("DOCREPO_ANN_DOCS"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
+	n := benchDocs(3000)
 	const dim = 768
 	docs, _ := hashCorpus(b, n, 0, dim, true)
 	for b.Loop() {
@@ -29,4 +26,14 @@ func BenchmarkBuild(b *testing.B) {
 		el := time.Since(t0)
 		b.ReportMetric(float64(el.Microseconds())/float64(n), "µs/add")
 	}
+}
+
+// benchDocs returns DOCREPO_ANN_DOCS as a number of documents (0 when it
+// does not parse), or def when it is unset.
+func benchDocs(def int) int {
+	if s := os.Getenv("DOCREPO_ANN_DOCS"); s != "" {
+		n, _ := strconv.Atoi(s)
+		return n
+	}
+	return def
 }

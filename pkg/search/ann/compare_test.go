@@ -2,10 +2,8 @@ package ann
 
 import (
 	"math"
-	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -25,10 +23,7 @@ import (
 //
 //	go test ./search/ann -run XXX -bench Compare -benchtime 1x
 func BenchmarkCompare(b *testing.B) {
-	n := 10000
-	if s := os.Getenv("DOCREPO_ANN_DOCS"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
+	n := benchDocs(10000)
 	const dim = 768
 	docs, long := hashCorpus(b, n, 100, dim, true)
 	_, short := hashCorpus(b, 0, 100, dim, false)
