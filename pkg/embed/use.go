@@ -512,24 +512,15 @@ func (u *USE) passages(ctx context.Context, texts []string, maxPassages int) ([]
 	lexDone := make(chan struct{})
 	go func() {
 		defer close(lexDone)
-		var wg sync.WaitGroup
-		workers := runtime.GOMAXPROCS(0)
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for k := w; k < len(spans); k += workers {
-					s := spans[k]
-					p := &out[s[0]][s[1]]
-					p.Vector = make([]float32, u.id.Dimensions)
-					lv := u.lex.Vector(texts[s[0]][p.Start:p.End])
-					for d, v := range lv {
-						p.Vector[USEDimensions+d] = u.lw * v
-					}
-				}
-			}()
-		}
-		wg.Wait()
+		strided(len(spans), func(k int) {
+			s := spans[k]
+			p := &out[s[0]][s[1]]
+			p.Vector = make([]float32, u.id.Dimensions)
+			lv := u.lex.Vector(texts[s[0]][p.Start:p.End])
+			for d, v := range lv {
+				p.Vector[USEDimensions+d] = u.lw * v
+			}
+		})
 	}()
 	sem := make([][]float32, 0, len(seqs))
 	var encErr error
@@ -688,4 +679,21 @@ scan:
 		out = append(out, span)
 	}
 	return out
+}
+
+// strided runs f(0), …, f(n-1) on GOMAXPROCS goroutines, worker w taking
+// w, w+workers, w+2·workers, …, and returns when all are done.
+func strided(n int, f func(k int)) {
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := w; k < n; k += workers {
+				f(k)
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -6,10 +6,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"unicode"
 
@@ -230,21 +228,12 @@ func TestUSEHubTune(t *testing.T) {
 	}
 	dotAll := func(qs, ds [][]float32) [][]float32 {
 		out := make([][]float32, len(qs))
-		var wg sync.WaitGroup
-		workers := runtime.GOMAXPROCS(0)
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for q := w; q < len(qs); q += workers {
-					out[q] = make([]float32, len(ds))
-					for k := range ds {
-						out[q][k] = float32(dot(qs[q], ds[k]))
-					}
-				}
-			}()
-		}
-		wg.Wait()
+		strided(len(qs), func(q int) {
+			out[q] = make([]float32, len(ds))
+			for k := range ds {
+				out[q][k] = float32(dot(qs[q], ds[k]))
+			}
+		})
 		return out
 	}
 	type set struct {

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -123,25 +122,16 @@ func TestUSEWindows(t *testing.T) {
 	// their nearest passage.
 	ranks := func(qs [][]float32, ps []pv, docs int) [][]float64 {
 		out := make([][]float64, len(qs))
-		var wg sync.WaitGroup
-		workers := runtime.GOMAXPROCS(0)
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for q := w; q < len(qs); q += workers {
-					s := make([]float64, docs)
-					for i := range s {
-						s[i] = math.Inf(-1)
-					}
-					for _, p := range ps {
-						s[p.doc] = max(s[p.doc], -squaredL2(qs[q], p.v))
-					}
-					out[q] = s
-				}
-			}()
-		}
-		wg.Wait()
+		strided(len(qs), func(q int) {
+			s := make([]float64, docs)
+			for i := range s {
+				s[i] = math.Inf(-1)
+			}
+			for _, p := range ps {
+				s[p.doc] = max(s[p.doc], -squaredL2(qs[q], p.v))
+			}
+			out[q] = s
+		})
 		return out
 	}
 	hits := func(sc [][]float64) (top1, top10 int) {
