@@ -227,3 +227,80 @@ func splitPairs(pairs []paraphrasePair) (queries, docs []string) {
 // tuneCacheDir holds the tuning tests' cached vectors (TestUSETune writes
 // them; the others read them).
 var tuneCacheDir = filepath.Join(os.TempDir(), "docrepo-use-tune")
+
+// makeTuneCacheDir creates tuneCacheDir.
+func makeTuneCacheDir(t testing.TB) {
+	t.Helper()
+	if err := os.MkdirAll(tuneCacheDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sciFactClaims returns the texts of SciFact's test claims, in order.
+func sciFactClaims(sf *scifactData) []string {
+	var claims []string
+	for _, q := range sf.Queries {
+		claims = append(claims, q.Text)
+	}
+	return claims
+}
+
+// stemDF counts, per stem outside the stop words, the texts (of all the
+// sets) that hold it: the tuning harness's word statistics.
+func stemDF(sets ...[]string) map[string]int {
+	df := map[string]int{}
+	for _, texts := range sets {
+		for _, text := range texts {
+			seen := map[string]bool{}
+			for _, w := range tokenize(text, maxHashTokens) {
+				if !stopWords[w] {
+					seen[stems.stem(w)] = true
+				}
+			}
+			for s := range seen {
+				df[s]++
+			}
+		}
+	}
+	return df
+}
+
+// dfStats answers EmbedQueriesWithStats from df over docs documents.
+func dfStats(df map[string]int, docs int) WordStats {
+	return func(ctx context.Context, words []string) ([]int64, int64, error) {
+		out := make([]int64, len(words))
+		for i, w := range words {
+			out[i] = int64(df[stems.stem(w)])
+		}
+		return out, int64(docs), nil
+	}
+}
+
+// storedPassages rebuilds, per document, the passages EmbedPassages
+// stores (its windows, the weighted halves, contentPassages) from the
+// encoder's cached parts of the documents; windows counts the windows
+// before contentPassages.
+func storedPassages(t testing.TB, u *USE, docs []string, parts blendParts) (out [][]Passage, windows int) {
+	t.Helper()
+	k := 0
+	for i, text := range docs {
+		var dps []Passage
+		for _, w := range u.windows(text, DefaultMaxPassages) {
+			if parts.doc[k] != i {
+				t.Fatal("passage order")
+			}
+			v := make([]float32, u.id.Dimensions)
+			for d, x := range parts.sem[k] {
+				v[d] = u.sw * x
+			}
+			for d, x := range parts.lex[k] {
+				v[USEDimensions+d] = u.lw * x
+			}
+			k++
+			dps = append(dps, Passage{Start: w[0], End: w[1], Vector: v})
+		}
+		windows += len(dps)
+		out = append(out, u.contentPassages(text, dps))
+	}
+	return out, windows
+}

@@ -51,55 +51,21 @@ func TestUSEExportSciFact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(tuneCacheDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	makeTuneCacheDir(t)
 	dParts := embedParts(t, u, sf.docs, false, filepath.Join(tuneCacheDir, "docs-"+strconv.Itoa(pieces)+".gob"))
 	ev := ExportedVectors{Pieces: pieces}
-	k, n := 0, 0
-	for i, text := range sf.docs {
-		var dps []Passage
-		for _, w := range u.windows(text, DefaultMaxPassages) {
-			if dParts.doc[k] != i {
-				t.Fatal("passage order")
-			}
-			v := make([]float32, u.id.Dimensions)
-			for d, x := range dParts.sem[k] {
-				v[d] = u.sw * x
-			}
-			for d, x := range dParts.lex[k] {
-				v[USEDimensions+d] = u.lw * x
-			}
-			k++
-			dps = append(dps, Passage{Start: w[0], End: w[1], Vector: v})
-		}
+	n := 0
+	stored, _ := storedPassages(t, u, sf.docs, dParts)
+	for i, ps := range stored {
 		var vs [][]float32
-		for _, p := range u.contentPassages(text, dps) {
+		for _, p := range ps {
 			vs = append(vs, p.Vector)
 		}
 		n += len(vs)
 		ev.DocIDs = append(ev.DocIDs, sf.Docs[i].ID)
 		ev.Passages = append(ev.Passages, vs)
 	}
-	df := map[string]int{}
-	for _, text := range sf.docs {
-		seen := map[string]bool{}
-		for _, w := range tokenize(text, maxHashTokens) {
-			if !stopWords[w] {
-				seen[stems.stem(w)] = true
-			}
-		}
-		for s := range seen {
-			df[s]++
-		}
-	}
-	stats := func(ctx context.Context, words []string) ([]int64, int64, error) {
-		out := make([]int64, len(words))
-		for i, w := range words {
-			out[i] = int64(df[stems.stem(w)])
-		}
-		return out, int64(len(sf.docs)), nil
-	}
+	stats := dfStats(stemDF(sf.docs), len(sf.docs))
 	var claims []string
 	for _, q := range sf.Queries {
 		ev.QueryIDs = append(ev.QueryIDs, q.ID)

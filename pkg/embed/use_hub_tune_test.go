@@ -27,10 +27,7 @@ func TestUSEHubTune(t *testing.T) {
 	sf := loadSciFact(t)
 	pq, pd := splitPairs(loadParaphrases(t))
 	hq, hd := splitPairs(loadHeldOutParaphrases(t))
-	var queries []string
-	for _, q := range sf.Queries {
-		queries = append(queries, q.Text)
-	}
+	queries := sciFactClaims(sf)
 	cacheDir := tuneCacheDir
 	u, err := newUSE(tok, enc, USEConfig{PassagePieces: 128}, "use", "")
 	if err != nil {
@@ -129,18 +126,7 @@ func TestUSEHubTune(t *testing.T) {
 
 	// Document frequencies of stems over SciFact (the live index's
 	// dictionary), and the IDF weight functions.
-	df := map[string]int{}
-	for _, text := range sf.docs {
-		seen := map[string]bool{}
-		for _, w := range tokenize(text, maxHashTokens) {
-			if !stopWords[w] {
-				seen[stems.stem(w)] = true
-			}
-		}
-		for s := range seen {
-			df[s]++
-		}
-	}
+	df := stemDF(sf.docs)
 	nDocs := float64(len(sf.docs))
 	idfOf := func(extra map[string]int, extraDocs int) func(w string) float64 {
 		return func(w string) float64 {
@@ -149,22 +135,7 @@ func TestUSEHubTune(t *testing.T) {
 			return math.Log(1 + (nDocs+float64(extraDocs)-n+0.5)/(n+0.5))
 		}
 	}
-	dfOf := func(texts []string) map[string]int {
-		m := map[string]int{}
-		for _, text := range texts {
-			seen := map[string]bool{}
-			for _, w := range tokenize(text, maxHashTokens) {
-				if !stopWords[w] {
-					seen[stems.stem(w)] = true
-				}
-			}
-			for s := range seen {
-				m[s]++
-			}
-		}
-		return m
-	}
-	pdf, hdf := dfOf(pd), dfOf(hd)
+	pdf, hdf := stemDF(pd), stemDF(hd)
 
 	type lexVariant struct {
 		name string

@@ -43,30 +43,13 @@ func TestUSEProductionPath(t *testing.T) {
 	pqParts := embedParts(t, u, pq, true, filepath.Join(cacheDir, "para-queries.gob"))
 	pdParts := embedParts(t, u, pd, false, "")
 	// df as the harness
-	df := map[string]int{}
-	for _, text := range append(slices.Clone(sf.docs), pd...) {
-		seen := map[string]bool{}
-		for _, w := range tokenize(text, maxHashTokens) {
-			if !stopWords[w] {
-				seen[stems.stem(w)] = true
-			}
-		}
-		for s := range seen {
-			df[s]++
-		}
-	}
+	df := stemDF(sf.docs, pd)
 	N := float64(len(sf.docs) + len(pd))
 	idf := func(w string) float64 {
 		n := float64(df[stems.stem(w)])
 		return math.Log(1 + (N-n+0.5)/(n+0.5))
 	}
-	stats := func(ctx context.Context, words []string) ([]int64, int64, error) {
-		out := make([]int64, len(words))
-		for i, w := range words {
-			out[i] = int64(df[stems.stem(w)])
-		}
-		return out, int64(N), nil
-	}
+	stats := dfStats(df, len(sf.docs)+len(pd))
 	// production doc vectors
 	type pv struct {
 		doc int
@@ -146,25 +129,7 @@ func TestUSEProductionPath(t *testing.T) {
 	}
 	t.Logf("paraphrases among the abstracts, right document first: harness %d, production path %d of %d", top1H, top1P, len(pq))
 	// SciFact claims: production vectors, stats over the abstracts only.
-	df2 := map[string]int{}
-	for _, text := range sf.docs {
-		seen := map[string]bool{}
-		for _, w := range tokenize(text, maxHashTokens) {
-			if !stopWords[w] {
-				seen[stems.stem(w)] = true
-			}
-		}
-		for s := range seen {
-			df2[s]++
-		}
-	}
-	stats2 := func(ctx context.Context, words []string) ([]int64, int64, error) {
-		out := make([]int64, len(words))
-		for i, w := range words {
-			out[i] = int64(df2[stems.stem(w)])
-		}
-		return out, int64(len(sf.docs)), nil
-	}
+	stats2 := dfStats(stemDF(sf.docs), len(sf.docs))
 	if os.Getenv("DOCREPO_EMBED_TUNE_PATH_BLEVE") != "" {
 		stops := analysis.NewTokenMap()
 		for _, w := range []string{"a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in",
@@ -194,10 +159,7 @@ func TestUSEProductionPath(t *testing.T) {
 			return out, int64(len(sf.docs)), nil
 		}
 	}
-	var cq []string
-	for _, q := range sf.Queries {
-		cq = append(cq, q.Text)
-	}
+	cq := sciFactClaims(sf)
 	cv, err := u.EmbedQueriesWithStats(context.Background(), cq, stats2)
 	if err != nil {
 		t.Fatal(err)

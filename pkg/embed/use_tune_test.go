@@ -221,14 +221,9 @@ func TestUSETune(t *testing.T) {
 	sf := loadSciFact(t)
 	pq, pd := splitPairs(loadParaphrases(t))
 	hq, hd := splitPairs(loadHeldOutParaphrases(t))
-	var queries []string
-	for _, q := range sf.Queries {
-		queries = append(queries, q.Text)
-	}
+	queries := sciFactClaims(sf)
 	cacheDir := tuneCacheDir
-	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	makeTuneCacheDir(t)
 	weights := []float64{0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 1}
 	windows := []int{32, 64, 96, 128}
 	if s := os.Getenv("DOCREPO_EMBED_TUNE_PIECES"); s != "" {

@@ -50,9 +50,7 @@ func TestUSEWindows(t *testing.T) {
 	sf := loadSciFact(t)
 	pq, pd := splitPairs(loadParaphrases(t))
 	hq, hd := splitPairs(loadHeldOutParaphrases(t))
-	if err := os.MkdirAll(tuneCacheDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	makeTuneCacheDir(t)
 	specs := strings.Split(cmpOr(os.Getenv("DOCREPO_EMBED_TUNE_PIECES"), "64,128,256,256m"), ",")
 	type variant struct {
 		name string
@@ -80,35 +78,14 @@ func TestUSEWindows(t *testing.T) {
 
 	// Word statistics as the harness counts them (TestUSEProductionPath).
 	dfOf := func(texts ...[]string) WordStats {
-		df := map[string]int{}
 		n := 0
 		for _, ts := range texts {
-			for _, text := range ts {
-				n++
-				seen := map[string]bool{}
-				for _, w := range tokenize(text, maxHashTokens) {
-					if !stopWords[w] {
-						seen[stems.stem(w)] = true
-					}
-				}
-				for s := range seen {
-					df[s]++
-				}
-			}
+			n += len(ts)
 		}
-		return func(ctx context.Context, words []string) ([]int64, int64, error) {
-			out := make([]int64, len(words))
-			for i, w := range words {
-				out[i] = int64(df[stems.stem(w)])
-			}
-			return out, int64(n), nil
-		}
+		return dfStats(stemDF(texts...), n)
 	}
 	sfStats, pStats, hStats := dfOf(sf.docs), dfOf(sf.docs, pd), dfOf(sf.docs, hd)
-	var claims []string
-	for _, q := range sf.Queries {
-		claims = append(claims, q.Text)
-	}
+	claims := sciFactClaims(sf)
 	qi := map[string]int{}
 	for i, q := range sf.Queries {
 		qi[q.ID] = i
@@ -176,25 +153,9 @@ func TestUSEWindows(t *testing.T) {
 		dParts := embedParts(t, u, sf.docs, false, filepath.Join(tuneCacheDir, "docs-"+vr.name+".gob"))
 		// The stored vectors, as EmbedPassages makes them.
 		var sfDocs []pv
-		k, windows := 0, 0
-		for i, text := range sf.docs {
-			var dps []Passage
-			for _, w := range u.windows(text, DefaultMaxPassages) {
-				if dParts.doc[k] != i {
-					t.Fatal("passage order")
-				}
-				v := make([]float32, u.id.Dimensions)
-				for d, x := range dParts.sem[k] {
-					v[d] = u.sw * x
-				}
-				for d, x := range dParts.lex[k] {
-					v[USEDimensions+d] = u.lw * x
-				}
-				k++
-				dps = append(dps, Passage{Start: w[0], End: w[1], Vector: v})
-			}
-			windows += len(dps)
-			for _, p := range u.contentPassages(text, dps) {
+		stored, windows := storedPassages(t, u, sf.docs, dParts)
+		for i, ps := range stored {
+			for _, p := range ps {
 				sfDocs = append(sfDocs, pv{i, p.Vector})
 			}
 		}
