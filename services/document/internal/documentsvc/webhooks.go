@@ -431,16 +431,20 @@ func (w *Webhooks) nudge() {
 // their deliveries.
 const webhookBatch = 100
 
-// webhookConsumeLockID is the advisory lock key that makes the replicas
-// consuming the webhook events take turns: each fetches a batch, makes
-// its deliveries and acknowledges it while holding it. JetStream hands
-// the events out to the waiting fetches of every replica in turn (a fetch
-// of 100 does not stop another's while fewer are pending, whatever
+// webhookConsumeLockID is the advisory lock key that makes one replica at
+// a time the active consumer of the webhook events: it holds the lock on
+// a connection of its own for as long as it consumes (the others wait for
+// it, each in one blocked query), and checks that this session is alive
+// before making the deliveries of each batch. JetStream hands the events
+// out to the waiting fetches of every replica in turn (a fetch of 100
+// does not stop another's while fewer are pending, whatever
 // MaxAckPending), so without it two replicas made the deliveries of
 // alternate events, each in its own transaction, and a document's later
 // event could get the earlier delivery id and be sent first; and a
 // replica's acknowledgement (AckAll) of its batch acknowledged the other's
-// events still being handled, lost if that replica then died.
+// events still being handled, lost if that replica then died. (Until
+// 2026-11-26 each batch took and gave back the lock: four round trips per
+// fetch and replica, 40 a second each while idle.)
 const webhookConsumeLockID = 0x77656268 // "wehb"
 
 // ConsumeWebhookEvents turns document events into deliveries until ctx
@@ -474,102 +478,150 @@ func (w *Webhooks) ConsumeWebhookEvents(ctx context.Context, js jetstream.JetStr
 			continue
 		}
 		wait = 100 * time.Millisecond
-		w.consume(ctx, cons)
+		w.consume(ctx, js, cons)
 	}
 	return nil
 }
 
-// consume fetches and handles batches until ctx ends or the consumer is
-// gone, one batch at a time across the replicas (webhookConsumeLockID).
-func (w *Webhooks) consume(ctx context.Context, cons jetstream.Consumer) {
+// consume is the active consumer (webhookConsumeLockID) until ctx ends or
+// the consumer is gone, waiting for its turn first.
+func (w *Webhooks) consume(ctx context.Context, js jetstream.JetStream, cons jetstream.Consumer) {
 	for ctx.Err() == nil {
-		gone, err := w.consumeTurn(ctx, cons)
+		gone, err := w.consumeActive(ctx, js, cons)
 		if gone {
 			return
 		}
 		if err != nil && ctx.Err() == nil {
-			w.log.Warn("taking the webhook consumer's turn failed; retrying", "error", err)
+			w.log.Warn("consuming webhook events as the active replica failed; retrying", "error", err)
 			sleepCtx(ctx, time.Second)
 		}
 	}
 }
 
-// consumeTurn takes the replicas' turn (the advisory lock, on a
-// connection of its own), fetches a batch, makes its deliveries and
-// acknowledges it, then gives the turn back. gone: the consumer is.
-func (w *Webhooks) consumeTurn(ctx context.Context, cons jetstream.Consumer) (gone bool, err error) {
-	conn, err := w.pool.Acquire(ctx)
+// consumeActive waits for the lock on a connection of its own, then, as
+// the active consumer, fetches batches, makes their deliveries and
+// acknowledges them until ctx ends, the consumer is gone (gone) or the
+// session holding the lock is lost (err). Closing the connection gives
+// the lock back.
+func (w *Webhooks) consumeActive(ctx context.Context, js jetstream.JetStream, cons jetstream.Consumer) (gone bool, err error) {
+	conn, err := pgx.ConnectConfig(ctx, w.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return false, err
 	}
-	// Waiting for the turn may outlast the pool's statement timeout
-	// (another replica retrying a batch the database refuses).
+	defer conn.Close(context.Background())
+	// Waiting for the turn outlasts any statement timeout.
 	if _, err := conn.Exec(ctx, `SELECT set_config('statement_timeout', '0', false)`); err != nil {
-		conn.Release()
 		return false, err
 	}
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, webhookConsumeLockID); err != nil {
-		// Cancelled while waiting: the session may hold the lock or be
-		// mid-query; drop it rather than return it to the pool.
-		_ = conn.Conn().Close(context.Background())
-		conn.Release()
 		return false, err
 	}
-	defer func() {
-		unlockCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_, uerr := conn.Exec(unlockCtx, `SELECT pg_advisory_unlock($1)`, webhookConsumeLockID)
-		if uerr == nil {
-			_, uerr = conn.Exec(unlockCtx, `RESET statement_timeout`)
+	w.reclaim(ctx, js, cons)
+	// held checks, in one round trip, that this session is alive and
+	// holds the lock: a session lost (Postgres restarted, the connection
+	// cut) gave it back, and another replica may be consuming now.
+	held := func() error {
+		var ok bool
+		err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+			AND pid = pg_backend_pid() AND classid = 0 AND objid = $1::bigint::oid AND objsubid = 1)`, webhookConsumeLockID).Scan(&ok)
+		if err == nil && !ok {
+			err = errors.New("the session no longer holds the webhook consumer's lock")
 		}
-		if uerr != nil {
-			// Closing the session gives the lock back.
-			_ = conn.Conn().Close(context.Background())
+		return err
+	}
+	for ctx.Err() == nil {
+		msgs, gone := w.fetchBatch(ctx, cons)
+		if gone {
+			return true, nil
 		}
-		conn.Release()
-	}()
-	return w.consumeBatch(ctx, cons), nil
+		if len(msgs) == 0 {
+			continue
+		}
+		if err := w.handleHeld(ctx, msgs, held); err != nil {
+			// Given back at once (not after the ack wait) to whoever is
+			// active now.
+			for _, m := range msgs {
+				_ = m.Nak()
+			}
+			return false, err
+		}
+	}
+	return false, nil
 }
 
-// consumeBatch fetches one batch and handles it; it reports whether the
-// consumer is gone.
-func (w *Webhooks) consumeBatch(ctx context.Context, cons jetstream.Consumer) (gone bool) {
+// reclaimTimeout bounds the consumer reset (a NATS server before 2.14
+// does not answer it).
+const reclaimTimeout = 5 * time.Second
+
+// reclaim makes the events the previous active consumer held
+// unacknowledged deliverable again at once, in order: that replica died
+// (or lost its session) between fetching them and acknowledging their
+// deliveries. Without it they came again only after the ack wait, and
+// meanwhile this consumer's acknowledgement of later events (AckAll)
+// acknowledged them too: their deliveries were never made (the
+// fault-injection test TestWebhooksSurviveKilledDocumentService). Those
+// whose deliveries were made come again too; making them again does
+// nothing (one delivery per subscription and event).
+func (w *Webhooks) reclaim(ctx context.Context, js jetstream.JetStream, cons jetstream.Consumer) {
+	rctx, cancel := context.WithTimeout(ctx, reclaimTimeout)
+	defer cancel()
+	info, err := cons.Info(rctx)
+	if err != nil || info.NumAckPending == 0 {
+		return
+	}
+	resp, err := js.ResetConsumer(rctx, info.Stream, info.Name)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("could not reclaim the webhook events the previous consumer held (NATS 2.14 or newer can); they come again after the ack wait, and later events acknowledged before them are lost",
+				"held", info.NumAckPending, "error", err)
+		}
+		return
+	}
+	w.log.Info("reclaimed the webhook events the previous consumer held unacknowledged", "held", info.NumAckPending, "from_stream_seq", resp.ResetSeq)
+}
+
+// fetchBatch fetches one batch; gone: the consumer is.
+func (w *Webhooks) fetchBatch(ctx context.Context, cons jetstream.Consumer) (msgs []jetstream.Msg, gone bool) {
 	// A short wait: a fetch returns when the batch is full or the wait
 	// is over, and the wait is the events' lag at a low rate.
 	batch, err := cons.Fetch(webhookBatch, jetstream.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
 			w.log.Warn("the webhook events consumer is gone; creating it again", "error", err)
-			return true
+			return nil, true
 		}
 		if ctx.Err() == nil {
 			w.log.Warn("fetching webhook events", "error", err)
 			sleepCtx(ctx, time.Second)
 		}
-		return false
+		return nil, false
 	}
-	var msgs []jetstream.Msg
 	for m := range batch.Messages() {
 		msgs = append(msgs, m)
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil {
 		if _, ierr := cons.Info(ctx); errors.Is(ierr, jetstream.ErrConsumerNotFound) || errors.Is(ierr, jetstream.ErrStreamNotFound) {
-			return true
+			return msgs, true
 		}
 	}
-	if len(msgs) == 0 {
-		return false
-	}
-	// A failure (the database) is retried here, in order and holding
-	// the turn, rather than left for redelivery, which could reorder the
-	// events.
+	return msgs, false
+}
+
+// handleHeld makes the deliveries of a batch and acknowledges it, while
+// held says this replica is still the active consumer. A failure (the
+// database) is retried here, in order, rather than left for redelivery,
+// which could reorder the events.
+func (w *Webhooks) handleHeld(ctx context.Context, msgs []jetstream.Msg, held func() error) error {
 	for wait := 200 * time.Millisecond; ; wait = min(2*wait, 10*time.Second) {
+		if err := held(); err != nil {
+			return err
+		}
 		err := w.handleBatch(ctx, msgs)
 		if err == nil {
 			break
 		}
 		if ctx.Err() != nil {
-			return false
+			return nil
 		}
 		w.log.Warn("making webhook deliveries failed; retrying", "events", len(msgs), "error", err)
 		_ = msgs[len(msgs)-1].InProgress()
@@ -579,7 +631,7 @@ func (w *Webhooks) consumeBatch(ctx context.Context, cons jetstream.Consumer) (g
 		w.log.Warn("acknowledging webhook events failed; they will come again (their deliveries are not made twice)", "error", err)
 	}
 	w.nudge()
-	return false
+	return nil
 }
 
 // subscription is what the consumer needs of one.
