@@ -26,7 +26,7 @@ type faultReceiver struct {
 	mu     sync.Mutex
 	secret string
 	byDoc  map[int64][]hookEvent
-	hold   bool          // the next request is held open, not accepted
+	hold   bool           // the next request is held open, not accepted
 	held   chan hookEvent // a held request's event, once it came
 	srv    *httptest.Server
 }
