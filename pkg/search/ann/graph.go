@@ -153,24 +153,51 @@ func (g *Graph) links(id int32, l int) []int32 {
 // Add quantises v (of the graph's dimension), links it into the graph and
 // returns its node id.
 func (g *Graph) Add(v []float32) int32 {
+	id, _ := g.add(v, false, nil)
+	return id
+}
+
+// AddLogged is Add that also appends to dst a record of what the Add
+// changed in the graph (the node's level and squared norm, its links, and
+// the link lists of the neighbours it changed) and returns dst: Replay
+// applies it to the graph as it was before this Add (read from a
+// checkpoint written by WriteTo and the records logged after it) without
+// computing a distance. A log of these records makes a graph durable
+// between checkpoints (pkg/search/bleveengine).
+func (g *Graph) AddLogged(v []float32, dst []byte) (int32, []byte) {
+	return g.add(v, true, dst)
+}
+
+// addition is what one Add changes in the graph.
+type addition struct {
+	id      int32
+	lvl     int
+	vn      float32
+	own     [][]int32 // own[l]: the new node's links on layer l
+	changes []change
+}
+
+// change is a neighbour's new link list on a layer: appended says that it
+// is the old list with the new node in its first free place.
+type change struct {
+	node     int32
+	layer    int
+	links    []int32
+	appended bool
+}
+
+func (g *Graph) add(v []float32, log bool, dst []byte) (int32, []byte) {
 	if len(v) != g.dim {
 		panic("ann: vector of the wrong dimension")
 	}
 	vn := sqNorm(v)
 	pdist := func(id int32) float32 { return g.vdist(v, vn, id) }
 	lvl := min(int(-math.Log(1-g.rng.Float64())*g.ml), maxLevels-1)
-	id := int32(len(g.level))
+	a := addition{id: int32(len(g.level)), lvl: lvl, vn: vn}
 
 	// Find the neighbours on each layer and the neighbours' new link
 	// lists, reading the graph without a lock: only this writer changes
 	// it.
-	type change struct {
-		node  int32
-		layer int
-		links []int32
-	}
-	var own [][]int32 // own[l]: the new node's links on layer l
-	var changes []change
 	if g.entry >= 0 {
 		cur := g.entry
 		curD := pdist(cur)
@@ -178,7 +205,7 @@ func (g *Graph) Add(v []float32) int32 {
 			cur, curD = g.greedy(pdist, cur, curD, l)
 		}
 		eps := []cand{{id: cur, d: curD}}
-		own = make([][]int32, min(lvl, g.top)+1)
+		a.own = make([][]int32, min(lvl, g.top)+1)
 		for l := min(lvl, g.top); l >= 0; l-- {
 			found := g.layerSearch(pdist, eps, g.efC, l)
 			maxLinks := g.m
@@ -186,17 +213,28 @@ func (g *Graph) Add(v []float32) int32 {
 				maxLinks = g.m0
 			}
 			sel := g.selectHeuristic(found, maxLinks)
-			own[l] = sel
+			a.own[l] = sel
 			for _, nb := range sel {
-				changes = append(changes, change{node: nb, layer: l, links: g.reverseLinks(nb, l, id, v, vn, pdist(nb))})
+				links, appended := g.reverseLinks(nb, l, a.id, v, vn, pdist(nb))
+				a.changes = append(a.changes, change{node: nb, layer: l, links: links, appended: appended})
 			}
 			eps = found
 		}
 	}
-
+	if log {
+		dst = g.appendAddition(dst, &a)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.sqn = append(g.sqn, vn)
+	g.apply(&a)
+	return a.id, dst
+}
+
+// apply links the new node of a into the graph. The caller holds the
+// write lock.
+func (g *Graph) apply(a *addition) {
+	id, lvl := a.id, a.lvl
+	g.sqn = append(g.sqn, a.vn)
 	g.level = append(g.level, uint8(lvl))
 	for range g.m0 {
 		g.links0 = append(g.links0, -1)
@@ -212,11 +250,15 @@ func (g *Graph) Add(v []float32) int32 {
 	if int(id)>>6 >= len(g.deleted) {
 		g.deleted = append(g.deleted, 0)
 	}
-	for l, sel := range own {
+	for l, sel := range a.own {
 		copy(g.links(id, l), sel)
 	}
-	for _, c := range changes {
+	for _, c := range a.changes {
 		dst := g.links(c.node, c.layer)
+		if c.appended {
+			dst[slices.Index(dst, -1)] = id
+			continue
+		}
 		n := copy(dst, c.links)
 		for i := n; i < len(dst); i++ {
 			dst[i] = -1
@@ -225,7 +267,6 @@ func (g *Graph) Add(v []float32) int32 {
 	if g.entry < 0 || lvl > g.top {
 		g.entry, g.top = id, lvl
 	}
-	return id
 }
 
 // reverseLinks returns node nb's links on layer l with the new node id
@@ -235,8 +276,9 @@ func (g *Graph) Add(v []float32) int32 {
 // neighbour list). Keeping merely the closest would drop a new node
 // farther from nb than all of nb's links from every neighbour's list:
 // an outlier (a one-sentence document among abstracts) would get no link
-// pointing to it and no walk could reach it.
-func (g *Graph) reverseLinks(nb int32, l int, id int32, v []float32, vn, d float32) []int32 {
+// pointing to it and no walk could reach it. appended reports the first
+// case.
+func (g *Graph) reverseLinks(nb int32, l int, id int32, v []float32, vn, d float32) ([]int32, bool) {
 	cur := g.links(nb, l)
 	out := make([]int32, 0, len(cur)+1)
 	for _, x := range cur {
@@ -245,7 +287,7 @@ func (g *Graph) reverseLinks(nb int32, l int, id int32, v []float32, vn, d float
 		}
 	}
 	if len(out) < len(cur) {
-		return append(out, id)
+		return append(out, id), true
 	}
 	cs := make([]cand, 0, len(out)+1)
 	for _, x := range out {
@@ -264,7 +306,7 @@ func (g *Graph) reverseLinks(nb int32, l int, id int32, v []float32, vn, d float
 		}
 		return g.ndist(a, b)
 	}
-	return g.selectBy(cs, len(cur), between)
+	return g.selectBy(cs, len(cur), between), false
 }
 
 // selectHeuristic picks up to n of the candidates (sorted nearest first)

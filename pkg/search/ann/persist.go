@@ -32,7 +32,7 @@ func (g *Graph) WriteTo(w io.Writer) (int64, error) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	cw := &countingWriter{w: w, crc: crc32.New(castagnoli)}
-	bw := bufio.NewWriterSize(cw, 1<<20)
+	bw := bufio.NewWriterSize(cw, 64<<10)
 	n := len(g.level)
 	var hdr []byte
 	hdr = append(hdr, magic...)
@@ -108,7 +108,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // draws of the nodes added later.
 func ReadGraph(r io.Reader, vec func(id int32) []float32, cfg Config) (*Graph, error) {
 	crc := crc32.New(castagnoli)
-	raw := bufio.NewReaderSize(r, 1<<20)
+	raw := bufio.NewReaderSize(r, 64<<10)
 	br := io.TeeReader(raw, crc) // the data; the checksum is read from raw
 	hdr := make([]byte, len(magic)+24)
 	if _, err := io.ReadFull(br, hdr); err != nil {

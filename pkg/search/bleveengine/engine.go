@@ -233,6 +233,8 @@ func (e *Engine) load() error {
 	}
 	e.tab, e.slots = newTable(), newSlotCache()
 	err = loadRecords(idx, e.vecs.holds, e.putLoaded)
+	// What open added to the vector index is logged like any write.
+	e.vecs.log.flush()
 	if err == nil {
 		// Vectors of documents deleted after the last checkpoint (a
 		// crash between a delete and its erasure included) were erased
@@ -922,6 +924,7 @@ func (e *Engine) putRecords(recs []record, changes []*termChange) error {
 	}
 	e.unput.Add(-1)
 	e.mu.Unlock()
+	e.vecs.log.flush()
 	return e.vecs.syncErased()
 }
 

@@ -20,6 +20,7 @@ type fullStore struct {
 	f      *os.File // nil in memory
 	chunks atomic.Pointer[[][]float32]
 	n      atomic.Int64 // vectors appended
+	inFile int64        // vectors the file holds (open: its length; the writer's)
 }
 
 // chunkVectors is the number of vectors of a chunk (a 768-dimension
@@ -32,9 +33,10 @@ func newMemStore(dim int) *fullStore {
 	return s
 }
 
-// openFileStore opens the store in path, keeping its first n vectors
-// (a longer file is cut: what follows was written after the last
-// checkpoint and is written again).
+// openFileStore opens the store in path with its first n vectors. A
+// longer file is kept until cut: the vectors after them were written
+// after the last checkpoint, and the log may name them (extend); cut
+// drops the rest, which is written again.
 func openFileStore(path string, dim int, n int64) (*fullStore, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -49,20 +51,41 @@ func openFileStore(path string, dim int, n int64) (*fullStore, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s holds %d bytes, fewer than %d vectors", path, st.Size(), n)
 	}
-	if err := f.Truncate(n * int64(dim) * 4); err != nil {
-		f.Close()
+	s := &fullStore{dim: dim, f: f, inFile: st.Size() / (int64(dim) * 4)}
+	s.chunks.Store(&[][]float32{})
+	if err := s.extend(n); err != nil {
+		s.close()
 		return nil, err
 	}
-	s := &fullStore{dim: dim, f: f}
-	s.chunks.Store(&[][]float32{})
-	for c := int64(0); c*chunkVectors < n; c++ {
+	return s, nil
+}
+
+// extend makes the store's first n vectors (n at least its count) those
+// of its file, which must hold them.
+func (s *fullStore) extend(n int64) error {
+	if n > s.inFile {
+		return fmt.Errorf("the vector file holds %d vectors, fewer than %d", s.inFile, n)
+	}
+	for c := int64(len(*s.chunks.Load())); c*chunkVectors < n; c++ {
 		if err := s.mapChunk(); err != nil {
-			s.close()
-			return nil, err
+			return err
 		}
 	}
 	s.n.Store(n)
-	return s, nil
+	return nil
+}
+
+// cut cuts the file after the store's vectors.
+func (s *fullStore) cut() error {
+	if s.f == nil {
+		return nil
+	}
+	n := s.n.Load()
+	if err := s.f.Truncate(n * int64(s.dim) * 4); err != nil {
+		return err
+	}
+	s.inFile = n
+	return nil
 }
 
 // mapChunk maps the next chunk of the file (beyond the file's end until
@@ -126,6 +149,7 @@ func (s *fullStore) append(v []float32) (int32, error) {
 		}
 	}
 	s.n.Store(id + 1)
+	s.inFile = max(s.inFile, id+1)
 	return int32(id), nil
 }
 

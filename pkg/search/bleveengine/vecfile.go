@@ -63,7 +63,18 @@ func (e *Engine) openVectors() (*vecIndex, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("bleveengine: %w", err)
 	}
-	if err := vx.readState(); err != nil {
+	err := vx.readState()
+	if errors.Is(err, os.ErrNotExist) {
+		// No checkpoint yet: the log of checkpoint 0 (from the empty
+		// index) may hold everything written.
+		if _, serr := os.Stat(vx.logPath(0)); serr == nil {
+			err = nil
+		}
+	}
+	if err == nil {
+		err = vx.recover()
+	}
+	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			slog.Warn("bleveengine: the vector index is rebuilt from the bleve index", "dir", dir, "error", err)
 		}
@@ -72,8 +83,40 @@ func (e *Engine) openVectors() (*vecIndex, error) {
 			return nil, fmt.Errorf("bleveengine: %w", err)
 		}
 		vx = newVecIndex(dir, e.opts.VectorGraph)
+		if vx.log, err = openLog(vx.logPath(0), 0); err != nil {
+			return nil, fmt.Errorf("bleveengine: %w", err)
+		}
 	}
 	return vx, nil
+}
+
+// recover replays the log over the checkpoint read, cuts the vector
+// files after the vectors kept, quantises them and opens the log for the
+// writes to come.
+func (vx *vecIndex) recover() error {
+	valid, err := vx.replayLog()
+	if err != nil {
+		return err
+	}
+	for _, k := range vx.sortedKeys() {
+		s := vx.sets[k]
+		if err := s.full.cut(); err != nil {
+			return err
+		}
+		if s.graph != nil && s.graph.Len() != int(s.full.n.Load()) {
+			return fmt.Errorf("%w: a graph of %d nodes for %d vectors", errCorrupt, s.graph.Len(), s.full.n.Load())
+		}
+		// Both cores quantise; then the file's pages, read once, leave
+		// the process's resident memory (they stay in the page cache):
+		// searches map back only the vectors they re-rank.
+		s.codes.AppendFrom(int(s.full.n.Load()), s.full.vector, runtime.GOMAXPROCS(0))
+	}
+	vx.checkLogged()
+	for _, s := range vx.sets {
+		s.full.release()
+	}
+	vx.log, err = openLog(vx.logPath(vx.seq), valid)
+	return err
 }
 
 func clearDir(dir string) error {
@@ -128,16 +171,11 @@ func (vx *vecIndex) readState() error {
 		}
 		s.full = full
 		vx.sets[k] = s
-		// Both cores quantise; then the file's pages, read once, leave
-		// the process's resident memory (they stay in the page cache):
-		// searches map back only the vectors they re-rank.
-		s.codes.AppendFrom(int(n), full.vector, runtime.GOMAXPROCS(0))
 		if hasGraph {
 			if s.graph, err = vx.readGraph(s); err != nil {
 				return err
 			}
 		}
-		full.release()
 	}
 	ndocs := d.uvarint()
 	if d.err != nil || ndocs > uint64(len(d.b)) {
@@ -180,6 +218,7 @@ func (vx *vecIndex) readGraph(s *vecSet) (*ann.Graph, error) {
 		}
 	}
 	slog.Warn("bleveengine: rebuilding a vector graph", "set", filepath.Base(vx.storePath(s.key)), "vectors", s.full.n.Load(), "error", err)
+	s.rebuilt = true
 	g := ann.New(s.key.dim, s.full.vector, cfg)
 	for i := range int32(s.full.n.Load()) {
 		g.Add(s.full.vector(i))
@@ -270,7 +309,19 @@ func (vx *vecIndex) checkpoint() error {
 			_ = os.Remove(vx.graphPath(k, vx.seq))
 		}
 	}
+	// The new checkpoint holds everything the log recorded: a new log
+	// starts (a crash before it exists replays nothing, and loses
+	// nothing).
+	_ = vx.log.close()
+	_ = os.Remove(vx.logPath(vx.seq))
 	vx.seq, vx.appended = seq, 0
+	if vx.log, err = openLog(vx.logPath(seq), 0); err != nil {
+		vx.log = nil
+		slog.Warn("bleveengine: no vector log until the next start", "error", err)
+	}
+	for _, s := range vx.sets {
+		s.rebuilt = false
+	}
 	return nil
 }
 
@@ -324,8 +375,10 @@ func syncDir(dir string) {
 	}
 }
 
-// close releases the vector files.
+// close releases the vector files and the log.
 func (vx *vecIndex) close() {
+	_ = vx.log.close()
+	vx.log = nil
 	for _, s := range vx.sets {
 		if s.full != nil {
 			_ = s.full.close()

@@ -45,6 +45,10 @@ type vecSet struct {
 	graph *ann.Graph // nil: no graph (exact scans only)
 	owner []int32    // by vector: table slot, -1 when not live; guarded by Engine.mu
 	live  int        // vectors with an owner
+	// rebuilt: the checkpoint's graph was missing or damaged and built
+	// again at open, so the log's graph records (links in the lost
+	// graph) are not replayed: its vectors are added instead.
+	rebuilt bool
 }
 
 // vecRef is a document's vectors in one target: first and count in the
@@ -80,6 +84,17 @@ type vecIndex struct {
 	// numbers the checkpoints (vecfile.go).
 	appended int
 	seq      uint64
+	// log records the changes after checkpoint seq (vlog.go; nil in
+	// memory). At open, replayed counts the vectors replayed from it,
+	// fromLog the documents it bound (checked, then nil), dropped those
+	// whose vectors the files no longer held; added counts the vectors
+	// appended since open (tests: an open after a crash adds none of
+	// those the log has).
+	log      *vecLog
+	replayed int
+	fromLog  map[int64]bool
+	dropped  int
+	added    int
 	// erased marks the sets bind erased vectors of since the last
 	// syncErased, eraseErr the first failure; erasedVectors counts every
 	// vector erased (tests).
@@ -186,6 +201,12 @@ func (e *Engine) vecSet(key setKey) *vecSet {
 	defer e.mu.Unlock()
 	if s.full == nil {
 		f, err := openFileStore(vx.storePath(key), key.dim, 0)
+		if err == nil {
+			// A file left by an earlier run is written again.
+			if err = f.cut(); err != nil {
+				f.close()
+			}
+		}
 		if err != nil {
 			// Without a file the set lives in memory until the next start
 			// rebuilds it from the bleve index.
@@ -199,6 +220,9 @@ func (e *Engine) vecSet(key setKey) *vecSet {
 		s.graph = ann.New(key.dim, s.full.vector, ann.Config{Seed: uint64(key.dim)})
 	}
 	vx.sets[key] = s
+	if s.full.f != nil {
+		vx.logSet(key, s.graph != nil)
+	}
 	return s
 }
 
@@ -247,14 +271,11 @@ func (e *Engine) stageVectors(r *record) (docVecs, error) {
 		first := int32(-1)
 		for p := range n {
 			v := t.v[p*t.dim : (p+1)*t.dim]
-			id, err := set.full.append(v)
+			id, err := vx.appendVector(set, v)
 			if err != nil {
 				return out, err
 			}
-			set.codes.Append(v)
-			if set.graph != nil {
-				set.graph.Add(v)
-			}
+			vx.added++
 			if first < 0 {
 				first = id
 			}
@@ -289,10 +310,16 @@ func (vx *vecIndex) bind(id int64, slot int32, nv docVecs, live bool) {
 	}
 	if !live || nv.c.n == 0 && nv.m.n == 0 {
 		delete(vx.docs, id)
+		if old != nil {
+			vx.logBind(id, nil)
+		}
 		return
 	}
 	d := nv
 	vx.docs[id] = &d
+	if old == nil || *old != d {
+		vx.logBind(id, &d)
+	}
 }
 
 // erase overwrites r's vectors in set key with zeros (see bind); a file

@@ -1,0 +1,262 @@
+package bleveengine
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/docrepo/docrepo/pkg/search/engine"
+)
+
+// denseDocs returns n documents with 1-3 content passages and a metadata
+// vector, random unit vectors of dim values (dense: queries walk the
+// graph).
+func denseDocs(n, dim int) []engine.Document {
+	r := rand.New(rand.NewPCG(5, 6))
+	vec := func() []float32 {
+		v := make([]float32, dim)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		return unitVec(v)
+	}
+	docs := make([]engine.Document, n)
+	for i := range docs {
+		var ps [][]float32
+		for range 1 + r.IntN(3) {
+			ps = append(ps, vec())
+		}
+		docs[i] = engine.Document{ID: int64(i + 1), Rev: 1, Content: "text", ContentVectors: ps, MetadataVector: vec()}
+	}
+	return docs
+}
+
+func contentGraph(t *testing.T, vx *vecIndex, dim int) []byte {
+	t.Helper()
+	s := vx.sets[setKey{dim: dim}]
+	if s == nil || s.graph == nil {
+		t.Fatal("no content graph")
+	}
+	var buf bytes.Buffer
+	if _, err := s.graph.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func copyVectorFiles(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, en := range entries {
+		b, err := os.ReadFile(filepath.Join(from, en.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, en.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestVectorLogTornAtEveryByte: a crash leaves the vector log cut at any
+// byte of its last records. Replayed over the checkpoint, it gives the
+// graph the engine had after some whole write, byte for byte (the one
+// after the last write whose records are whole, or, cut in a write's
+// last records, the graph with that write's vectors linked but the
+// document not bound), never a graph with a half-applied record; a
+// document is bound only when its records are whole. A whole engine
+// opened from such a directory adds again exactly the vectors of the
+// document whose records were cut, and answers vector queries like an
+// exact scan.
+func TestVectorLogTornAtEveryByte(t *testing.T) {
+	ctx := context.Background()
+	const dim = 16
+	docs := denseDocs(160, dim)
+	root := t.TempDir()
+	dir := filepath.Join(root, "idx")
+	opts := Options{VectorGraph: GraphAlways}
+	e, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Upsert(ctx, docs[:150]); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil { // a checkpoint
+		t.Fatal(err)
+	}
+	if e, err = Open(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.Upsert(ctx, docs[150:156]); err != nil {
+		t.Fatal(err)
+	}
+	logPath := e.vecs.logPath(e.vecs.seq)
+	type mark struct {
+		size  int64
+		graph []byte
+	}
+	snap := func() mark {
+		st, err := os.Stat(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mark{size: st.Size(), graph: contentGraph(t, e.vecs, dim)}
+	}
+	// The last documents one write each, of one passage: a write logs
+	// the content vector, the metadata vector and the document's bind.
+	marks := []mark{snap()}
+	last := docs[156:]
+	for i := range last {
+		last[i].ContentVectors = last[i].ContentVectors[:1]
+	}
+	for _, d := range last {
+		if _, err := e.Upsert(ctx, []engine.Document{d}); err != nil {
+			t.Fatal(err)
+		}
+		marks = append(marks, snap())
+	}
+	crashed := filepath.Join(root, "crashed")
+	copyDir(t, dir, crashed)
+	full, err := os.ReadFile(filepath.Join(crashed, vectorsDir, filepath.Base(logPath)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(full)) != marks[len(marks)-1].size {
+		t.Fatalf("log of %d bytes, %d written", len(full), marks[len(marks)-1].size)
+	}
+
+	// Every byte of the last write's records (a trial rewrites the files
+	// recovery changes: the vector files it cuts and the log).
+	trial := filepath.Join(root, "trial")
+	copyVectorFiles(t, filepath.Join(crashed, vectorsDir), trial)
+	f32s, _ := filepath.Glob(filepath.Join(trial, "*.f32"))
+	saved := map[string][]byte{}
+	for _, p := range f32s {
+		saved[p], _ = os.ReadFile(p)
+	}
+	from := marks[len(marks)-2].size
+	t.Logf("%d cuts", int64(len(full))-from+1)
+	t0 := time.Now()
+	for cut := from; cut <= int64(len(full)); cut++ {
+		// k: the documents of last whose records are whole.
+		k := 0
+		for k+1 < len(marks) && marks[k+1].size <= cut {
+			k++
+		}
+		for p, b := range saved {
+			if st, err := os.Stat(p); err == nil && st.Size() == int64(len(b)) {
+				continue // not cut by the last trial
+			}
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(trial, filepath.Base(logPath)), full[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		vx := newVecIndex(trial, GraphAlways)
+		if err := vx.readState(); err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		if err := vx.recover(); err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		g := contentGraph(t, vx, dim)
+		switch {
+		case bytes.Equal(g, marks[k].graph):
+		case k+1 < len(marks) && bytes.Equal(g, marks[k+1].graph):
+			// The next document's content vector is whole, its bind
+			// record is not.
+		default:
+			t.Fatalf("cut at %d (after %d whole documents): the replayed graph is none the engine had (%d nodes; %d bytes vs %d, first difference at %d)", cut, k, vx.sets[setKey{dim: dim}].graph.Len(), len(g), len(marks[k].graph), firstDiff(g, marks[k].graph))
+		}
+		for i, d := range last {
+			_, bound := vx.docs[d.ID]
+			if bound != (i < k) {
+				t.Fatalf("cut at %d (after %d whole documents): document %d bound %v", cut, k, d.ID, bound)
+			}
+		}
+		for _, d := range docs[150:156] {
+			if _, ok := vx.docs[d.ID]; !ok {
+				t.Fatalf("cut at %d: document %d of a whole write not bound", cut, d.ID)
+			}
+		}
+		vx.close()
+	}
+
+	t.Logf("cuts done %v", time.Since(t0))
+	// Whole engines: cut one byte short of each of the last writes.
+	for i := 1; i < len(marks); i++ {
+		d := last[i-1]
+		cutDir := filepath.Join(root, "cut")
+		_ = os.RemoveAll(cutDir)
+		copyDir(t, crashed, cutDir)
+		if err := os.Truncate(filepath.Join(cutDir, vectorsDir, filepath.Base(logPath)), marks[i].size-1); err != nil {
+			t.Fatal(err)
+		}
+		e2, err := Open(cutDir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The cut write's two vectors and those of the writes after it.
+		if want := 2 * (len(marks) - i); e2.vecs.added != want {
+			t.Errorf("log cut in document %d's write: open added %d vectors, want %d", d.ID, e2.vecs.added, want)
+		}
+		for _, q := range []engine.Document{d, docs[3], docs[152]} {
+			got := vectorSearch(t, e2, q.ContentVectors[0], 10, "content", nil)
+			want := exactContent(docs, q.ContentVectors[0], 10)
+			if !slices.Equal(got, want) {
+				t.Errorf("log cut in document %d's write: nearest to %d's passage %v, exact %v", d.ID, q.ID, got, want)
+			}
+		}
+		if err := e2.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// exactContent returns the k documents nearest to q by their nearest
+// passage (ties by id).
+func exactContent(docs []engine.Document, q []float32, k int) []int64 {
+	dist := map[int64]float64{}
+	var ids []int64
+	for _, d := range docs {
+		best := -1.0
+		for _, p := range d.ContentVectors {
+			var s float64
+			for i := range p {
+				x := float64(p[i]) - float64(q[i])
+				s += x * x
+			}
+			if best < 0 || s < best {
+				best = s
+			}
+		}
+		dist[d.ID] = best
+		ids = append(ids, d.ID)
+	}
+	sortByDist(ids, dist)
+	return ids[:k]
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
