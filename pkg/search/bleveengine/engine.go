@@ -139,6 +139,9 @@ type table struct {
 	gen uint64
 	// stats caches the statistics views of recent callers (statsView).
 	stats *statsCache
+	// folders lists, per folder, the slots of the live documents in it,
+	// ascending (folderIndex).
+	folders folderIndex
 }
 
 // account adds (sign 1) or removes (sign -1) a record's share of the
@@ -164,7 +167,7 @@ func (t *table) account(r *record, sign int) {
 }
 
 func newTable() *table {
-	return &table{slots: make(map[int64]int32), stats: newStatsCache()}
+	return &table{slots: make(map[int64]int32), stats: newStatsCache(), folders: folderIndex{}}
 }
 
 func (t *table) get(id int64) (*record, bool) {
@@ -185,6 +188,7 @@ func (t *table) put(r record, ch *termChange) int32 {
 		cur := &t.recs[s]
 		old := *cur
 		t.account(cur, -1)
+		t.folders.move(s, &old, &r)
 		*cur = r
 		t.account(&r, 1)
 		t.stats.update(t, s, &old, cur, ch)
@@ -194,6 +198,7 @@ func (t *table) put(r record, ch *termChange) int32 {
 	t.slots[r.id] = s
 	t.recs = append(t.recs, r)
 	t.account(&r, 1)
+	t.folders.move(s, nil, &r)
 	t.stats.update(t, s, nil, &t.recs[s], ch)
 	return s
 }

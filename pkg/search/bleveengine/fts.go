@@ -242,7 +242,7 @@ func (b *searcherBuilder) build(q *qnode, opts search.SearcherOptions) (search.S
 		}
 		// The positional searcher is leaner than bleve's phrase searcher,
 		// which builds location maps for every candidate.
-		return newPosSearcher(b.ctx, b.r, [][]posTerm{parts}, 0, b.stats, opts)
+		return b.positional([][]posTerm{parts}, 0, opts)
 	case qPrefix:
 		return b.prefix(q, opts)
 	case qNear:
@@ -250,7 +250,7 @@ func (b *searcherBuilder) build(q *qnode, opts search.SearcherOptions) (search.S
 		for i, c := range q.clauses {
 			clauses[i] = b.an.phraseParts(q.field, c, b.grams)
 		}
-		return newPosSearcher(b.ctx, b.r, clauses, q.slop, b.stats, opts)
+		return b.positional(clauses, q.slop, opts)
 	case qAny:
 		kids, err := b.buildAll(q.kids, opts)
 		if err != nil {
@@ -290,6 +290,16 @@ func (b *searcherBuilder) build(q *qnode, opts search.SearcherOptions) (search.S
 		return s, nil
 	}
 	return nil, fmt.Errorf("bleveengine: unknown node kind %d", q.kind)
+}
+
+// positional returns a searcher of phrases within slop (posSearcher's
+// rule): segPosSearcher on a scorch snapshot, posSearcher otherwise.
+func (b *searcherBuilder) positional(clauses [][]posTerm, slop int, opts search.SearcherOptions) (search.Searcher, error) {
+	s, err := newSegPosSearcher(b.ctx, b.r, clauses, slop, b.stats, opts)
+	if err != nil || s != nil {
+		return s, err
+	}
+	return newPosSearcher(b.ctx, b.r, clauses, slop, b.stats, opts)
 }
 
 func (b *searcherBuilder) buildAll(qs []*qnode, opts search.SearcherOptions) ([]search.Searcher, error) {

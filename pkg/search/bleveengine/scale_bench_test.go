@@ -519,6 +519,41 @@ func logMemory(b *testing.B, dir string, n int) {
 		mib(ms.HeapInuse), float64(ms.HeapInuse)/float64(n), mib(anon), float64(anon)/float64(n), mib(file), mib(disk), float64(disk)/float64(n))
 }
 
+// probeMode is a search mode of the perf probe: gen returns a request
+// body; vector modes need a query vector too.
+type probeMode struct {
+	name   string
+	vector bool
+	gen    func() string
+}
+
+// probeModes returns the perf probe's search modes over gen's documents,
+// drawing words and folders from r.
+func probeModes(gen *scaleGen, r *rand.Rand) []probeMode {
+	word := func() string { return gen.vocab[50+r.IntN(1500)] }
+	phrase := func() string {
+		ws := strings.Fields(gen.doc(r.IntN(1000)).Content)
+		i := r.IntN(len(ws) - 1)
+		return ws[i] + " " + ws[i+1]
+	}
+	q := func(s string) string { j, _ := json.Marshal(s); return string(j) }
+	fts := func(s string) string { return `{"fts": {"query": ` + q(s) + `}}` }
+	vec := `{"vector": {"target": "content", "query": "x"}}`
+	meta := func() string { return fmt.Sprintf(`{"eq": {"field": "filesbelongto", "value": %d}}`, r.IntN(100)) }
+	return []probeMode{
+		{"fts AND", false, func() string { return `{"where": ` + fts(word()+" "+word()) + `}` }},
+		{"fts OR", false, func() string { return `{"where": ` + fts(word()+" OR "+word()+" OR "+word()) + `}` }},
+		{"phrase", false, func() string { return `{"where": ` + fts(`"`+phrase()+`"`) + `}` }},
+		{"prefix", false, func() string { return `{"where": ` + fts(word()[:3]+"*") + `}` }},
+		{"near", false, func() string { return `{"where": ` + fts(`*N5"`+phrase()+`"`) + `}` }},
+		{"vector", true, func() string { return `{"where": ` + vec + `}` }},
+		{"fts+vector", true, func() string { return `{"where": {"and": [` + fts(word()) + `, ` + vec + `]}}` }},
+		{"metadata", false, func() string { return `{"where": ` + meta() + `}` }},
+		{"fts+metadata", false, func() string { return `{"where": {"and": [` + fts(word()) + `, ` + meta() + `]}}` }},
+		{"highlights", false, func() string { return `{"where": ` + fts(word()) + `, "options": {"include_highlights": true}}` }},
+	}
+}
+
 // BenchmarkScaleModes measures every search mode of the perf probe on an
 // index BenchmarkVectorScale built (DOCREPO_BENCH_INDEX, required), as a
 // user who sees 10 % of the documents (10 of the 100 groups) and
@@ -534,31 +569,7 @@ func BenchmarkScaleModes(b *testing.B) {
 	gen := newScaleGen(b, os.Getenv("DOCREPO_BENCH_VECTORS") == "blend")
 	r := rand.New(rand.NewPCG(7, 7))
 	word := func() string { return gen.vocab[50+r.IntN(1500)] }
-	phrase := func() string {
-		ws := strings.Fields(gen.doc(r.IntN(1000)).Content)
-		i := r.IntN(len(ws) - 1)
-		return ws[i] + " " + ws[i+1]
-	}
-	q := func(s string) string { j, _ := json.Marshal(s); return string(j) }
-	fts := func(s string) string { return `{"fts": {"query": ` + q(s) + `}}` }
-	vec := `{"vector": {"target": "content", "query": "x"}}`
-	meta := func() string { return fmt.Sprintf(`{"eq": {"field": "filesbelongto", "value": %d}}`, r.IntN(100)) }
-	modes := []struct {
-		name   string
-		vector bool
-		gen    func() string
-	}{
-		{"fts AND", false, func() string { return `{"where": ` + fts(word()+" "+word()) + `}` }},
-		{"fts OR", false, func() string { return `{"where": ` + fts(word()+" OR "+word()+" OR "+word()) + `}` }},
-		{"phrase", false, func() string { return `{"where": ` + fts(`"`+phrase()+`"`) + `}` }},
-		{"prefix", false, func() string { return `{"where": ` + fts(word()[:3]+"*") + `}` }},
-		{"near", false, func() string { return `{"where": ` + fts(`*N5"`+phrase()+`"`) + `}` }},
-		{"vector", true, func() string { return `{"where": ` + vec + `}` }},
-		{"fts+vector", true, func() string { return `{"where": {"and": [` + fts(word()) + `, ` + vec + `]}}` }},
-		{"metadata", false, func() string { return `{"where": ` + meta() + `}` }},
-		{"fts+metadata", false, func() string { return `{"where": {"and": [` + fts(word()) + `, ` + meta() + `]}}` }},
-		{"highlights", false, func() string { return `{"where": ` + fts(word()) + `, "options": {"include_highlights": true}}` }},
-	}
+	modes := probeModes(gen, r)
 	for _, who := range []struct {
 		name   string
 		groups []int64

@@ -225,7 +225,14 @@ func (run *searchRun) collect(comp *compiler, eligible eligibility, nearest []ne
 		if len(d.slots) == 0 {
 			return nil, run.checkCtx()
 		}
+		if fs, ok := run.tab.folderSlots(plan.Filters); ok && len(fs) < len(d.slots) {
+			return run.scanFrom(fs, eligible, fullText)
+		}
 		return run.scan(d.slots, eligible, fullText)
+	}
+	if fs, ok := run.tab.folderSlots(plan.Filters); ok {
+		// Only documents in the filter's folders can match.
+		return run.scanFrom(fs, eligible, fullText)
 	}
 	return run.scan(nil, eligible, fullText)
 }
@@ -244,6 +251,15 @@ func nearestMatches(nearest []neighbour, recs []record, withFullText bool, fullT
 		}
 	}
 	return out
+}
+
+// scanFrom is scan of the given slots, which may be none (scan of nil
+// slots is every slot).
+func (run *searchRun) scanFrom(slots []int32, eligible eligibility, fullText evalFn) ([]match, error) {
+	if len(slots) == 0 {
+		return nil, run.checkCtx()
+	}
+	return run.scan(slots, eligible, fullText)
 }
 
 // scan evaluates the given slots (every slot of the table when slots is

@@ -1,0 +1,286 @@
+package bleveengine
+
+import (
+	"context"
+	"encoding/binary"
+	"slices"
+	"sort"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/search"
+	index "github.com/blevesearch/bleve_index_api"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
+)
+
+// segPositional enables segPosSearcher for phrases and NEAR (the tests
+// turn it off to compare it with posSearcher, which it replaces on scorch
+// snapshots).
+var segPositional = true
+
+// segPosSearcher is posSearcher read segment by segment straight from the
+// index's postings (issue 23: NEAR and phrases cost by their matches).
+// posSearcher leapfrogs term readers that decode every posting they land
+// on with its locations, copied into term vectors, although most of those
+// documents lack another term; here the documents holding every term are
+// first found by intersecting the terms' document bitmaps per segment, and
+// only those are read with their positions (the postings iterators skip
+// the others' frequencies and locations without decoding them). The
+// matches, their order and their scores are posSearcher's: the same
+// position rule (phraseStartsIdx, nearWindows) and the same sum of BM25
+// scores over the terms.
+type segPosSearcher struct {
+	segs    []*scorch.SegmentSnapshot
+	bases   []uint64 // first global document number of each segment
+	terms   []posTerm
+	scorers []bm25
+	scored  bool
+	clauses [][]int
+	lens    []int
+	slop    int
+	count   uint64
+
+	si    int // current segment; len(segs) when done
+	open  bool
+	its   []segment.PostingsIterator
+	cand  roaring.IntPeekable
+	dicts map[string]segment.TermDictionary
+	pos   [][]int
+	start [][]int
+	freq  []uint64
+	norm  []float64
+}
+
+// newSegPosSearcher returns a segPosSearcher for the clauses, or nil when r
+// is not a scorch snapshot (posSearcher is used then).
+func newSegPosSearcher(ctx context.Context, r index.IndexReader, clauses [][]posTerm, slop int, stats collectionStats, opts search.SearcherOptions) (search.Searcher, error) {
+	snap, ok := r.(*scorch.IndexSnapshot)
+	if !ok || !segPositional {
+		return nil, nil
+	}
+	s := &segPosSearcher{segs: snap.Segments(), slop: slop, scored: opts.Score != "none"}
+	var base uint64
+	for _, ss := range s.segs {
+		s.bases = append(s.bases, base)
+		base += ss.Segment().Count()
+	}
+	idx := map[posTerm]int{}
+	for _, c := range clauses {
+		ci := make([]int, len(c))
+		for j, t := range c {
+			if t.term == "" {
+				ci[j] = -1
+				continue
+			}
+			i, ok := idx[t]
+			if !ok {
+				i = len(s.terms)
+				idx[t] = i
+				s.terms = append(s.terms, t)
+			}
+			ci[j] = i
+		}
+		s.clauses = append(s.clauses, ci)
+		s.lens = append(s.lens, len(c))
+	}
+	s.count = 0
+	for i, t := range s.terms {
+		// The document frequency is the term reader's, as posSearcher's.
+		tfr, err := r.TermFieldReader(ctx, []byte(t.term), t.field, false, false, false)
+		if err != nil {
+			return nil, err
+		}
+		n := tfr.Count()
+		_ = tfr.Close()
+		if i == 0 || n < s.count {
+			s.count = n
+		}
+		var scorer bm25
+		if s.scored {
+			df, err := stats.docFreq(t.field, t.term, n)
+			if err != nil {
+				return nil, err
+			}
+			scorer = newBM25(stats.field(t.field), df)
+		}
+		s.scorers = append(s.scorers, scorer)
+	}
+	n := len(s.terms)
+	s.its = make([]segment.PostingsIterator, n)
+	s.pos = make([][]int, n)
+	s.freq = make([]uint64, n)
+	s.norm = make([]float64, n)
+	s.start = make([][]int, len(clauses))
+	return s, nil
+}
+
+// actual returns the documents of a postings iterator (deleted ones
+// excluded).
+func actual(it segment.PostingsIterator) *roaring.Bitmap {
+	o, ok := it.(segment.OptimizablePostingsIterator)
+	if !ok {
+		return nil
+	}
+	if d, ok := o.DocNum1Hit(); ok {
+		return roaring.BitmapOf(uint32(d))
+	}
+	return o.ActualBitmap()
+}
+
+// openSeg prepares segment si: a postings iterator per term and the
+// documents holding them all. It returns false when a term's postings
+// cannot be intersected (then the caller falls back, see errFallback).
+func (s *segPosSearcher) openSeg() error {
+	ss := s.segs[s.si]
+	seg := ss.Segment()
+	clear(s.dicts)
+	if s.dicts == nil {
+		s.dicts = map[string]segment.TermDictionary{}
+	}
+	var bm *roaring.Bitmap
+	for i, t := range s.terms {
+		d := s.dicts[t.field]
+		if d == nil {
+			var err error
+			if d, err = seg.Dictionary(t.field); err != nil {
+				return err
+			}
+			s.dicts[t.field] = d
+		}
+		pl, err := d.PostingsList([]byte(t.term), ss.Deleted(), nil)
+		if err != nil {
+			return err
+		}
+		var it segment.PostingsIterator
+		if pl != nil {
+			it = pl.Iterator(true, true, true, nil)
+		}
+		s.its[i] = it
+		var a *roaring.Bitmap
+		if it != nil {
+			a = actual(it)
+		}
+		if a == nil || a.IsEmpty() {
+			bm = nil
+			break
+		}
+		if bm == nil {
+			bm = a.Clone()
+		} else {
+			bm.And(a)
+		}
+		if bm.IsEmpty() {
+			break
+		}
+	}
+	s.open = true
+	if bm == nil || bm.IsEmpty() {
+		s.cand = nil
+		return nil
+	}
+	s.cand = bm.Iterator()
+	return nil
+}
+
+// internalID encodes a global document number as scorch does.
+func internalID(dst index.IndexInternalID, num uint64) index.IndexInternalID {
+	return binary.BigEndian.AppendUint64(dst[:0], num)
+}
+
+func (s *segPosSearcher) Next(ctx *search.SearchContext) (*search.DocumentMatch, error) {
+	for s.si < len(s.segs) {
+		if !s.open {
+			if err := s.openSeg(); err != nil {
+				return nil, err
+			}
+		}
+		for s.cand != nil && s.cand.HasNext() {
+			d := uint64(s.cand.Next())
+			ok, err := s.check(d)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+			dm := ctx.DocumentMatchPool.Get()
+			dm.IndexInternalID = internalID(dm.IndexInternalID, s.bases[s.si]+d)
+			dm.Score = 0
+			if s.scored {
+				for i := range s.terms {
+					dm.Score += s.scorers[i].score(s.freq[i], s.norm[i])
+				}
+			}
+			return dm, nil
+		}
+		s.si++
+		s.open = false
+	}
+	return nil, nil
+}
+
+// check reads the positions of every term in local document d (which
+// holds them all) and applies the position rule.
+func (s *segPosSearcher) check(d uint64) (bool, error) {
+	for i, it := range s.its {
+		p, err := it.Advance(d)
+		if err != nil {
+			return false, err
+		}
+		if p == nil || p.Number() != d {
+			// Cannot happen: d is in every term's bitmap.
+			return false, nil
+		}
+		s.freq[i], s.norm[i] = p.Frequency(), p.Norm()
+		ps := s.pos[i][:0]
+		for _, l := range p.Locations() {
+			ps = append(ps, int(l.Pos()))
+		}
+		if !slices.IsSorted(ps) {
+			slices.Sort(ps)
+		}
+		s.pos[i] = ps
+	}
+	for i, c := range s.clauses {
+		s.start[i] = phraseStartsIdx(c, s.pos, s.start[i][:0])
+		if len(s.start[i]) == 0 {
+			return false, nil
+		}
+	}
+	return nearWindows(s.start, s.lens, s.slop, nil), nil
+}
+
+func (s *segPosSearcher) Advance(ctx *search.SearchContext, id index.IndexInternalID) (*search.DocumentMatch, error) {
+	if len(id) != 8 {
+		return s.Next(ctx)
+	}
+	num := binary.BigEndian.Uint64(id)
+	i := sort.Search(len(s.bases), func(x int) bool { return s.bases[x] > num }) - 1
+	if i < s.si {
+		i = s.si
+	}
+	if i >= len(s.segs) {
+		s.si = len(s.segs)
+		return nil, nil
+	}
+	if i > s.si {
+		s.si, s.open = i, false
+	}
+	if !s.open {
+		if err := s.openSeg(); err != nil {
+			return nil, err
+		}
+	}
+	if s.cand != nil && num >= s.bases[i] {
+		s.cand.AdvanceIfNeeded(uint32(num - s.bases[i]))
+	}
+	return s.Next(ctx)
+}
+
+func (s *segPosSearcher) Close() error               { return nil }
+func (s *segPosSearcher) Weight() float64            { return 0 }
+func (s *segPosSearcher) SetQueryNorm(float64)       {}
+func (s *segPosSearcher) Count() uint64              { return s.count }
+func (s *segPosSearcher) Min() int                   { return 0 }
+func (s *segPosSearcher) Size() int                  { return 256 * (1 + len(s.terms)) }
+func (s *segPosSearcher) DocumentMatchPoolSize() int { return 2 }

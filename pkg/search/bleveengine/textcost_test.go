@@ -1,0 +1,219 @@
+package bleveengine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docrepo/docrepo/pkg/search/engine"
+)
+
+// setFastPaths turns the cheaper search paths of issue 23 on or off
+// (off: the paths they replace), returning a function restoring them.
+func setFastPaths(on bool) func() {
+	pos, folders := segPositional, folderDriver
+	segPositional, folderDriver = on, on
+	return func() { segPositional, folderDriver = pos, folders }
+}
+
+// TestFastPathsAgree runs phrase, NEAR and metadata searches on a small
+// index of several segments (with updated and deleted documents) with the
+// cheaper paths and with the ones they replace, as unrestricted and
+// restricted callers: totals, hits, their order and their scores must be
+// the same.
+func TestFastPathsAgree(t *testing.T) {
+	ctx := context.Background()
+	e := newTestEngine(t, t.TempDir()+"/index", Options{})
+	r := rand.New(rand.NewPCG(3, 4))
+	vocab := strings.Fields("the of report annual tax invoice contract alpha beta gamma delta paid due late fee notice state art")
+	text := func(n int) string {
+		ws := make([]string, n)
+		for i := range ws {
+			// Skewed: the first words are frequent.
+			ws[i] = vocab[min(r.IntN(len(vocab)), r.IntN(len(vocab)))]
+		}
+		return strings.Join(ws, " ")
+	}
+	doc := func(id, rev int64) engine.Document {
+		return engine.Document{
+			ID: id, Rev: rev, GroupIDs: []int64{id % 5}, FolderIDs: []int64{(id + rev) % 7, 10 + id%3},
+			DocType: ptr([]string{"Invoice", "Contract", "Letter"}[id%3]), Content: text(5 + r.IntN(40)),
+		}
+	}
+	// Batches of their own make several segments.
+	for b := range 6 {
+		var docs []engine.Document
+		for i := range 150 {
+			docs = append(docs, doc(int64(b*150+i+1), 1))
+		}
+		if _, err := e.Upsert(ctx, docs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id := int64(1); id <= 900; id += 11 {
+		if _, err := e.Upsert(ctx, []engine.Document{doc(id, 2)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id := int64(5); id <= 900; id += 13 {
+		if err := e.Delete(ctx, id, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fts := func(q string) string { return fmt.Sprintf(`{"where": {"fts": {"query": %q}}}`, q) }
+	queries := []string{
+		fts(`"annual report"`), fts(`"the report"`), fts(`"tax of the"`), fts(`"state of the art"`),
+		fts(`"late fee notice"`), fts(`"of the"`), fts(`"zzz report"`),
+		fts(`*N5"annual report"`), fts(`*N"tax invoice"`), fts(`*N0"paid due"`), fts(`*N3"the of report"`),
+		fts(`*NP2"annual report" "tax invoice"`), fts(`*N5"fee zzz"`),
+		fts(`"annual report" OR *N2"late fee"`), fts(`"annual report" -"tax invoice"`), fts(`tax "paid due"`),
+		fts(`"annual report" tax*`),
+		fmt.Sprintf(`{"where": {"fts": {"query": %q}}, "limit": 7, "offset": 5}`, `*N4"report tax"`),
+		fmt.Sprintf(`{"where": {"fts": {"query": %q}}, "sort": [{"field": "doc_type"}]}`, `"annual report"`),
+		`{"where": {"eq": {"field": "filesbelongto", "value": 3}}}`,
+		`{"where": {"eq": {"field": "filesbelongto", "value": 11}}, "limit": 50, "offset": 30}`,
+		`{"where": {"eq": {"field": "filesbelongto", "value": 99}}}`,
+		`{"where": {"in": {"field": "filesbelongto", "value": [2, 11]}}, "sort": [{"field": "doc_type", "direction": "desc"}]}`,
+		`{"where": {"and": [{"eq": {"field": "filesbelongto", "value": 4}}, {"eq": {"field": "doc_type", "value": "Invoice"}}]}}`,
+		`{"where": {"and": [{"eq": {"field": "filesbelongto", "value": 4}}, {"fts": {"query": "\"annual report\""}}]}}`,
+		`{"where": {"or": [{"eq": {"field": "filesbelongto", "value": 4}}, {"eq": {"field": "doc_type", "value": "Letter"}}]}}`,
+		`{"where": {"not": {"eq": {"field": "filesbelongto", "value": 4}}}}`,
+		`{"where": {"ne": {"field": "filesbelongto", "value": 4}}}`,
+	}
+	callers := []struct {
+		name string
+		req  engine.Request
+	}{
+		{"unrestricted", engine.Request{Unrestricted: true}},
+		{"groups 1,3", engine.Request{GroupIDs: []int64{1, 3}}},
+	}
+	matched := 0
+	for _, c := range callers {
+		for _, body := range queries {
+			req := c.req
+			req.Query = queryOf(t, body)
+			restore := setFastPaths(false)
+			want, werr := e.Search(ctx, req)
+			restore()
+			restore = setFastPaths(true)
+			got, gerr := e.Search(ctx, req)
+			restore()
+			if (werr != nil) != (gerr != nil) {
+				t.Fatalf("%s %s: errors differ: %v, %v", c.name, body, werr, gerr)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s %s:\n got %+v\nwant %+v", c.name, body, got, want)
+			}
+			if want.Total > 0 {
+				matched++
+			}
+		}
+	}
+	// The comparison means something only when most searches match.
+	if matched < len(queries) {
+		t.Fatalf("only %d of %d searches matched anything", matched, 2*len(queries))
+	}
+}
+
+// BenchmarkTextCost measures the CPU per search of the text and metadata
+// modes of the perf probe with the cheaper paths of issue 23 and with the
+// paths they replace, side by side on one index (DOCREPO_BENCH_INDEX,
+// built by BenchmarkVectorScale): per mode and caller, 100 requests run
+// in rounds alternating the two (old then new, new then old), and every
+// request's results must be the same both ways. DOCREPO_BENCH_MODES (a
+// comma-separated list, e.g. "near,phrase") and DOCREPO_BENCH_WHO
+// (unrestricted or user10%) narrow it; DOCREPO_BENCH_PATH=old or new runs
+// one path only (for -cpuprofile).
+//
+//	DOCREPO_BENCH_INDEX=/tmp/idx go test ./search/bleveengine -run XXX \
+//	-bench TextCost -benchtime 1x
+func BenchmarkTextCost(b *testing.B) {
+	e := openScaleIndex(b)
+	gen := newScaleGen(b, false)
+	modes := probeModes(gen, rand.New(rand.NewPCG(7, 7)))
+	only := map[string]bool{}
+	for _, m := range strings.Split(os.Getenv("DOCREPO_BENCH_MODES"), ",") {
+		if m != "" {
+			only[m] = true
+		}
+	}
+	rounds := 4
+	paths := []bool{false, true}
+	switch os.Getenv("DOCREPO_BENCH_PATH") {
+	case "old":
+		paths = []bool{false}
+	case "new":
+		paths = []bool{true}
+	}
+	ctx := context.Background()
+	for _, who := range scaleFilters[:2] {
+		name := map[string]string{"none": "unrestricted", "10%": "user10%"}[who.name]
+		if w := os.Getenv("DOCREPO_BENCH_WHO"); w != "" && w != name {
+			continue
+		}
+		for _, m := range modes {
+			if m.vector || len(only) > 0 && !only[m.name] {
+				continue
+			}
+			reqs := make([]engine.Request, 100)
+			for i := range reqs {
+				reqs[i] = engine.Request{Query: queryOf(b, m.gen()), Unrestricted: who.groups == nil, GroupIDs: who.groups}
+			}
+			var cpu [2]time.Duration
+			var runs [2]int
+			var hits int64
+			results := make([][2]engine.Result, len(reqs))
+			for round := range rounds {
+				order := slices.Clone(paths)
+				if round%2 == 1 {
+					slices.Reverse(order)
+				}
+				for _, fast := range order {
+					restore := setFastPaths(fast)
+					p := 0
+					if fast {
+						p = 1
+					}
+					runtime.GC()
+					c0 := cpuTime()
+					for i, req := range reqs {
+						res, err := e.Search(ctx, req)
+						if err != nil {
+							b.Fatal(err)
+						}
+						results[i][p] = res
+					}
+					cpu[p] += cpuTime() - c0
+					runs[p] += len(reqs)
+					restore()
+				}
+				if len(paths) == 2 {
+					for i := range reqs {
+						if !reflect.DeepEqual(results[i][0], results[i][1]) {
+							b.Fatalf("%s %s: request %d: the paths differ:\nold %+v\nnew %+v", name, m.name, i, results[i][0], results[i][1])
+						}
+					}
+				}
+			}
+			for i := range reqs {
+				hits += results[i][len(paths)-1].Total
+			}
+			per := func(p int) float64 {
+				if runs[p] == 0 {
+					return math.NaN()
+				}
+				return float64(cpu[p].Microseconds()) / 1000 / float64(runs[p])
+			}
+			scaleLog(b, "%-12s %-8s CPU per search: old %6.2f ms, new %6.2f ms (%.2fx); %d searches each, %.0f hits/search; load average %s",
+				name, m.name, per(0), per(1), per(0)/per(1), runs[1], float64(hits)/float64(len(reqs)), loadAvg())
+		}
+	}
+}
