@@ -142,6 +142,20 @@ type table struct {
 	// folders lists, per folder, the slots of the live documents in it,
 	// ascending (folderIndex).
 	folders folderIndex
+	// liveSlots holds the slots of the live documents and ids the id of
+	// each slot: a search touching many matches reads these compact
+	// copies instead of each match's record (a cache miss apiece).
+	liveSlots bitset
+	ids       []int64
+}
+
+// setLive records slot's liveness in liveSlots.
+func (t *table) setLive(slot int32, r *record) {
+	if r.deleted {
+		t.liveSlots.clear(int(slot))
+	} else {
+		t.liveSlots = t.liveSlots.with(int(slot))
+	}
 }
 
 // account adds (sign 1) or removes (sign -1) a record's share of the
@@ -189,6 +203,7 @@ func (t *table) put(r record, ch *termChange) int32 {
 		old := *cur
 		t.account(cur, -1)
 		t.folders.move(s, &old, &r)
+		t.setLive(s, &r)
 		*cur = r
 		t.account(&r, 1)
 		t.stats.update(t, s, &old, cur, ch)
@@ -197,8 +212,10 @@ func (t *table) put(r record, ch *termChange) int32 {
 	s := int32(len(t.recs))
 	t.slots[r.id] = s
 	t.recs = append(t.recs, r)
+	t.ids = append(t.ids, r.id)
 	t.account(&r, 1)
 	t.folders.move(s, nil, &r)
+	t.setLive(s, &r)
 	t.stats.update(t, s, nil, &t.recs[s], ch)
 	return s
 }

@@ -253,6 +253,40 @@ func nearestMatches(nearest []neighbour, recs []record, withFullText bool, fullT
 	return out
 }
 
+// eligibleSlots returns the slots of the documents eligible for the
+// search when that is the documents the caller can see (no metadata
+// filters) and they are known as a set: every live document for an
+// unrestricted caller or one whose statistics view sees them all, the
+// view's visible set otherwise (kept up to date by every write, like its
+// statistics). It returns nil when records must be read.
+func (run *searchRun) eligibleSlots() bitset {
+	if !compactSlots || run.req == nil || len(run.plan.Filters) > 0 || run.tab.liveSlots == nil {
+		return nil
+	}
+	if run.req.Unrestricted {
+		return run.tab.liveSlots
+	}
+	if run.view == nil {
+		return nil
+	}
+	if run.view.visible == nil {
+		return run.tab.liveSlots
+	}
+	return run.view.visible
+}
+
+// isLive reports whether slot holds a live document.
+func (t *table) isLive(slot int32) bool {
+	if !compactSlots || t.liveSlots == nil {
+		return !t.recs[slot].deleted
+	}
+	return t.liveSlots.has(int(slot))
+}
+
+// compactSlots enables reading table.liveSlots and table.ids instead of
+// records (the tests turn it off to compare).
+var compactSlots = true
+
 // scanFrom is scan of the given slots, which may be none (scan of nil
 // slots is every slot).
 func (run *searchRun) scanFrom(slots []int32, eligible eligibility, fullText evalFn) ([]match, error) {
@@ -273,6 +307,10 @@ func (run *searchRun) scan(slots []int32, eligible eligibility, fullText evalFn)
 	}
 	// eligible.ok spelt out: this loop runs once per document.
 	visible, filters := eligible.visible, eligible.filters
+	// When eligibility is visibility alone and known as a set of slots,
+	// records are not read (fullText reads only the fts results unless a
+	// metadata clause is mixed in).
+	elig := run.eligibleSlots()
 	var out []match
 	for i := 0; i < n; i++ {
 		if i%checkEvery == 0 {
@@ -285,11 +323,17 @@ func (run *searchRun) scan(slots []int32, eligible eligibility, fullText evalFn)
 			slot = slots[i]
 		}
 		r := &recs[slot]
-		if r.deleted || !visible(r) {
-			continue
-		}
-		if ok, _ := filters(slot, r); !ok {
-			continue
+		if elig != nil {
+			if !elig.has(int(slot)) {
+				continue
+			}
+		} else {
+			if r.deleted || !visible(r) {
+				continue
+			}
+			if ok, _ := filters(slot, r); !ok {
+				continue
+			}
 		}
 		if ok, s := fullText(slot, r); ok {
 			out = append(out, match{slot: slot, score: s})
@@ -303,7 +347,11 @@ func (run *searchRun) page(matches []match) (engine.Result, error) {
 	q, plan, recs := run.q, run.plan, run.tab.recs
 	scored := plan.Vector != nil || len(plan.FullText) > 0
 	res := engine.Result{Total: int64(len(matches))}
-	page := pageOf(matches, q.Offset, q.Limit, comparator(q.EffectiveSort(), recs, scored))
+	var ids []int64
+	if compactSlots {
+		ids = run.tab.ids
+	}
+	page := pageOf(matches, q.Offset, q.Limit, comparator(q.EffectiveSort(), recs, ids, scored))
 	if len(page) == 0 {
 		return res, nil
 	}
@@ -604,7 +652,7 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ok && !recs[slot].deleted && math.IsNaN(leaf.scores[slot]) {
+		if ok && run.tab.isLive(slot) && math.IsNaN(leaf.scores[slot]) {
 			leaf.scores[slot] = dm.Score
 			leaf.slots = append(leaf.slots, slot)
 		}
@@ -643,7 +691,10 @@ func visibility(req *engine.Request) func(r *record) bool {
 // comparator orders matches by the sort keys; documents lacking a field
 // sort after those having it in both directions. Without a ranking (scored
 // false) _score keys are ignored: every score is null.
-func comparator(keys []dsl.Sort, recs []record, scored bool) func(a, b *match) int {
+//
+// ids, when not nil, holds the id of each slot (table.ids), read instead
+// of the records.
+func comparator(keys []dsl.Sort, recs []record, ids []int64, scored bool) func(a, b *match) int {
 	var cmps []func(a, b *match) int
 	for _, k := range keys {
 		desc := k.Desc
@@ -659,7 +710,11 @@ func comparator(keys []dsl.Sort, recs []record, scored bool) func(a, b *match) i
 				cmps = append(cmps, func(a, b *match) int { return dir(cmp.Compare(a.score, b.score)) })
 			}
 		case dsl.FieldID:
-			cmps = append(cmps, func(a, b *match) int { return dir(cmp.Compare(recs[a.slot].id, recs[b.slot].id)) })
+			if ids != nil {
+				cmps = append(cmps, func(a, b *match) int { return dir(cmp.Compare(ids[a.slot], ids[b.slot])) })
+			} else {
+				cmps = append(cmps, func(a, b *match) int { return dir(cmp.Compare(recs[a.slot].id, recs[b.slot].id)) })
+			}
 		default:
 			if i, ok := stringFields[k.Field]; ok {
 				cmps = append(cmps, func(a, b *match) int {

@@ -19,9 +19,9 @@ import (
 // setFastPaths turns the cheaper search paths of issue 23 on or off
 // (off: the paths they replace), returning a function restoring them.
 func setFastPaths(on bool) func() {
-	pos, folders := segPositional, folderDriver
-	segPositional, folderDriver = on, on
-	return func() { segPositional, folderDriver = pos, folders }
+	pos, folders, compact := segPositional, folderDriver, compactSlots
+	segPositional, folderDriver, compactSlots = on, on, on
+	return func() { segPositional, folderDriver, compactSlots = pos, folders, compact }
 }
 
 // TestFastPathsAgree runs phrase, NEAR and metadata searches on a small
@@ -95,32 +95,58 @@ func TestFastPathsAgree(t *testing.T) {
 		{"unrestricted", engine.Request{Unrestricted: true}},
 		{"groups 1,3", engine.Request{GroupIDs: []int64{1, 3}}},
 	}
-	matched := 0
-	for _, c := range callers {
-		for _, body := range queries {
-			req := c.req
-			req.Query = queryOf(t, body)
-			restore := setFastPaths(false)
-			want, werr := e.Search(ctx, req)
-			restore()
-			restore = setFastPaths(true)
-			got, gerr := e.Search(ctx, req)
-			restore()
-			if (werr != nil) != (gerr != nil) {
-				t.Fatalf("%s %s: errors differ: %v, %v", c.name, body, werr, gerr)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("%s %s:\n got %+v\nwant %+v", c.name, body, got, want)
-			}
-			if want.Total > 0 {
-				matched++
+	compare := func(phase string) {
+		t.Helper()
+		matched := 0
+		for _, c := range callers {
+			for _, body := range queries {
+				req := c.req
+				req.Query = queryOf(t, body)
+				restore := setFastPaths(false)
+				want, werr := e.Search(ctx, req)
+				restore()
+				restore = setFastPaths(true)
+				got, gerr := e.Search(ctx, req)
+				restore()
+				if (werr != nil) != (gerr != nil) {
+					t.Fatalf("%s, %s %s: errors differ: %v, %v", phase, c.name, body, werr, gerr)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s, %s %s:\n got %+v\nwant %+v", phase, c.name, body, got, want)
+				}
+				if want.Total > 0 {
+					matched++
+				}
 			}
 		}
+		// The comparison means something only when most searches match.
+		if matched < len(queries) {
+			t.Fatalf("%s: only %d of %d searches matched anything", phase, matched, 2*len(queries))
+		}
 	}
-	// The comparison means something only when most searches match.
-	if matched < len(queries) {
-		t.Fatalf("only %d of %d searches matched anything", matched, 2*len(queries))
+	compare("after loading")
+	// Writes after the callers' statistics views are cached: documents
+	// move between groups and folders, some are deleted, new ones come.
+	for id := int64(2); id <= 900; id += 17 {
+		d := doc(id, 10)
+		d.GroupIDs = []int64{(id + 1) % 5}
+		if _, err := e.Upsert(ctx, []engine.Document{d}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	for id := int64(3); id <= 900; id += 19 {
+		if err := e.Delete(ctx, id, 11); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var more []engine.Document
+	for id := int64(901); id <= 960; id++ {
+		more = append(more, doc(id, 1))
+	}
+	if _, err := e.Upsert(ctx, more); err != nil {
+		t.Fatal(err)
+	}
+	compare("after more writes")
 }
 
 // BenchmarkTextCost measures the CPU per search of the text and metadata
