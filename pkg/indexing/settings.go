@@ -453,8 +453,22 @@ func (p *Pipeline) RunVectorStage(ctx context.Context) {
 }
 
 // RunOCRStage reads the documents of the OCR job queue until ctx ends (at
-// once returning with OCR off).
+// once returning with OCR off). An exclusive pipeline (the search
+// service's embedded engine) alone works its queue: the jobs still
+// claimed when it starts were claimed by a predecessor killed while it
+// ran them, and it takes them at once instead of waiting out their
+// leases (gateway/e2e TestOCRJobsSurviveKilledSearchService: scans
+// unsearchable up to two minutes after the crash).
 func (p *Pipeline) RunOCRStage(ctx context.Context) {
+	if q := p.Indexer.o.OCRQueue; p.Exclusive && p.Indexer.o.OCR != nil && q != nil {
+		n, err := q.ReleaseClaims(ctx)
+		switch {
+		case err != nil:
+			p.Indexer.log.Warn("OCR stage: releasing the claims of a previous process failed; its jobs wait for their leases", "error", err)
+		case n > 0:
+			p.Indexer.log.Info("OCR stage: took back the jobs a previous process held when it stopped", "jobs", n)
+		}
+	}
 	p.Indexer.RunOCRStage(ctx)
 }
 

@@ -188,6 +188,20 @@ func (s *Store) Retry(ctx context.Context, j Job, delay time.Duration) error {
 	return nil
 }
 
+// ReleaseClaims gives back every claim on the queue's jobs, each free to
+// be claimed at once, and returns how many there were. Only a process
+// that alone works the queue may call it, at its start: the claims are
+// then a killed predecessor's, which would otherwise hold its jobs until
+// their leases expire.
+func (s *Store) ReleaseClaims(ctx context.Context) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE ocr_jobs SET leased_until = NULL, lease = 0
+		WHERE queue = $1 AND leased_until > now()`, s.queue)
+	if err != nil {
+		return 0, fmt.Errorf("ocrjobs: release the claims: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // OwnerStatus is one owner's part of the queue.
 type OwnerStatus struct {
 	Owner            string

@@ -178,6 +178,38 @@ func TestRetryWaitsForItsDelay(t *testing.T) {
 	}
 }
 
+// TestReleaseClaimsFreesTheQueuesJobsAtOnce: a process that alone works
+// its queue, starting after a killed predecessor, takes back the jobs
+// still claimed (long leases); a finished job stays finished, and the
+// released job is claimed again at once.
+func TestReleaseClaimsFreesTheQueuesJobsAtOnce(t *testing.T) {
+	s := newStore(t, "search")
+	enqueue(t, s, ocrjobs.Job{DocID: 1, Rev: 1, Owner: "ann"}, ocrjobs.Job{DocID: 2, Rev: 1, Owner: "ann"})
+	first, _ := claim(t, s, time.Hour)
+	second, _ := claim(t, s, time.Hour)
+	if err := s.Done(context.Background(), second); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := claim(t, s, time.Hour); ok {
+		t.Fatal("a claimed job was handed out again before its lease expired")
+	}
+	n, err := s.ReleaseClaims(context.Background())
+	if err != nil || n != 1 {
+		t.Fatalf("released %d claims (%v), want the 1 left", n, err)
+	}
+	j, ok := claim(t, s, time.Hour)
+	if !ok || j.DocID != first.DocID || j.Attempts != 2 {
+		t.Fatalf("after the release claimed %+v (%v), want document %d on its second attempt", j, ok, first.DocID)
+	}
+	// The dead predecessor's claim is void: its Done removes nothing.
+	if err := s.Done(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.Status(context.Background()); err != nil || st.Running != 1 {
+		t.Fatalf("status %+v (%v), want the released job running under its new claim", st, err)
+	}
+}
+
 // TestQueuesOfTwoEnginesAreSeparate: two engines (consumer names) each
 // get their own job for a document.
 func TestQueuesOfTwoEnginesAreSeparate(t *testing.T) {
