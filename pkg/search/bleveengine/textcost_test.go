@@ -46,6 +46,7 @@ func TestFastPathsAgree(t *testing.T) {
 		return engine.Document{
 			ID: id, Rev: rev, GroupIDs: []int64{id % 5}, FolderIDs: []int64{(id + rev) % 7, 10 + id%3},
 			DocType: ptr([]string{"Invoice", "Contract", "Letter"}[id%3]), Content: text(5 + r.IntN(40)),
+			ContentVectors: [][]float32{{r.Float32(), r.Float32(), r.Float32()}},
 		}
 	}
 	// Batches of their own make several segments.
@@ -78,6 +79,10 @@ func TestFastPathsAgree(t *testing.T) {
 		fts(`"annual report" tax*`),
 		fmt.Sprintf(`{"where": {"fts": {"query": %q}}, "limit": 7, "offset": 5}`, `*N4"report tax"`),
 		fmt.Sprintf(`{"where": {"fts": {"query": %q}}, "sort": [{"field": "doc_type"}]}`, `"annual report"`),
+		// Restricted to the nearest documents: the positional searcher
+		// is advanced to them.
+		`{"where": {"and": [{"fts": {"query": "\"annual report\""}}, {"vector": {"target": "content", "query": "q"}}]}, "options": {"vector_k": 300}}`,
+		`{"where": {"and": [{"fts": {"query": "*N3\"tax report\""}}, {"vector": {"target": "content", "query": "q"}}]}, "options": {"vector_k": 300}}`,
 		`{"where": {"eq": {"field": "filesbelongto", "value": 3}}}`,
 		`{"where": {"eq": {"field": "filesbelongto", "value": 11}}, "limit": 50, "offset": 30}`,
 		`{"where": {"eq": {"field": "filesbelongto", "value": 99}}}`,
@@ -102,6 +107,7 @@ func TestFastPathsAgree(t *testing.T) {
 			for _, body := range queries {
 				req := c.req
 				req.Query = queryOf(t, body)
+				req.QueryVector = []float32{0.3, 0.6, 0.2}
 				restore := setFastPaths(false)
 				want, werr := e.Search(ctx, req)
 				restore()
