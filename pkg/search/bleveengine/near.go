@@ -63,6 +63,12 @@ func hasPos(list []int, p int) bool {
 // index into each starts list; it stops when fn returns false (or is nil)
 // and reports whether any window was found.
 func nearWindows(starts [][]int, lens []int, slop int, fn func(choice []int) bool) bool {
+	return nearWindowsIn(nil, starts, lens, slop, fn)
+}
+
+// nearWindowsIn is nearWindows with scratch space for the choice (used
+// when it has room for one index per clause).
+func nearWindowsIn(scratch []int, starts [][]int, lens []int, slop int, fn func(choice []int) bool) bool {
 	total := 0
 	for i, s := range starts {
 		if len(s) == 0 {
@@ -82,7 +88,13 @@ func nearWindows(starts [][]int, lens []int, slop int, fn func(choice []int) boo
 		}
 		return true
 	}
-	choice := make([]int, len(starts))
+	var choice []int
+	if cap(scratch) >= len(starts) {
+		choice = scratch[:len(starts)]
+		clear(choice)
+	} else {
+		choice = make([]int, len(starts))
+	}
 	found := false
 	for {
 		minI, minStart, maxEnd := 0, starts[0][choice[0]], 0

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/searcher"
@@ -147,7 +148,30 @@ func (run *searchRun) execute() (engine.Result, error) {
 	if err != nil {
 		return engine.Result{}, err
 	}
-	return run.page(matches)
+	res, err := run.page(matches)
+	// The page's hits copied what they need.
+	putMatches(matches)
+	return res, err
+}
+
+// matchBufs recycles the match lists of searches (tens of thousands of
+// matches at scale: the largest allocation of a broad search).
+var matchBufs sync.Pool
+
+func getMatches() []match {
+	if !compactSlots {
+		return nil
+	}
+	if p, ok := matchBufs.Get().(*[]match); ok {
+		return (*p)[:0]
+	}
+	return nil
+}
+
+func putMatches(ms []match) {
+	if compactSlots && cap(ms) > 0 {
+		matchBufs.Put(&ms)
+	}
 }
 
 // eligibility compiles the visibility pre-filter and the metadata filters.
@@ -284,7 +308,7 @@ func (t *table) isLive(slot int32) bool {
 }
 
 // compactSlots enables reading table.liveSlots and table.ids instead of
-// records (the tests turn it off to compare).
+// records, and recycling match lists (the tests turn it off to compare).
 var compactSlots = true
 
 // scanFrom is scan of the given slots, which may be none (scan of nil
@@ -311,7 +335,7 @@ func (run *searchRun) scan(slots []int32, eligible eligibility, fullText evalFn)
 	// records are not read (fullText reads only the fts results unless a
 	// metadata clause is mixed in).
 	elig := run.eligibleSlots()
-	var out []match
+	out := getMatches()
 	for i := 0; i < n; i++ {
 		if i%checkEvery == 0 {
 			if err := run.checkCtx(); err != nil {

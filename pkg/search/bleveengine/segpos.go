@@ -39,16 +39,17 @@ type segPosSearcher struct {
 	lens    []int
 	slop    int
 	count   uint64
+	pls     [][]segment.PostingsList // per segment, per term
 
-	si    int // current segment; len(segs) when done
-	open  bool
-	its   []segment.PostingsIterator
-	cand  roaring.IntPeekable
-	dicts map[string]segment.TermDictionary
-	pos   [][]int
-	start [][]int
-	freq  []uint64
-	norm  []float64
+	si     int // current segment; len(segs) when done
+	open   bool
+	its    []segment.PostingsIterator
+	cand   roaring.IntPeekable
+	pos    [][]int
+	start  [][]int
+	freq   []uint64
+	norm   []float64
+	choice []int // nearWindows' scratch
 }
 
 // newSegPosSearcher returns a segPosSearcher for the clauses, or nil when r
@@ -83,15 +84,36 @@ func newSegPosSearcher(ctx context.Context, r index.IndexReader, clauses [][]pos
 		s.clauses = append(s.clauses, ci)
 		s.lens = append(s.lens, len(c))
 	}
-	s.count = 0
-	for i, t := range s.terms {
-		// The document frequency is the term reader's, as posSearcher's.
-		tfr, err := r.TermFieldReader(ctx, []byte(t.term), t.field, false, false, false)
-		if err != nil {
-			return nil, err
+	// Every segment's postings list of every term, read once: their
+	// counts (deleted documents excluded) add up to the term reader's
+	// Count, the document frequency posSearcher scores with.
+	s.pls = make([][]segment.PostingsList, len(s.segs))
+	counts := make([]uint64, len(s.terms))
+	dicts := map[string]segment.TermDictionary{}
+	for si, ss := range s.segs {
+		clear(dicts)
+		s.pls[si] = make([]segment.PostingsList, len(s.terms))
+		for i, t := range s.terms {
+			d := dicts[t.field]
+			if d == nil {
+				var err error
+				if d, err = ss.Segment().Dictionary(t.field); err != nil {
+					return nil, err
+				}
+				dicts[t.field] = d
+			}
+			pl, err := d.PostingsList([]byte(t.term), ss.Deleted(), nil)
+			if err != nil {
+				return nil, err
+			}
+			s.pls[si][i] = pl
+			if pl != nil {
+				counts[i] += pl.Count()
+			}
 		}
-		n := tfr.Count()
-		_ = tfr.Close()
+	}
+	for i, t := range s.terms {
+		n := counts[i]
 		if i == 0 || n < s.count {
 			s.count = n
 		}
@@ -128,29 +150,10 @@ func actual(it segment.PostingsIterator) *roaring.Bitmap {
 }
 
 // openSeg prepares segment si: a postings iterator per term and the
-// documents holding them all. It returns false when a term's postings
-// cannot be intersected (then the caller falls back, see errFallback).
+// documents holding them all.
 func (s *segPosSearcher) openSeg() error {
-	ss := s.segs[s.si]
-	seg := ss.Segment()
-	clear(s.dicts)
-	if s.dicts == nil {
-		s.dicts = map[string]segment.TermDictionary{}
-	}
 	var bm *roaring.Bitmap
-	for i, t := range s.terms {
-		d := s.dicts[t.field]
-		if d == nil {
-			var err error
-			if d, err = seg.Dictionary(t.field); err != nil {
-				return err
-			}
-			s.dicts[t.field] = d
-		}
-		pl, err := d.PostingsList([]byte(t.term), ss.Deleted(), nil)
-		if err != nil {
-			return err
-		}
+	for i, pl := range s.pls[s.si] {
 		var it segment.PostingsIterator
 		if pl != nil {
 			it = pl.Iterator(true, true, true, nil)
@@ -247,7 +250,10 @@ func (s *segPosSearcher) check(d uint64) (bool, error) {
 			return false, nil
 		}
 	}
-	return nearWindows(s.start, s.lens, s.slop, nil), nil
+	if cap(s.choice) < len(s.start) {
+		s.choice = make([]int, len(s.start))
+	}
+	return nearWindowsIn(s.choice, s.start, s.lens, s.slop, nil), nil
 }
 
 func (s *segPosSearcher) Advance(ctx *search.SearchContext, id index.IndexInternalID) (*search.DocumentMatch, error) {
