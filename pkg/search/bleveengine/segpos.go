@@ -30,6 +30,8 @@ var segPositional = true
 // position rule (phraseStartsIdx, nearWindows) and the same sum of BM25
 // scores over the terms.
 type segPosSearcher struct {
+	ctx     context.Context
+	checked int // candidates checked since the context was
 	segs    []*scorch.SegmentSnapshot
 	bases   []uint64 // first global document number of each segment
 	terms   []posTerm
@@ -59,7 +61,7 @@ func newSegPosSearcher(ctx context.Context, r index.IndexReader, clauses [][]pos
 	if !ok || !segPositional {
 		return nil, nil
 	}
-	s := &segPosSearcher{segs: snap.Segments(), slop: slop, scored: opts.Score != "none"}
+	s := &segPosSearcher{ctx: ctx, segs: snap.Segments(), slop: slop, scored: opts.Score != "none"}
 	var base uint64
 	for _, ss := range s.segs {
 		s.bases = append(s.bases, base)
@@ -198,6 +200,13 @@ func (s *segPosSearcher) Next(ctx *search.SearchContext) (*search.DocumentMatch,
 			}
 		}
 		for s.cand != nil && s.cand.HasNext() {
+			// Many candidates may fail the position rule in a row: the
+			// search's deadline is checked here too.
+			if s.checked++; s.checked%checkEvery == 0 {
+				if err := s.ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
 			d := uint64(s.cand.Next())
 			ok, err := s.check(d)
 			if err != nil {
