@@ -11,7 +11,9 @@
 //     nodes the filter refuses are passed through but never returned, and
 //     the walk goes on until it has Ef admitted nodes (or MaxVisits).
 //     Deleted nodes stay as waypoints. WriteTo and ReadGraph persist it
-//     (checksummed).
+//     (checksummed); AddLogged returns a record of what an Add changed
+//     and Replay applies it, so a log of Adds after a checkpoint rebuilds
+//     the graph without computing a distance.
 //   - Codes: int8 codes with a scale per vector, laid out by dimension in
 //     blocks of 64 vectors, for exact scans: a sparse query (a short text's
 //     hash vector, a few dozen non-zero components of 768) costs a few

@@ -343,6 +343,22 @@ func TestVectorIndexSurvivesReopenAndCrash(t *testing.T) {
 	if err := os.WriteFile(state, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A damaged graph file: the graph is built again from the
+	// checkpoint's vectors and the log's vectors are added to it (its
+	// records link into the lost graph); no document is added again.
+	badGraph := filepath.Join(root, "bad-graph")
+	copyDir(t, crashed, badGraph)
+	graphs, _ := filepath.Glob(filepath.Join(badGraph, vectorsDir, "c-*.graph"))
+	if len(graphs) != 1 {
+		t.Fatalf("content graph files %v", graphs)
+	}
+	if b, err = os.ReadFile(graphs[0]); err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 1
+	if err := os.WriteFile(graphs[0], b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		name             string
 		dir              string
@@ -352,6 +368,7 @@ func TestVectorIndexSurvivesReopenAndCrash(t *testing.T) {
 		// 400 documents' two vectors each were checkpointed at Close; the
 		// 202 written after are in the log: replayed, none added again.
 		{name: "after a crash", dir: crashed, minAdds: 0, maxAdds: 0, same: true},
+		{name: "with a damaged graph", dir: badGraph, minAdds: 0, maxAdds: 0},
 		// The log belongs to the damaged checkpoint: everything is added.
 		{name: "with a damaged STATE", dir: damaged, minAdds: 1, maxAdds: 2 * 600},
 	} {

@@ -41,10 +41,14 @@
 // A small document with a 768-dimension hash content passage and
 // metadata vector costs about 1.6 KB of heap for its vectors and 6 KB of
 // file. The vector index is checkpointed every 50,000 vectors and at
-// Close, and matched to the bleve index at Open: documents written or
-// changed after the checkpoint get their vectors again from their stored
-// field, so a crash (kill -9) costs only that work, and a missing or
-// damaged checkpoint rebuilds the vector index from the bleve index.
+// Close, logs its changes in between (vlog.go: each appended vector with
+// the record of its graph Add, each document's binding), and is matched
+// to the bleve index at Open: the log is replayed over the checkpoint
+// (links copied, no distance computed) up to its first torn record, and
+// documents written or changed after what it replayed get their vectors
+// again from their stored field, so a crash (kill -9) costs a replay, not
+// a rebuild of the graph; a missing or damaged checkpoint rebuilds the
+// vector index from the bleve index.
 // Documents written again with the same vectors (a metadata change) keep
 // them; vectors a document loses — replaced by new content, or all of
 // them when it is deleted (to the trash or purged) — are erased:

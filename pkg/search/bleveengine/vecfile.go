@@ -26,20 +26,25 @@ import (
 //     (ann.Graph.WriteTo);
 //   - STATE: the last checkpoint: its seq, each set's vector count and
 //     whether it has a graph, and every document's vectors (id, and per
-//     target dimension, first vector, count and stamp), with a CRC-32.
+//     target dimension, first vector, count and stamp), with a CRC-32;
+//   - log.<seq>: the changes after checkpoint seq (vlog.go).
 //
 // A checkpoint syncs the vector files, writes the graphs under the next
-// seq, then STATE aside and renames it over the old one: a crash at any
-// point leaves the previous checkpoint whole. It is taken every
-// checkpointEvery appended vectors and at Close; the int8 codes are not
-// stored but quantised again from the vector files at open.
+// seq, then STATE aside and renames it over the old one, then starts the
+// log of the new seq: a crash at any point leaves the previous
+// checkpoint and its log whole. It is taken every checkpointEvery
+// appended vectors (which bounds the log a start replays) and at Close;
+// the int8 codes are not stored but quantised again from the vector
+// files at open.
 //
-// At open the bleve index is the truth: each document read from it whose
-// vectors the checkpoint holds with the same stamp gets them back; any
-// other document (written after the checkpoint, or changed since) has
-// its vectors appended again from its stored field, and vectors past the
-// checkpoint's counts are cut from the files first. A missing or damaged
-// STATE (or vector file) starts the vector index empty, and every
+// At open the checkpoint is read and its log replayed (vlog.go); then
+// the bleve index is the truth: each document read from it whose vectors
+// the replayed index holds with the same stamp gets them back; any other
+// document (written after the last record replayed, or changed since)
+// has its vectors appended again from its stored field, and vectors past
+// the replayed counts are cut from the files first. A missing or damaged
+// STATE (or vector file) starts the vector index empty (a missing STATE
+// with a log of checkpoint 0 replays that log), and every other
 // document's vectors are added from the bleve index: slower, never wrong.
 
 const (

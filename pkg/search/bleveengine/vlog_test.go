@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
@@ -148,8 +147,6 @@ func TestVectorLogTornAtEveryByte(t *testing.T) {
 		saved[p], _ = os.ReadFile(p)
 	}
 	from := marks[len(marks)-2].size
-	t.Logf("%d cuts", int64(len(full))-from+1)
-	t0 := time.Now()
 	for cut := from; cut <= int64(len(full)); cut++ {
 		// k: the documents of last whose records are whole.
 		k := 0
@@ -197,7 +194,6 @@ func TestVectorLogTornAtEveryByte(t *testing.T) {
 		vx.close()
 	}
 
-	t.Logf("cuts done %v", time.Since(t0))
 	// Whole engines: cut one byte short of each of the last writes.
 	for i := 1; i < len(marks); i++ {
 		d := last[i-1]
