@@ -41,8 +41,10 @@ type ownStack struct {
 }
 
 // startOwnStack starts the services in only (the gateway among them)
-// with the suite's settings, then env, then each service's serviceEnv.
-func startOwnStack(t *testing.T, only []string, serviceEnv map[string][]string, env ...string) *ownStack {
+// with the suite's settings, then env, then each service's serviceEnv;
+// the processes reach the services in calls (ones the test runs itself)
+// at the given addresses.
+func startOwnStack(t *testing.T, only []string, calls map[string]string, serviceEnv map[string][]string, env ...string) *ownStack {
 	t.Helper()
 	ctx := context.Background()
 	dbURL := pgtest.NewDatabase(t, identity.Migrations)
@@ -71,7 +73,7 @@ func startOwnStack(t *testing.T, only []string, serviceEnv map[string][]string, 
 		out = io.MultiWriter(s.out, os.Stderr)
 	}
 	s.Stack = &launcher.Stack{Binaries: binaries, DatabaseURL: dbURL, NATSURL: s.nats.URL(), ServiceToken: token,
-		DataDir: t.TempDir(), Only: only, Supervise: true, Env: append(slices.Clone(stk.Env), env...),
+		DataDir: t.TempDir(), Only: only, External: calls, Supervise: true, Env: append(slices.Clone(stk.Env), env...),
 		ServiceEnv: svcEnv, Output: out, PrefixLines: true}
 	if err := s.Start(ctx); err != nil {
 		t.Fatalf("start: %v\n%s", err, s.out.String())

@@ -123,7 +123,7 @@ func (h *faultReceiver) check(want map[int64][]string) error {
 func TestWebhooksSurviveKilledDocumentService(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := startOwnStack(t, []string{"folder", "schema", "document", "gateway"},
+	s := startOwnStack(t, []string{"folder", "schema", "document", "gateway"}, nil,
 		map[string][]string{"document": {"DOCREPO_WEBHOOK_RETRY_PERIOD=10m"}})
 	owner, ownerName := s.user()
 	admin, _ := s.user(auth.ScopeWebhooks)
