@@ -1,13 +1,17 @@
 package bleveengine
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
@@ -255,4 +259,87 @@ func firstDiff(a, b []byte) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// TestVectorLogSurvivesKill: a process writing documents (batches of 5)
+// is killed with SIGKILL in the middle of its writes, after 30 batches
+// had returned. The next Open replays the log: every document of a
+// batch whose Upsert returned is found first by its own passage, and
+// Open adds again at most the vectors of the batch in flight (before the
+// log it added every vector written since the checkpoint).
+func TestVectorLogSurvivesKill(t *testing.T) {
+	const dim, batch = 32, 5
+	docs := denseDocs(700, dim)
+	opts := Options{VectorGraph: GraphAlways}
+	ctx := context.Background()
+	if dir := os.Getenv("DOCREPO_TEST_KILL_CHILD"); dir != "" {
+		e, err := Open(dir, opts)
+		if err != nil {
+			fmt.Println("open:", err)
+			os.Exit(1)
+		}
+		for i := 100; i < len(docs); i += batch {
+			if _, err := e.Upsert(ctx, docs[i:i+batch]); err != nil {
+				fmt.Println("upsert:", err)
+				os.Exit(1)
+			}
+			fmt.Printf("acked %d\n", i+batch)
+		}
+		fmt.Println("all written")
+		time.Sleep(time.Hour) // killed by the parent
+	}
+	dir := filepath.Join(t.TempDir(), "idx")
+	e, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Upsert(ctx, docs[:100]); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil { // a checkpoint
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestVectorLogSurvivesKill$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "DOCREPO_TEST_KILL_CHILD="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	acked := 0
+	for acked < 100+30*batch && lines.Scan() {
+		if n, err := fmt.Sscanf(lines.Text(), "acked %d", &acked); n != 1 || err != nil {
+			t.Logf("child: %s", lines.Text())
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for lines.Scan() { // acknowledgements already written
+		fmt.Sscanf(lines.Text(), "acked %d", &acked)
+	}
+	_ = cmd.Wait()
+	if acked < 100+30*batch {
+		t.Fatalf("the child acknowledged %d documents, want %d", acked, 100+30*batch)
+	}
+	if e, err = Open(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	inFlight := 0
+	for _, d := range docs[acked:min(len(docs), acked+batch)] {
+		inFlight += len(d.ContentVectors) + 1
+	}
+	if e.vecs.added > inFlight {
+		t.Errorf("open after the kill added %d vectors, want at most the %d of the batch in flight (%d documents acknowledged)", e.vecs.added, inFlight, acked)
+	}
+	for _, d := range docs[:acked] {
+		if got := vectorSearch(t, e, d.ContentVectors[0], 1, "content", nil); !slices.Equal(got, []int64{d.ID}) {
+			t.Errorf("nearest to document %d's passage after the kill: %v", d.ID, got)
+		}
+	}
+	t.Logf("%d documents acknowledged; open replayed %d vectors and added %d", acked, e.vecs.replayed, e.vecs.added)
 }
