@@ -75,6 +75,20 @@ func newFaultReceiver(t *testing.T) *faultReceiver {
 	return h
 }
 
+// got reports whether the event with webhook-id id was accepted.
+func (h *faultReceiver) got(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, evs := range h.byDoc {
+		for _, e := range evs {
+			if e.ID == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // check compares what came with want (each document's event types in the
 // order they happened): every event at least once, each document's in
 // order (an event sent again may come again later, as at-least-once
@@ -111,8 +125,10 @@ func (h *faultReceiver) check(want map[int64][]string) error {
 //  1. Mid-delivery: the receiver holds a request open; the service is
 //     killed while it waits for the answer. The delivery, never
 //     acknowledged by the receiver, is sent again by the restarted
-//     service once its lease is over (the attempt's timeout + 30 s); the
-//     document's later events wait for it.
+//     service, and the document's later events wait for it. Before the
+//     fix it waited out the dead process's claim (its lease: the
+//     attempt's timeout + 30 s); now the claim of a process whose
+//     liveness lock is gone is taken back at once.
 //  2. Mid-batch: the consumer has fetched events from JetStream and is
 //     making their deliveries (held there by a lock the test takes on the
 //     subscriptions table) when it is killed; more events follow once the
@@ -173,9 +189,22 @@ func TestWebhooksSurviveKilledDocumentService(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("no delivery reached the receiver within 60 s")
 	}
+	// Its claim's lease: when it would be due again without the fix.
+	var leaseEnd time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT next_attempt_at FROM document.webhook_deliveries WHERE id = $1`,
+		strings.TrimPrefix(held.ID, "msg_")).Scan(&leaseEnd); err != nil {
+		t.Fatal(err)
+	}
 	s.kill("document", nil)
 	t.Logf("killed the document service while it sent %+v", held)
 	update(docs, "after-kill-1")
+	for !rcv.got(held.ID) {
+		if time.Now().After(leaseEnd) {
+			t.Fatalf("delivery %s, in flight at the kill, not sent again before its lease ended (%s): the restarted service waited out the dead one's claim",
+				held.ID, leaseEnd.Format(time.RFC3339))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 
 	// 2. Killed while the consumer holds a fetched batch.
 	lockTx, err := s.pool.Begin(ctx)

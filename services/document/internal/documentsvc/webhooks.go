@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -111,6 +113,11 @@ type Webhooks struct {
 	log    *slog.Logger
 	now    func() time.Time
 	wake   chan struct{}
+	// instance names this process's sender in its claims (claimed_by);
+	// alive says it holds the advisory lock that shows it is alive
+	// (holdSenderLock), without which it claims nothing.
+	instance int32
+	alive    atomic.Bool
 }
 
 // NewWebhooks returns the webhooks of the document service on pool.
@@ -119,7 +126,7 @@ func NewWebhooks(pool *pgxpool.Pool, owners Owners, cfg WebhookConfig, log *slog
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Webhooks{pool: pool, owners: owners, cfg: cfg, log: log, now: time.Now, wake: make(chan struct{}, 1),
+	return &Webhooks{pool: pool, owners: owners, cfg: cfg, log: log, now: time.Now, wake: make(chan struct{}, 1), instance: rand.Int32N(math.MaxInt32) + 1,
 		client: webhook.NewClient(webhook.ClientOptions{Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate})}
 }
 
@@ -848,6 +855,7 @@ func (w *Webhooks) RunDeliveries(ctx context.Context) error {
 	defer wg.Wait()
 	tick := time.NewTicker(w.cfg.Poll)
 	defer tick.Stop()
+	wg.Go(func() { w.holdSenderLock(ctx) })
 	var pruned time.Time
 	for ctx.Err() == nil {
 		if now := w.now(); now.Sub(pruned) >= pruneInterval {
@@ -862,7 +870,7 @@ func (w *Webhooks) RunDeliveries(ctx context.Context) error {
 		}
 		free := capacity - int(inflight.Load())
 		var batch []claimed
-		if free >= capacity/4 {
+		if free >= capacity/4 && w.alive.Load() {
 			var err error
 			if batch, err = w.claim(ctx, free); err != nil && ctx.Err() == nil {
 				w.log.Warn("claiming webhook deliveries failed; will retry", "error", err)
@@ -895,6 +903,71 @@ func (w *Webhooks) RunDeliveries(ctx context.Context) error {
 	return nil
 }
 
+// webhookSenderLockClass is the first key of the advisory lock each
+// document process's sender holds for its life, its instance the second:
+// a claim (claimed_by) whose instance holds no such lock in this database
+// is a dead process's.
+const webhookSenderLockClass = 0x77656273 // "webs"
+
+// senderSweep is how often the sender looks for claims of dead processes
+// (also once as it starts).
+const senderSweep = 5 * time.Second
+
+// holdSenderLock holds the sender's advisory lock on a connection of its
+// own until ctx ends (alive meanwhile), taking it again after a lost
+// session, and with it takes back the claims of dead processes: their
+// deliveries are due at once rather than after their lease (the attempt
+// timeout + 30 s), so a document service killed mid-delivery (SIGKILL, the
+// OOM killer) delays that delivery and its document's later ones by its
+// restart, not by the lease. A sender that lost its session claims
+// nothing until it holds the lock again (its attempts in flight may then
+// be sent twice, as at-least-once allows).
+func (w *Webhooks) holdSenderLock(ctx context.Context) {
+	defer w.alive.Store(false)
+	for ctx.Err() == nil {
+		err := w.senderSession(ctx)
+		w.alive.Store(false)
+		if ctx.Err() != nil {
+			return
+		}
+		w.log.Warn("the webhook sender's liveness session failed; claiming nothing until it is back", "error", err)
+		sleepCtx(ctx, time.Second)
+	}
+}
+
+func (w *Webhooks) senderSession(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, w.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1::int4, $2::int4)`, int32(webhookSenderLockClass), w.instance); err != nil {
+		return err
+	}
+	w.alive.Store(true)
+	t := time.NewTicker(senderSweep)
+	defer t.Stop()
+	for {
+		tag, err := conn.Exec(ctx, `UPDATE webhook_deliveries d SET next_attempt_at = $1, claimed_by = NULL
+			WHERE d.claimed_by IS NOT NULL AND d.state = 'pending' AND NOT EXISTS (
+			    SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+			      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			      AND l.classid = $2::int4::oid AND l.objid = d.claimed_by::oid)`, w.now(), int32(webhookSenderLockClass))
+		if err != nil {
+			return err
+		}
+		if n := tag.RowsAffected(); n > 0 {
+			w.log.Info("took back the webhook deliveries a stopped process was sending; they are sent again", "deliveries", n)
+			w.nudge()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
 // pruneInterval is how often delivered deliveries past the retention
 // leave the log.
 const pruneInterval = time.Hour
@@ -920,10 +993,10 @@ func (w *Webhooks) claim(ctx context.Context, n int) ([]claimed, error) {
 			  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.subscription_id = d.subscription_id
 			                  AND e.doc_id = d.doc_id AND e.state = 'pending' AND e.id < d.id)
 			ORDER BY d.next_attempt_at, d.id LIMIT $2 FOR UPDATE OF d SKIP LOCKED)
-		UPDATE webhook_deliveries d SET next_attempt_at = $3, retry_since = coalesce(d.retry_since, $1)
+		UPDATE webhook_deliveries d SET next_attempt_at = $3, retry_since = coalesce(d.retry_since, $1), claimed_by = $4
 		FROM due, webhook_subscriptions s WHERE d.id = due.id AND s.id = d.subscription_id
 		RETURNING d.id, d.subscription_id, d.attempts, d.retry_since, d.payload::text, s.url, s.secret_sealed, s.secret_key_id`,
-		now, n, now.Add(lease))
+		now, n, now.Add(lease), w.instance)
 	if err != nil {
 		return nil, err
 	}
@@ -961,7 +1034,7 @@ func (w *Webhooks) attempt(ctx context.Context, c claimed) {
 	attempts := c.attempts + 1
 	if res.OK() {
 		_, err = w.pool.Exec(ctx, `UPDATE webhook_deliveries SET state = 'delivered', attempts = $2, last_status = $3,
-			last_error = '', delivered_at = $4 WHERE id = $1`, c.id, attempts, res.Status, done)
+			last_error = '', delivered_at = $4, claimed_by = NULL WHERE id = $1`, c.id, attempts, res.Status, done)
 	} else {
 		next, dead := w.cfg.Schedule.Next(attempts, c.retrySince, done)
 		state := "pending"
@@ -971,7 +1044,7 @@ func (w *Webhooks) attempt(ctx context.Context, c claimed) {
 		msg := storableText(res.Err.Error(), 500)
 		err = pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET state = $2, attempts = $3, last_status = $4, last_error = $5,
-				next_attempt_at = $6 WHERE id = $1`, c.id, state, attempts, res.Status, msg, next); err != nil || !dead {
+				next_attempt_at = $6, claimed_by = NULL WHERE id = $1`, c.id, state, attempts, res.Status, msg, next); err != nil || !dead {
 				return err
 			}
 			return w.pause(ctx, tx, c, attempts, msg, done)

@@ -968,3 +968,54 @@ func TestWebhookReplicasMakeDeliveriesInStreamOrder(t *testing.T) {
 		}
 	}
 }
+
+// A delivery claimed by a sender that died (its instance holds no
+// advisory lock: a document process killed mid-attempt) is sent again as
+// soon as a live sender sweeps, not after the claim's lease; one claimed
+// by a sender that is alive (its lock held) is left to it.
+func TestWebhookClaimOfADeadSenderIsTakenBack(t *testing.T) {
+	ctx := context.Background()
+	e := newWebhookEnv(t, WebhookConfig{AllowPrivate: true, Poll: 20 * time.Millisecond})
+	groups := e.owner(t, "claimowner", "cg1")
+	dead, alive := e.doc(t, groups[0]), e.doc(t, groups[0])
+	r := newReceiver(t, "")
+	sub := e.subscribe(t, r.srv.URL, "claimowner", "document.*")
+	r.secret = sub.GetSecret()
+	// Another sender, alive: it holds its lock on a session of its own.
+	lockConn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lockConn.Release()
+	const liveInstance = 777
+	if _, err := lockConn.Exec(ctx, `SELECT pg_advisory_lock($1::int4, $2::int4)`, int32(webhookSenderLockClass), liveInstance); err != nil {
+		t.Fatal(err)
+	}
+	defer lockConn.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
+	for _, d := range []struct {
+		doc, claimedBy int64
+	}{{doc: dead, claimedBy: 12345}, {doc: alive, claimedBy: liveInstance}} {
+		payload := fmt.Sprintf(`{"type":"document.created","timestamp":"2026-11-26T00:00:00Z","data":{"doc_id":%d,"rev":1}}`, d.doc)
+		if _, err := e.pool.Exec(ctx, `INSERT INTO webhook_deliveries (subscription_id, event_id, event_type, doc_id, payload,
+			next_attempt_at, retry_since, claimed_by) VALUES ($1, $2, 'document.created', $3, $4, now() + interval '1 hour', now(), $5)`,
+			sub.GetWebhook().GetWebhookId(), fmt.Sprintf("claimed-%d", d.doc), d.doc, payload, d.claimedBy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, 30*time.Second, func() error {
+		if got := r.received(); len(got) != 1 || got[0].Doc != dead {
+			return fmt.Errorf("received %+v, want the dead sender's delivery of document %d alone", got, dead)
+		}
+		return nil
+	})
+	var state string
+	var claimedBy *int64
+	var due bool
+	if err := e.pool.QueryRow(ctx, `SELECT state, claimed_by, next_attempt_at > now() FROM webhook_deliveries WHERE doc_id = $1`, alive).
+		Scan(&state, &claimedBy, &due); err != nil {
+		t.Fatal(err)
+	}
+	if state != "pending" || claimedBy == nil || *claimedBy != liveInstance || !due {
+		t.Errorf("the live sender's claim: state %s, claimed_by %v, still leased %v; want it untouched", state, claimedBy, due)
+	}
+}
