@@ -73,7 +73,10 @@ func startOwnStack(t *testing.T, only []string, calls map[string]string, service
 		out = io.MultiWriter(s.out, os.Stderr)
 	}
 	s.Stack = &launcher.Stack{Binaries: binaries, DatabaseURL: dbURL, NATSURL: s.nats.URL(), ServiceToken: token,
-		DataDir: t.TempDir(), Only: only, External: calls, Supervise: true, Env: append(slices.Clone(stk.Env), env...),
+		DataDir: t.TempDir(), Only: only, External: calls, Supervise: true,
+		// Always the embedded engine: the suite's OpenSearch index (when
+		// OPENSEARCH_URL is set) would be written with this stack's ids.
+		Env:        append(append(slices.Clone(stk.Env), "OPENSEARCH_URL="), env...),
 		ServiceEnv: svcEnv, Output: out, PrefixLines: true}
 	if err := s.Start(ctx); err != nil {
 		t.Fatalf("start: %v\n%s", err, s.out.String())

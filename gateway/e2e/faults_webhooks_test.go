@@ -171,6 +171,15 @@ func TestWebhooksSurviveKilledDocumentService(t *testing.T) {
 		}
 		return ids
 	}
+	// served waits until the gateway reaches the restarted document
+	// service (its connection comes back within a second or so): the
+	// writes below are not retried, since a retried update could make a
+	// second event.
+	var docs []int64
+	served := func() {
+		t.Helper()
+		eventually(t, time.Minute, func() error { _, err := owner.GetDocument(ctx, docs[0]); return err })
+	}
 	update := func(ids []int64, round string) {
 		t.Helper()
 		for _, id := range ids {
@@ -182,7 +191,7 @@ func TestWebhooksSurviveKilledDocumentService(t *testing.T) {
 	}
 
 	// 1. Killed while a delivery waits for the receiver's answer.
-	docs := upload(4)
+	docs = upload(4)
 	var held hookEvent
 	select {
 	case held = <-rcv.held:
@@ -197,6 +206,7 @@ func TestWebhooksSurviveKilledDocumentService(t *testing.T) {
 	}
 	s.kill("document", nil)
 	t.Logf("killed the document service while it sent %+v", held)
+	served()
 	update(docs, "after-kill-1")
 	for !rcv.got(held.ID) {
 		if time.Now().After(leaseEnd) {
@@ -237,6 +247,7 @@ func TestWebhooksSurviveKilledDocumentService(t *testing.T) {
 		return nil
 	})
 	s.kill("document", func() { _ = lockTx.Rollback(ctx) })
+	served()
 	update(docs, "after-kill-2")
 	docs = append(docs, upload(2)...)
 	update(docs, "last")
@@ -255,3 +266,4 @@ func TestWebhooksSurviveKilledDocumentService(t *testing.T) {
 		return nil
 	})
 }
+
