@@ -266,4 +266,3 @@ func TestWebhooksSurviveKilledDocumentService(t *testing.T) {
 		return nil
 	})
 }
-
