@@ -66,9 +66,9 @@ const (
 	DefaultUSEGloVeDirName = "glove-sg-100d-1.1.0"
 	// DefaultUSEGloVeWeight, DefaultUSEQueryGloVeWeight and
 	// DefaultUSEShortQueryGloVeWeight: see USEConfig.
-	DefaultUSEGloVeWeight           = 0
+	DefaultUSEGloVeWeight           = 0.2
 	DefaultUSEQueryGloVeWeight      = 0
-	DefaultUSEShortQueryGloVeWeight = 0
+	DefaultUSEShortQueryGloVeWeight = 0.2
 	// DefaultUSEGloVeSIF is SIF's a for the GloVe part: a word of
 	// probability p (Zipf's, from its rank) weighs a/(a+p).
 	DefaultUSEGloVeSIF = 1e-4

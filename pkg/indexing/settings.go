@@ -275,7 +275,8 @@ func (s Settings) NewEmbedder(ctx context.Context) (embed.Embedder, error) {
 // change of DOCREPO_EMBEDDER alone). It reports false when no such
 // embedder can be built here (UnknownEmbedder, a model no longer
 // configured, other weights), in which case vector search answers 503
-// until the re-embedded index is in use.
+// until the re-embedded index is in use. A use index without the GloVe
+// part is matched by these settings without it.
 func (s Settings) EmbedderFor(ctx context.Context, id embed.Identity) (embed.Embedder, bool) {
 	var emb embed.Embedder
 	if id.Kind == embed.KindHash {
@@ -290,6 +291,12 @@ func (s Settings) EmbedderFor(ctx context.Context, id embed.Identity) (embed.Emb
 		}
 		o := s
 		o.Embedder = id.Kind
+		if id.Kind == embed.KindUSE && !strings.Contains(id.Version, "-g") {
+			// An index of the use embedder without its GloVe part (before
+			// it, or made where the vectors were missing): the same
+			// settings without it, which need no GloVe table.
+			o.UseGloVeWeight = 0
+		}
 		e, err := o.NewEmbedder(ctx)
 		if err != nil {
 			return nil, false
