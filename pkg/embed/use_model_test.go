@@ -3,6 +3,7 @@ package embed
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -39,11 +40,28 @@ func useTestModel(t testing.TB) (PieceTokenizer, PieceEncoder, string) {
 // regression in the tokenizer, the encoder or the blend fails it.
 func TestUSEParaphraseFloor(t *testing.T) {
 	dir := useModelDir(t)
-	// The services' defaults (pkg/indexing registers them).
-	u, err := NewUSE(USEConfig{ModelDir: dir, ShortQueryWords: DefaultUSEShortQueryWords, ShortQueryWeight: DefaultUSEShortQueryWeight,
-		QueryWeight: DefaultUSEQueryWeight, QueryIDF: DefaultUSEQueryIDF, UnmatchedWeight: DefaultUSEUnmatchedWeight})
+	// The services' defaults (pkg/indexing registers them), with the
+	// GloVe vectors beside the model (make model fetches them) or in
+	// DOCREPO_USE_GLOVE_DIR.
+	cfg := USEConfig{ModelDir: dir, ShortQueryWords: DefaultUSEShortQueryWords, ShortQueryWeight: DefaultUSEShortQueryWeight,
+		QueryWeight: DefaultUSEQueryWeight, QueryIDF: DefaultUSEQueryIDF, UnmatchedWeight: DefaultUSEUnmatchedWeight,
+		GloVeDir: os.Getenv("DOCREPO_USE_GLOVE_DIR"), GloVeWeight: DefaultUSEGloVeWeight,
+		QueryGloVeWeight: DefaultUSEQueryGloVeWeight, ShortQueryGloVeWeight: DefaultUSEShortQueryGloVeWeight}
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	u, err := NewUSE(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	withGloVe, why := u.GloVeStatus()
+	if !withGloVe {
+		t.Logf("without the GloVe vectors (%v): the floors of the encoder and lexical blend alone", why)
+	} else {
+		t.Logf("%s: heap %d MB after loading the sentence encoder and GloVe (%d words)", u.Name(), (after.HeapAlloc-before.HeapAlloc)>>20, u.glove.Len())
 	}
 	hash, err := NewHash(DefaultHashDimensions)
 	if err != nil {
@@ -53,11 +71,14 @@ func TestUSEParaphraseFloor(t *testing.T) {
 		name        string
 		pairs       []paraphrasePair
 		top1, top10 float64 // floors for use
+		gloveTop1   float64 // the top-1 floor with GloVe
 	}{
 		// Measured (query weight 0.3, short queries at 0.9): 69 % / 97 %
-		// and 73 % / 100 % (hash: 10 % / 21 %, 10 % / 50 %).
-		{name: "paraphrase.tsv", pairs: loadParaphrases(t), top1: 0.65, top10: 0.95},
-		{name: "paraphrase_heldout.tsv", pairs: loadHeldOutParaphrases(t), top1: 0.70, top10: 0.95},
+		// and 73 % / 100 % (hash: 10 % / 21 %, 10 % / 50 %); with GloVe
+		// (short queries give it 0.2 of their 0.9): 82 % / 97 % and
+		// 77 % / 100 %, floors today's blend fails.
+		{name: "paraphrase.tsv", pairs: loadParaphrases(t), top1: 0.65, top10: 0.95, gloveTop1: 0.78},
+		{name: "paraphrase_heldout.tsv", pairs: loadHeldOutParaphrases(t), top1: 0.70, top10: 0.95, gloveTop1: 0.75},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var queries []string
@@ -69,9 +90,13 @@ func TestUSEParaphraseFloor(t *testing.T) {
 			u1, u10 := paraphraseHits(t, u, tc.pairs, queries, nil, 1), paraphraseHits(t, u, tc.pairs, queries, nil, 10)
 			t.Logf("%d pairs: %s top-1 %.0f %% top-10 %.0f %%; %s top-1 %.0f %% top-10 %.0f %%",
 				len(tc.pairs), u.Name(), 100*float64(u1)/n, 100*float64(u10)/n, hash.Name(), 100*float64(h1)/n, 100*float64(h10)/n)
-			if float64(u1)/n < tc.top1 || float64(u10)/n < tc.top10 {
+			top1 := tc.top1
+			if withGloVe {
+				top1 = tc.gloveTop1
+			}
+			if float64(u1)/n < top1 || float64(u10)/n < tc.top10 {
 				t.Errorf("use finds the paraphrase first for %d and in the top 10 for %d of %d; want at least %.0f %% and %.0f %%",
-					u1, u10, len(tc.pairs), 100*tc.top1, 100*tc.top10)
+					u1, u10, len(tc.pairs), 100*top1, 100*tc.top10)
 			}
 		})
 	}

