@@ -30,8 +30,13 @@ import (
 // Timing of the OCR stage.
 const (
 	// ocrLease is how long a claimed job is held without a renewal; a
-	// process killed during OCR leaves its jobs to others after it.
+	// process killed during OCR leaves its jobs to others after it, or
+	// at once when a live worker sees its worker lock gone
+	// (ocrjobs.Store.HoldWorker).
 	ocrLease = 2 * time.Minute
+	// ocrWorkerSweep is how often the stage looks for claims of workers
+	// that died (also once at its start).
+	ocrWorkerSweep = 10 * time.Second
 	// ocrStageIdle is how long the stage sleeps with nothing to claim
 	// when no enqueue wakes it (jobs of another process, retry delays).
 	ocrStageIdle = 2 * time.Second
@@ -59,7 +64,25 @@ func (ix *Indexer) RunOCRStage(ctx context.Context) {
 	slots := make(chan struct{}, ix.o.OCR.Documents())
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	// This process's worker lock: claims of workers that died (killed
+	// mid-OCR) are released at once, not after their lease; it claims
+	// only while it holds it.
+	wg.Go(func() {
+		q.HoldWorker(ctx, ocrWorkerSweep, func(n int64) {
+			ix.log.Info("OCR stage: took back the jobs of a worker that stopped", "jobs", n)
+			ix.wakeOCR()
+		}, func(err error) {
+			ix.log.Warn("OCR stage: the worker's liveness session failed; claiming nothing until it is back", "error", err)
+		})
+	})
 	for ctx.Err() == nil {
+		if !q.Alive() {
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():

@@ -7,7 +7,11 @@
 // pending one (the newest revision wins), an older one changes nothing.
 // OCR workers claim jobs with a lease they renew while they work; a
 // worker that dies leaves a lease that expires, and the job is claimed
-// again. Jobs are handed out fairly: the owner with the fewest jobs
+// again. Sooner: each worker process holds a worker lock for its life
+// (HoldWorker, an advisory lock naming its instance, which its claims
+// record), and releases the claims of workers whose lock is gone; a
+// process alone on its queue releases every claim as it starts
+// (ReleaseClaims). Jobs are handed out fairly: the owner with the fewest jobs
 // running goes first, and among equals the one served longest ago, so
 // one user's thousand scans queue behind another user's one.
 //
@@ -31,7 +35,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -53,11 +59,77 @@ func Migrations(schema string) database.MigrationSet {
 type Store struct {
 	pool  *pgxpool.Pool
 	queue string
+	// instance names this process's worker in its claims (claimed_by);
+	// HoldWorker holds it as an advisory lock.
+	instance int32
+	alive    atomic.Bool
 }
 
 // New returns the store of queue in the pool's schema.
 func New(pool *pgxpool.Pool, queue string) *Store {
-	return &Store{pool: pool, queue: queue}
+	return &Store{pool: pool, queue: queue, instance: rand.Int32N(math.MaxInt32) + 1}
+}
+
+// workerLockClass is the first key of the advisory lock a worker process
+// holds for its life (HoldWorker), its instance the second.
+const workerLockClass = 0x6f63726a // "ocrj"
+
+// HoldWorker holds this process's worker lock on a connection of its own
+// until ctx ends, taking it again after a lost session, and every sweep
+// (and once at once) releases the claims of workers that hold no lock
+// (ReleaseDead), reporting how many to freed: a process killed while it
+// ran OCR jobs leaves them to the others, or to its successor, at once
+// rather than after their lease. Alive reports whether it holds the lock.
+func (s *Store) HoldWorker(ctx context.Context, sweep time.Duration, freed func(int64), failed func(error)) {
+	defer s.alive.Store(false)
+	for ctx.Err() == nil {
+		err := s.workerSession(ctx, sweep, freed)
+		s.alive.Store(false)
+		if ctx.Err() != nil {
+			return
+		}
+		failed(err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// Alive reports whether HoldWorker holds the worker lock (claims made
+// without it could be released by another worker as a dead one's).
+func (s *Store) Alive() bool { return s.alive.Load() }
+
+func (s *Store) workerSession(ctx context.Context, sweep time.Duration, freed func(int64)) error {
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1::int4, $2::int4)`, int32(workerLockClass), s.instance); err != nil {
+		return err
+	}
+	s.alive.Store(true)
+	t := time.NewTicker(sweep)
+	defer t.Stop()
+	for {
+		tag, err := conn.Exec(ctx, `UPDATE ocr_jobs j SET leased_until = NULL, lease = 0, claimed_by = NULL
+			WHERE j.queue = $1 AND j.claimed_by IS NOT NULL AND j.leased_until > now() AND NOT EXISTS (
+			    SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+			      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			      AND l.classid = $2::int4::oid AND l.objid = j.claimed_by::oid)`, s.queue, int32(workerLockClass))
+		if err != nil {
+			return fmt.Errorf("ocrjobs: release the claims of dead workers: %w", err)
+		}
+		if n := tag.RowsAffected(); n > 0 {
+			freed(n)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
 }
 
 // Job is one document's pending OCR.
@@ -129,10 +201,10 @@ func (s *Store) Claim(ctx context.Context, lease time.Duration) (Job, bool, erro
 			    LIMIT 1
 			    FOR UPDATE OF j SKIP LOCKED
 			)
-			UPDATE ocr_jobs j SET lease = $2, leased_until = now() + $3::interval, attempts = j.attempts + 1
+			UPDATE ocr_jobs j SET lease = $2, leased_until = now() + $3::interval, attempts = j.attempts + 1, claimed_by = $4
 			FROM pick WHERE j.queue = $1 AND j.doc_id = pick.doc_id
 			RETURNING j.doc_id, j.rev, j.owner, j.pages, j.attempts, j.enqueued_at`,
-			s.queue, token, lease).Scan(&j.DocID, &j.Rev, &j.Owner, &j.Pages, &j.Attempts, &j.Enqueued)
+			s.queue, token, lease, s.instance).Scan(&j.DocID, &j.Rev, &j.Owner, &j.Pages, &j.Attempts, &j.Enqueued)
 		if err != nil {
 			return err
 		}
@@ -169,7 +241,7 @@ func (s *Store) Done(ctx context.Context, j Job) error {
 		WITH gone AS (
 		    DELETE FROM ocr_jobs WHERE queue = $1 AND doc_id = $2 AND lease = $3 AND rev <= $4 RETURNING 1
 		)
-		UPDATE ocr_jobs SET leased_until = NULL, lease = 0
+		UPDATE ocr_jobs SET leased_until = NULL, lease = 0, claimed_by = NULL
 		WHERE queue = $1 AND doc_id = $2 AND lease = $3 AND NOT EXISTS (SELECT 1 FROM gone)`,
 		s.queue, j.DocID, j.lease, j.Rev)
 	if err != nil {
@@ -180,7 +252,7 @@ func (s *Store) Done(ctx context.Context, j Job) error {
 
 // Retry gives a job back to be claimed again after delay.
 func (s *Store) Retry(ctx context.Context, j Job, delay time.Duration) error {
-	_, err := s.pool.Exec(ctx, `UPDATE ocr_jobs SET leased_until = NULL, lease = 0, not_before = now() + $4::interval
+	_, err := s.pool.Exec(ctx, `UPDATE ocr_jobs SET leased_until = NULL, lease = 0, claimed_by = NULL, not_before = now() + $4::interval
 		WHERE queue = $1 AND doc_id = $2 AND lease = $3`, s.queue, j.DocID, j.lease, delay)
 	if err != nil {
 		return fmt.Errorf("ocrjobs: retry %d: %w", j.DocID, err)
@@ -194,7 +266,7 @@ func (s *Store) Retry(ctx context.Context, j Job, delay time.Duration) error {
 // then a killed predecessor's, which would otherwise hold its jobs until
 // their leases expire.
 func (s *Store) ReleaseClaims(ctx context.Context) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE ocr_jobs SET leased_until = NULL, lease = 0
+	tag, err := s.pool.Exec(ctx, `UPDATE ocr_jobs SET leased_until = NULL, lease = 0, claimed_by = NULL
 		WHERE queue = $1 AND leased_until > now()`, s.queue)
 	if err != nil {
 		return 0, fmt.Errorf("ocrjobs: release the claims: %w", err)

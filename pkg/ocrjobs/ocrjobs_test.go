@@ -210,6 +210,56 @@ func TestReleaseClaimsFreesTheQueuesJobsAtOnce(t *testing.T) {
 	}
 }
 
+// TestClaimsOfADeadWorkerAreReleased: workers sharing a queue (indexer
+// replicas) each hold a worker lock; a live one releases at once the
+// claims of a worker whose lock is gone (killed mid-OCR), never those of
+// a worker that holds its lock.
+func TestClaimsOfADeadWorkerAreReleased(t *testing.T) {
+	pool := pgtest.NewPool(t, "ocr_test", ocrjobs.Migrations("ocr_test"))
+	live, other, dead := ocrjobs.New(pool, "indexer"), ocrjobs.New(pool, "indexer"), ocrjobs.New(pool, "indexer")
+	enqueue(t, live, ocrjobs.Job{DocID: 1, Rev: 1, Owner: "ann"}, ocrjobs.Job{DocID: 2, Rev: 1, Owner: "bob"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hold := func(s *ocrjobs.Store, ctx context.Context) {
+		go s.HoldWorker(ctx, 50*time.Millisecond, func(int64) {}, func(err error) { t.Error(err) })
+		for deadline := time.Now().Add(10 * time.Second); !s.Alive(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the worker lock was not taken")
+			}
+		}
+	}
+	otherCtx, stopOther := context.WithCancel(ctx)
+	hold(other, otherCtx)
+	held, _ := claim(t, other, time.Hour)
+	// dead never held its lock: as a process killed after its claim.
+	orphan, _ := claim(t, dead, time.Hour)
+	hold(live, ctx)
+	waitClaim := func(want int64) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			j, ok := claim(t, live, time.Hour)
+			if ok {
+				if j.DocID != want {
+					t.Fatalf("claimed document %d, want %d", j.DocID, want)
+				}
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the job of document %d, claimed by a worker that is gone, was not released", want)
+			}
+		}
+	}
+	waitClaim(orphan.DocID)
+	// The other worker, alive, kept its claim through the sweep that
+	// released the orphan (both were claimed before live began); once it
+	// stops it is released.
+	if _, ok := claim(t, live, time.Hour); ok {
+		t.Fatalf("the claim of a live worker (document %d) was released", held.DocID)
+	}
+	stopOther()
+	waitClaim(held.DocID)
+}
+
 // TestQueuesOfTwoEnginesAreSeparate: two engines (consumer names) each
 // get their own job for a document.
 func TestQueuesOfTwoEnginesAreSeparate(t *testing.T) {
