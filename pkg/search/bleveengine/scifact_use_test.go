@@ -29,10 +29,14 @@ type exportedVectors struct {
 
 // TestSciFactUSEWalkRecall measures the engine's vector search on the
 // use embedder's SciFact vectors (issues 20/23) against an exact scan of
-// the same vectors in process: recall@100 of the engine's 100 nearest
-// documents against the exact 100, and nDCG@10 / Recall@100 with the
-// qrels, for each walk setting in walkSettings side by side on one
-// index. DOCREPO_USE_VECTORS names the file TestUSEExportSciFact wrote:
+// the same vectors in process: recall@10 and recall@100 of the engine's
+// 100 nearest documents against the exact 10 and 100, and nDCG@10 /
+// Recall@100 with the qrels, for each walk setting in walkSettings side
+// by side on one index, with the perf probe's filters (none; 10 % and
+// 1 % of the abstracts: the abstracts are in 100 visibility groups by
+// position, the filters admit 10 or 1 of them). DOCREPO_USE_FILTERS=none
+// measures the unfiltered searches only. DOCREPO_USE_VECTORS names the
+// file TestUSEExportSciFact wrote:
 //
 //	cd pkg && DOCREPO_EMBED_EXPORT=/tmp/use-128.gob DOCREPO_USE_MODEL_DIR=... go test -run TestUSEExportSciFact ./embed/
 //	cd pkg && DOCREPO_USE_VECTORS=/tmp/use-128.gob go test -run TestSciFactUSEWalkRecall -v ./search/bleveengine/
@@ -83,7 +87,7 @@ func TestSciFactUSEWalkRecall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		docs[i] = engine.Document{ID: id, Rev: 1, Content: "text", ContentVectors: ev.Passages[i]}
+		docs[i] = engine.Document{ID: id, Rev: 1, Content: "text", ContentVectors: ev.Passages[i], GroupIDs: []int64{int64(i % 100)}}
 		passages += len(ev.Passages[i])
 	}
 	start := time.Now()
@@ -129,7 +133,7 @@ func TestSciFactUSEWalkRecall(t *testing.T) {
 					}
 					return int(a - b)
 				})
-				exact[q] = ids[:k]
+				exact[q] = ids
 			}
 		}()
 	}
@@ -156,30 +160,56 @@ func TestSciFactUSEWalkRecall(t *testing.T) {
 		}
 		return s
 	}
-	ex := score(func(q int) []int64 { return exact[q] })
-	t.Logf("%-28s recall@100 vs exact %.4f  nDCG@10 %.4f  R@100 %.4f", "exact scan (in process)", 1.0, ex.NDCG10, ex.Recall100)
+	group := map[int64]int64{}
+	for i, d := range docs {
+		group[d.ID] = int64(i % 100)
+	}
+	filters := []struct {
+		name   string
+		groups []int64
+	}{{"none", nil}, {"10 %", []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}}, {"1 %", []int64{42}}}
+	if os.Getenv("DOCREPO_USE_FILTERS") == "none" {
+		filters = filters[:1]
+	}
 	settings := walkSettings(t)
 	if mode == GraphNever {
 		settings = settings[1:2] // the defaults (no graph: a scan)
 	}
-	for _, s := range settings {
-		restore := s.apply()
-		var sum float64
-		got := make([][]int64, len(ev.Queries))
-		v0, cpu0, t0 := walkVisits.Load(), cpuTime(), time.Now()
-		for q, qv := range ev.Queries {
-			got[q] = vectorSearch(t, e, qv, k, "content", nil)
+	for _, f := range filters {
+		// The exact nearest admitted documents.
+		want := make([][]int64, len(exact))
+		for q, ids := range exact {
+			for _, id := range ids {
+				if f.groups == nil || slices.Contains(f.groups, group[id]) {
+					want[q] = append(want[q], id)
+					if len(want[q]) == k {
+						break
+					}
+				}
+			}
 		}
-		cpu, wall, visits := cpuTime()-cpu0, time.Since(t0), walkVisits.Load()-v0
-		restore()
-		for q := range got {
-			sum += recallOf(got[q], exact[q])
+		ex := score(func(q int) []int64 { return want[q] })
+		t.Logf("filter %-4s %-28s recall@10 %.4f  recall@100 %.4f  nDCG@10 %.4f  R@100 %.4f", f.name, "exact scan (in process)", 1.0, 1.0, ex.NDCG10, ex.Recall100)
+		for _, s := range settings {
+			restore := s.apply()
+			var sum10, sum100 float64
+			got := make([][]int64, len(ev.Queries))
+			v0, cpu0, t0 := walkVisits.Load(), cpuTime(), time.Now()
+			for q, qv := range ev.Queries {
+				got[q] = vectorSearch(t, e, qv, k, "content", f.groups)
+			}
+			cpu, wall, visits := cpuTime()-cpu0, time.Since(t0), walkVisits.Load()-v0
+			restore()
+			for q := range got {
+				sum10 += recallOf(got[q][:min(10, len(got[q]))], want[q][:min(10, len(want[q]))])
+				sum100 += recallOf(got[q], want[q])
+			}
+			sc := score(func(q int) []int64 { return got[q] })
+			n := float64(len(ev.Queries))
+			t.Logf("filter %-4s %-28s recall@10 %.4f  recall@100 %.4f  nDCG@10 %.4f  R@100 %.4f  %6.0f visits, %5.1f ms CPU, %5.1f ms wall per query",
+				f.name, s.name, sum10/n, sum100/n, sc.NDCG10, sc.Recall100, float64(visits)/n,
+				float64(cpu.Microseconds())/1000/n, float64(wall.Microseconds())/1000/n)
 		}
-		sc := score(func(q int) []int64 { return got[q] })
-		n := float64(len(ev.Queries))
-		t.Logf("%-28s recall@100 vs exact %.4f  nDCG@10 %.4f  R@100 %.4f  %6.0f visits, %5.1f ms CPU, %5.1f ms wall per query",
-			s.name, sum/n, sc.NDCG10, sc.Recall100, float64(visits)/n,
-			float64(cpu.Microseconds())/1000/n, float64(wall.Microseconds())/1000/n)
 	}
 }
 
@@ -210,9 +240,11 @@ func walkSettings(t testing.TB) []walkSetting {
 	return []walkSetting{
 		with("before (passage walk)", 0, &legacyWalk, &legacyPays),
 		with("after (defaults)", 0),
+		with("grouped walk, breadth 1k", 1, &forceWalk),
 		with("grouped walk, breadth 2k", 2, &forceWalk),
 		with("grouped walk, breadth 4k", 4, &forceWalk),
 		with("grouped walk, breadth 8k", 8, &forceWalk),
+		with("grouped walk, breadth 16k", 16, &forceWalk),
 		with("passage walk (forced)", 0, &legacyWalk, &forceWalk),
 		with("exact scan (engine)", 0, &forceScan),
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -30,7 +29,7 @@ import (
 //	go test ./search/bleveengine -run XXX -bench VectorLatency -benchtime 1x
 func BenchmarkVectorLatency(b *testing.B) {
 	e := openScaleIndex(b)
-	gen := newScaleGen(b, os.Getenv("DOCREPO_BENCH_VECTORS") == "blend")
+	gen := newScaleGen(b, benchBlend())
 	ctx := context.Background()
 	const seqN, clients, perClient = 200, 8, 50
 	for _, f := range scaleFilters {
@@ -132,7 +131,7 @@ func strconvF(x float64) string {
 //	go test ./search/bleveengine -run XXX -bench VectorWalkRank -benchtime 1x -v
 func BenchmarkVectorWalkRank(b *testing.B) {
 	e := openScaleIndex(b)
-	gen := newScaleGen(b, os.Getenv("DOCREPO_BENCH_VECTORS") == "blend")
+	gen := newScaleGen(b, benchBlend())
 	qs := gen.queries(50)
 	dist := func(q []float32, id int64) float64 {
 		e.mu.RLock()
