@@ -47,10 +47,13 @@ import (
 //     -bench VectorScale -benchtime 1x -timeout 10h
 //
 // DOCREPO_BENCH_VECTORS=blend makes the vectors 1,280 dimensions: a dense
-// 512-dimension part (a synthetic topic mixture, standing in for a
-// semantic model) and the 768-dimension hash vector, each scaled by √½;
-// the index then records a non-hash embedder, so dense queries walk the
-// HNSW graph. DOCREPO_BENCH_INDEX keeps the index between runs.
+// 512-dimension part standing in for a semantic model and the
+// 768-dimension hash vector of the text, blended as the use embedder
+// blends them, calibrated on its SciFact vectors (scaleGen's blend
+// generator, below); blend-noise is the first generator (nearly
+// equidistant vectors). The index then records a non-hash embedder, so
+// dense queries walk the HNSW graph. DOCREPO_BENCH_INDEX keeps the index
+// between runs (an index keeps the generator it was loaded with).
 func BenchmarkVectorScale(b *testing.B) {
 	n, dir := largeBenchIndex(b)
 	blend := benchBlend()
