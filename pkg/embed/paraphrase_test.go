@@ -294,7 +294,15 @@ func storedPassages(t testing.TB, u *USE, docs []string, parts blendParts) (out 
 				v[d] = u.sw * x
 			}
 			for d, x := range parts.lex[k] {
-				v[USEDimensions+d] = u.lw * x
+				v[u.lexOff+d] = u.lw * x
+			}
+			if u.glove != nil {
+				// As EmbedPassages: the window's GloVe vector.
+				if gv := u.glove.Embed(text[w[0]:w[1]], DefaultUSEGloVeSIF, nil); gv != nil {
+					for d, x := range gv {
+						v[u.gloveOff+d] = u.gw * x
+					}
+				}
 			}
 			k++
 			dps = append(dps, Passage{Start: w[0], End: w[1], Vector: v})

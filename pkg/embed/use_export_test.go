@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/docrepo/docrepo/pkg/embed/glove"
 )
 
 // ExportedVectors are the use embedder's stored passage vectors of
@@ -45,9 +47,20 @@ func TestUSEExportSciFact(t *testing.T) {
 	}
 	tok, enc, _ := useTestModel(t)
 	sf := loadSciFact(t)
-	u, err := newUSE(tok, enc, USEConfig{PassagePieces: pieces, ShortQueryWords: DefaultUSEShortQueryWords,
+	cfg := USEConfig{PassagePieces: pieces, ShortQueryWords: DefaultUSEShortQueryWords,
 		ShortQueryWeight: DefaultUSEShortQueryWeight, QueryWeight: DefaultUSEQueryWeight,
-		QueryIDF: DefaultUSEQueryIDF, UnmatchedWeight: DefaultUSEUnmatchedWeight}, "use", "")
+		QueryIDF: DefaultUSEQueryIDF, UnmatchedWeight: DefaultUSEUnmatchedWeight}
+	// DOCREPO_USE_GLOVE_DIR: blend the GloVe part in with the defaults
+	// (the production path's [√w·USE, √g·GloVe, √(1−w−g)·lexical]).
+	if dir := os.Getenv("DOCREPO_USE_GLOVE_DIR"); dir != "" {
+		tab, err := glove.Load(filepath.Join(dir, glove.File), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.gloveTable, cfg.GloVeWeight = tab, DefaultUSEGloVeWeight
+		cfg.QueryGloVeWeight, cfg.ShortQueryGloVeWeight = DefaultUSEQueryGloVeWeight, DefaultUSEShortQueryGloVeWeight
+	}
+	u, err := newUSE(tok, enc, cfg, "use", "")
 	if err != nil {
 		t.Fatal(err)
 	}
