@@ -59,8 +59,13 @@ const (
 	// useBatch is the number of sequences given to the encoder at once.
 	useBatch = 32
 	// useGloVeVersion replaces useVersion when the GloVe part is in
-	// the stored vectors ([USE, GloVe, lexical]).
-	useGloVeVersion = "v3"
+	// the stored vectors ([USE, GloVe, lexical]). v4: the GloVe means'
+	// common component is removed (v3 kept it).
+	useGloVeVersion = "v4"
+	// gloveCommonWords and gloveCommonSIF make the common component
+	// (glove.Table.Common).
+	gloveCommonWords = 50000
+	gloveCommonSIF   = 1e-3
 	// DefaultUSEGloVeDirName is the GloVe directory's name beside the
 	// sentence encoder's (deploy/dev/model.sh glove dir).
 	DefaultUSEGloVeDirName = "glove-sg-100d-1.1.0"
@@ -68,7 +73,7 @@ const (
 	// DefaultUSEShortQueryGloVeWeight: see USEConfig.
 	DefaultUSEGloVeWeight           = 0.2
 	DefaultUSEQueryGloVeWeight      = 0
-	DefaultUSEShortQueryGloVeWeight = 0.2
+	DefaultUSEShortQueryGloVeWeight = 0.3
 	// DefaultUSEGloVeSIF is SIF's a for the GloVe part: a word of
 	// probability p (Zipf's, from its rank) weighs a/(a+p).
 	DefaultUSEGloVeSIF = 1e-4
@@ -171,6 +176,7 @@ type USE struct {
 	// and the lexical half start in a vector, the queries' shares, and
 	// why the vectors are absent when they were wanted.
 	glove                  *glove.Table
+	gloveCommon            []float32
 	g                      float64
 	gw                     float32
 	gloveOff, lexOff       int
@@ -283,6 +289,17 @@ func loadGloVe(dir, useDir string) (*glove.Table, string, error) {
 	return t, hex.EncodeToString(h.Sum(nil)[:digestBytes]), nil
 }
 
+// gloveVector is text's GloVe part before its share: the SIF-weighted
+// mean of its words' vectors without the common component, at unit
+// length; nil when GloVe holds none of its words.
+func (u *USE) gloveVector(text string) []float32 {
+	gv := u.glove.Embed(text, DefaultUSEGloVeSIF, nil)
+	if gv == nil || !glove.Remove(gv, u.gloveCommon) {
+		return nil
+	}
+	return gv
+}
+
 // GloVeStatus says whether the GloVe part is in the vectors, and when it
 // was wanted but is not, why.
 func (u *USE) GloVeStatus() (bool, error) { return u.glove != nil, u.gloveErr }
@@ -367,6 +384,7 @@ func newUSE(tok PieceTokenizer, enc PieceEncoder, cfg USEConfig, model, digest s
 		}
 		if cfg.gloveTable != nil {
 			u.glove, u.g, u.gw = cfg.gloveTable, g, float32(math.Sqrt(g))
+			u.gloveCommon = u.glove.Common(gloveCommonWords, gloveCommonSIF)
 			u.lw = float32(math.Sqrt(1 - w - g))
 			u.lexOff = USEDimensions + glove.Dimensions
 			u.queryGloVe, u.shortGloVe = cfg.QueryGloVeWeight, cfg.ShortQueryGloVeWeight
@@ -656,7 +674,7 @@ func (u *USE) passages(ctx context.Context, texts []string, maxPassages int) ([]
 				p.Vector[u.lexOff+d] = u.lw * v
 			}
 			if u.glove != nil {
-				if gv := u.glove.Embed(text, DefaultUSEGloVeSIF, nil); gv != nil {
+				if gv := u.gloveVector(text); gv != nil {
 					for d, v := range gv {
 						p.Vector[u.gloveOff+d] = u.gw * v
 					}

@@ -75,10 +75,10 @@ func TestUSEParaphraseFloor(t *testing.T) {
 	}{
 		// Measured (query weight 0.3, short queries at 0.9): 69 % / 97 %
 		// and 73 % / 100 % (hash: 10 % / 21 %, 10 % / 50 %); with GloVe
-		// (short queries give it 0.2 of their 0.9): 82 % / 97 % and
-		// 77 % / 100 %, floors today's blend fails.
-		{name: "paraphrase.tsv", pairs: loadParaphrases(t), top1: 0.65, top10: 0.95, gloveTop1: 0.78},
-		{name: "paraphrase_heldout.tsv", pairs: loadHeldOutParaphrases(t), top1: 0.70, top10: 0.95, gloveTop1: 0.75},
+		// (short queries give it 0.3 of their 0.9): 76 % / 99 % and
+		// 83 % / 100 %, floors today's blend fails.
+		{name: "paraphrase.tsv", pairs: loadParaphrases(t), top1: 0.65, top10: 0.95, gloveTop1: 0.72},
+		{name: "paraphrase_heldout.tsv", pairs: loadHeldOutParaphrases(t), top1: 0.70, top10: 0.95, gloveTop1: 0.80},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var queries []string

@@ -218,7 +218,7 @@ func TestEmbedderStatusGloVe(t *testing.T) {
 	logged.Reset()
 	info = EmbedderStatus(emb, slog.New(slog.NewTextHandler(&logged, nil)))
 	if _, hasReason := info["embedder_glove_reason"]; info["embedder_glove"] != true || hasReason || logged.Len() > 0 ||
-		!strings.HasPrefix(embed.IdentityOf(emb).Version, "v3-") {
+		!strings.HasPrefix(embed.IdentityOf(emb).Version, "v4-") {
 		t.Errorf("GloVe present: readiness %v, identity %s, logged %s", info, embed.IdentityOf(emb), logged.String())
 	}
 	// An index of the embedder without GloVe, while the default re-embeds it.

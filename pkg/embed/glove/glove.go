@@ -498,3 +498,31 @@ func (t *Table) Nearest(word string, k, among int, minCos float32) []Neighbour {
 	}
 	return best
 }
+
+// Common is the direction every SIF mean shares: the expected word vector
+// of running text, Σ p·a/(a+p)·v over the n likeliest words (p Zipf's
+// probability, a SIF's), at unit length. Removing it from each mean
+// (Remove) leaves what sets a text apart (SIF's common component, here
+// fixed by the table rather than fitted to a corpus).
+func (t *Table) Common(n int, a float64) []float32 {
+	c := make([]float32, Dimensions)
+	for r := range min(n, t.Len()) {
+		p := t.Prob(r)
+		t.AddTo(c, r, float32(p*a/(a+p)))
+	}
+	Normalize(c)
+	return c
+}
+
+// Remove takes v's projection on the unit vector c out of v and scales it
+// to unit length again; false when nothing is left.
+func Remove(v, c []float32) bool {
+	var p float32
+	for d := range v {
+		p += v[d] * c[d]
+	}
+	for d := range v {
+		v[d] -= p * c[d]
+	}
+	return Normalize(v)
+}
