@@ -514,15 +514,22 @@ func (t *Table) Common(n int, a float64) []float32 {
 	return c
 }
 
-// Remove takes v's projection on the unit vector c out of v and scales it
-// to unit length again; false when nothing is left.
+// Remove takes v's projection on the unit vector c out of v (a unit
+// vector) and scales it to unit length again; false when nothing is left
+// (v along c but for rounding).
 func Remove(v, c []float32) bool {
 	var p float32
 	for d := range v {
 		p += v[d] * c[d]
 	}
+	var n float64
 	for d := range v {
 		v[d] -= p * c[d]
+		n += float64(v[d]) * float64(v[d])
+	}
+	if n < 1e-10 {
+		clear(v)
+		return false
 	}
 	return Normalize(v)
 }

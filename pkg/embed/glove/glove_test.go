@@ -208,3 +208,30 @@ func cos(a, b []float32) float64 {
 	}
 	return d / math.Sqrt(na*nb)
 }
+
+func TestCommonRemove(t *testing.T) {
+	tab := testTable(t, 0)
+	c := tab.Common(5, 1e-3)
+	if n := cos(c, c); math.Abs(n-1) > 1e-5 {
+		t.Fatalf("Common is not a unit vector: %v", n)
+	}
+	// Made of the 5 likeliest words only.
+	if cos(c, tab.Vector(5)) > 0.1 || cos(c, tab.Vector(0)) < 0.3 {
+		t.Errorf("Common's cosine to battery (rank 5) %v, to the (rank 0) %v", cos(c, tab.Vector(5)), cos(c, tab.Vector(0)))
+	}
+	v := tab.Embed("the battery", 1e-3, nil)
+	if !Remove(v, c) {
+		t.Fatal("Remove left nothing")
+	}
+	var dot, n float64
+	for d := range v {
+		dot += float64(v[d]) * float64(c[d])
+		n += float64(v[d]) * float64(v[d])
+	}
+	if math.Abs(dot) > 1e-5 || math.Abs(n-1) > 1e-5 {
+		t.Errorf("after Remove: projection %v, squared norm %v; want 0 and 1", dot, n)
+	}
+	if Remove(slices.Clone(c), c) {
+		t.Error("removing a vector's own direction left something")
+	}
+}
