@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,7 +48,10 @@ func TestEmbedderSwitchSurvivesKills(t *testing.T) {
 	indexDir := t.TempDir()
 	base := append(s.CommonEnv(), "DOCREPO_GRPC_ADDR="+searchAddr, "DOCREPO_INDEX_DIR="+indexDir,
 		"DOCREPO_INDEX_CONSUMER=faults-switch", "DOCREPO_EMBED_DEFER=on", "DOCREPO_LOG_LEVEL=info")
-	useEnv := []string{"DOCREPO_EMBEDDER=use", "DOCREPO_USE_MODEL_DIR=" + modelDir, "DOCREPO_EMBEDDER_CHANGE=rebuild"}
+	// One indexing worker: the re-embedding writes batches of 16
+	// documents, so a kill can land with some of them in the new
+	// generation.
+	useEnv := []string{"DOCREPO_EMBEDDER=use", "DOCREPO_USE_MODEL_DIR=" + modelDir, "DOCREPO_EMBEDDER_CHANGE=rebuild", "DOCREPO_INDEX_WORKERS=1"}
 
 	// The search process, started by the test as a supervisor would.
 	type proc struct {
@@ -213,23 +217,26 @@ func TestEmbedderSwitchSurvivesKills(t *testing.T) {
 		t.Logf("killed the search service %s (CURRENT %s)", why, currentGen())
 	}
 
-	// 2. Killed mid-way: the new generation is being written (its
-	// directory is there; progress is reported by batches of 128
-	// documents, more than the test has); CURRENT still names the old one.
+	// 2. Killed mid-way: the new generation is being written, at least
+	// two of its batches of 16 re-embedded (/readyz's progress), not all;
+	// CURRENT still names the old one.
 	restart()
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(2 * time.Millisecond) {
-		if gens, _ := filepath.Glob(filepath.Join(indexDir, "gen-*")); len(gens) > 1 && currentGen() == oldGen {
+	doneRe := regexp.MustCompile(`"done":(\d+)`)
+	var doneAtKill int
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if m := doneRe.FindStringSubmatch(get("/readyz")); m != nil {
+			doneAtKill, _ = strconv.Atoi(m[1])
+		}
+		if doneAtKill >= 32 && doneAtKill < n && currentGen() == oldGen {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no re-embedding under way within 2 minutes (CURRENT %s)", currentGen())
+		if time.Now().After(deadline) || doneAtKill >= n {
+			t.Fatalf("no re-embedding between 32 and %d documents done seen (last %d, CURRENT %s)", n, doneAtKill, currentGen())
 		}
 	}
-	kill("mid-way through the re-embedding")
-	if currentGen() != oldGen {
-		t.Logf("the switch came before the kill: this kill was in the switch")
-	}
+	kill(fmt.Sprintf("mid-way through the re-embedding (%d of %d documents done)", doneAtKill, n))
 	upload(n)
+	resumedLog := current().out
 
 	// 3. Killed in the switch: as soon as CURRENT names the new
 	// generation.
@@ -242,6 +249,19 @@ func TestEmbedderSwitchSurvivesKills(t *testing.T) {
 	}
 	kill("in the switch")
 	upload(n + 2)
+	// The restarted process continued the killed one's generation: the
+	// documents it had re-embedded were kept, not embedded again.
+	if resumedLog == current().out {
+		t.Fatal("no restart after the kill mid-way")
+	}
+	kept, documents, ok := reindexKept(current().out.String())
+	if !ok {
+		t.Fatalf("the restarted process logged no finished re-embedding pass (\"reindex finished\" with rebuild=true)")
+	}
+	t.Logf("after the kill at %d of %d documents re-embedded, the restarted process re-embedded %d of %d (kept %d)", doneAtKill, n, documents-kept, documents, kept)
+	if kept < doneAtKill || documents-kept >= documents {
+		t.Errorf("the restarted process kept %d of %d documents, re-embedding %d; want at least the %d the killed one had done kept", kept, documents, documents-kept, doneAtKill)
+	}
 
 	// 4. Started again: the re-embedding is over (or done again) and the
 	// index complete under the new embedder.
@@ -279,6 +299,24 @@ func TestEmbedderSwitchSurvivesKills(t *testing.T) {
 		t.Errorf("%d searches failed while the search process was up (%d answered): %v", len(failures), answered, failures[:min(5, len(failures))])
 	}
 	t.Logf("%d searches answered across the kills; generations: %s before, %s after", answered, oldGen, currentGen())
+}
+
+// reindexKept reads the re-embedding pass's end from a search process's
+// log: how many documents it went through and how many the new index held
+// already at their current revision (kept, not embedded again).
+func reindexKept(log string) (kept, documents int, ok bool) {
+	for _, line := range strings.Split(log, "\n") {
+		var rec struct {
+			Msg       string `json:"msg"`
+			Rebuild   bool   `json:"rebuild"`
+			Documents int    `json:"documents"`
+			Kept      int    `json:"kept"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "reindex finished" && rec.Rebuild {
+			kept, documents, ok = rec.Kept, rec.Documents, true
+		}
+	}
+	return kept, documents, ok
 }
 
 // milestones are the messages of a search process's log about the

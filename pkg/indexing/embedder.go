@@ -179,9 +179,10 @@ func (s *Server) Reembed(ctx context.Context) {
 }
 
 // Reembedding reports whether Reembed is running and its progress
-// (documents done of total, as last reported; total is 0 until counted).
-func (s *Server) Reembedding() (running bool, done, total int64) {
-	return s.reembed.running.Load(), s.reembed.done.Load(), s.reembed.total.Load()
+// (documents done of total, as last reported, total 0 until counted; kept:
+// of those done, the ones the new index held already, not embedded again).
+func (s *Server) Reembedding() (running bool, done, total, kept int64) {
+	return s.reembed.running.Load(), s.reembed.done.Load(), s.reembed.total.Load(), s.reembed.kept.Load()
 }
 
 func (s *Server) reembedOnce(ctx context.Context, log *slog.Logger) error {
@@ -199,11 +200,13 @@ func (s *Server) reembedOnce(ctx context.Context, log *slog.Logger) error {
 	report := func(p Progress) error {
 		metricReembedDone.Set(float64(p.Done))
 		metricReembedTotal.Set(float64(p.Total))
+		metricReembedKept.Set(float64(p.Kept))
 		s.reembed.done.Store(p.Done)
 		s.reembed.total.Store(p.Total)
+		s.reembed.kept.Store(p.Kept)
 		if time.Since(last) >= 10*time.Second || p.Finished {
 			last = time.Now()
-			log.Info("re-embedding the index", "done", p.Done, "total", p.Total, "failed", p.Failed, "finished", p.Finished,
+			log.Info("re-embedding the index", "done", p.Done, "total", p.Total, "failed", p.Failed, "kept", p.Kept, "finished", p.Finished,
 				"elapsed", time.Since(started).Round(time.Second))
 		}
 		return nil
@@ -221,6 +224,7 @@ func (s *Server) reembedOnce(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	log.Info("the index is re-embedded: vector search uses the new embedder", "documents", p.Done, "took", time.Since(started).Round(time.Second))
+	log.Info("the index is re-embedded: vector search uses the new embedder", "documents", p.Done,
+		"kept", p.Kept, "embedded", p.Done-p.Kept, "took", time.Since(started).Round(time.Second))
 	return nil
 }

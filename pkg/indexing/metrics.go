@@ -86,6 +86,10 @@ var (
 		Name: "docrepo_indexer_reembed_total",
 		Help: "Documents of record the running (or last) re-embedding processes.",
 	})
+	metricReembedKept = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "docrepo_indexer_reembed_kept",
+		Help: "Of docrepo_indexer_reembed_done, the documents the new index already held at their current revision and so were not embedded again: a re-embedding resumed after a restart continues the unfinished generation.",
+	})
 	metricPassages = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "docrepo_indexer_passages_embedded_total",
 		Help: "Content passages embedded (one vector each) by this process's indexer, rebuilds and re-embeddings included: with docrepo_indexer_reembed_done, the passages per second of a re-embedding.",
@@ -146,6 +150,7 @@ func RegisterMetrics(reg prometheus.Registerer) error {
 		metricReembedRunning,
 		metricReembedDone,
 		metricReembedTotal,
+		metricReembedKept,
 		metricPassages,
 		metricBatch,
 	)

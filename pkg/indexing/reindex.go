@@ -26,7 +26,11 @@ type Progress struct {
 	// Done counts documents processed (written, current, deleted or
 	// failed); Total is the number of documents of record, as last counted.
 	Done, Total, Failed int64
-	Finished            bool
+	// Kept counts the documents the index already held at their current
+	// revision (left alone): in a resumed re-embedding, those its
+	// unfinished generation held, which are not embedded again.
+	Kept     int64
+	Finished bool
 }
 
 // Reindex sends every document of record through the indexing path. With
@@ -69,12 +73,13 @@ func (ix *Indexer) Reindex(ctx context.Context, recreate bool, report func(Progr
 		}
 		for start := 0; start < len(ids); start += batch {
 			part := ids[start:min(start+batch, len(ids))]
-			failed, err := ix.reindexBatch(ctx, part)
+			failed, kept, err := ix.reindexBatch(ctx, part)
 			if err != nil {
 				return p, err
 			}
 			p.Done += int64(len(part))
 			p.Failed += failed
+			p.Kept += kept
 			p.Total = max(p.Total, p.Done)
 			if err := send(false); err != nil {
 				return p, err
@@ -84,13 +89,14 @@ func (ix *Indexer) Reindex(ctx context.Context, recreate bool, report func(Progr
 	}
 	p.Total = p.Done
 	p.Finished = true
-	ix.log.Info("reindex finished", "documents", p.Done, "failed", p.Failed, "recreate", recreate, "took", time.Since(started).Round(time.Millisecond))
+	ix.log.Info("reindex finished", "documents", p.Done, "failed", p.Failed, "kept", p.Kept, "recreate", recreate, "took", time.Since(started).Round(time.Millisecond))
 	return p, send(true)
 }
 
 // reindexBatch indexes ids, retrying failures a few times; it returns how
-// many still failed. It fails only when ctx ends.
-func (ix *Indexer) reindexBatch(ctx context.Context, ids []int64) (int64, error) {
+// many still failed, and how many the engine held already (Current). It
+// fails only when ctx ends.
+func (ix *Indexer) reindexBatch(ctx context.Context, ids []int64) (failed, kept int64, err error) {
 	items := make([]Item, len(ids))
 	for i, id := range ids {
 		items[i] = Item{ID: id, DeferOCR: ix.defersOCR()}
@@ -98,7 +104,7 @@ func (ix *Indexer) reindexBatch(ctx context.Context, ids []int64) (int64, error)
 	for attempt := 1; ; attempt++ {
 		results := ix.Index(ctx, items)
 		if ctx.Err() != nil {
-			return 0, ctx.Err()
+			return 0, 0, ctx.Err()
 		}
 		var retry []Item
 		for i, r := range results {
@@ -110,14 +116,17 @@ func (ix *Indexer) reindexBatch(ctx context.Context, ids []int64) (int64, error)
 				}
 				continue
 			}
+			if r.Outcome == Current {
+				kept++
+			}
 			metricIndexed.WithLabelValues(r.Outcome.String()).Inc()
 		}
 		if len(retry) == 0 || attempt == reindexRetries {
-			return int64(len(retry)), nil
+			return int64(len(retry)), kept, nil
 		}
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return 0, 0, ctx.Err()
 		case <-time.After(reindexRetryDelay * time.Duration(attempt)):
 		}
 		items = retry
@@ -135,8 +144,8 @@ type Server struct {
 	newTarget func(context.Context) (Target, error)
 	// reembed is Reembed's state, for Reembedding.
 	reembed struct {
-		running     atomic.Bool
-		done, total atomic.Int64
+		running           atomic.Bool
+		done, total, kept atomic.Int64
 	}
 }
 

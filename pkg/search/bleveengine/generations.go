@@ -16,19 +16,33 @@ import (
 // switches to it. The file CURRENT names the generation in use; "." is an
 // index made before generations existed, whose files are in the index
 // directory itself. A rebuild that never finished leaves a generation
-// CURRENT does not name, removed at the next start.
+// CURRENT does not name, removed at the next start — except that
+// OpenCurrentResumable keeps the newest one, so that a re-embedding killed
+// mid-way can continue in it (ResumeGeneration) instead of starting over.
 
 const currentFile = "CURRENT"
 
 // OpenCurrent opens the index generation in use under root (creating a
 // first one when root holds none) and returns it with its name.
 func OpenCurrent(root string, opts Options) (*Engine, string, error) {
+	e, name, unfinished, err := OpenCurrentResumable(root, opts)
+	if err == nil && unfinished != "" {
+		_ = RemoveGeneration(root, unfinished)
+	}
+	return e, name, err
+}
+
+// OpenCurrentResumable is OpenCurrent, but the newest generation a rebuild
+// left unfinished (numbered above the one in use) is kept and its name
+// returned (else ""); older unfinished ones are removed. The caller either
+// continues it (ResumeGeneration) or removes it (RemoveGeneration).
+func OpenCurrentResumable(root string, opts Options) (*Engine, string, string, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, "", fmt.Errorf("bleveengine: %w", err)
+		return nil, "", "", fmt.Errorf("bleveengine: %w", err)
 	}
 	name, err := currentGeneration(root)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	if name == "" {
 		if _, err := os.Stat(filepath.Join(root, "index_meta.json")); err == nil {
@@ -37,15 +51,43 @@ func OpenCurrent(root string, opts Options) (*Engine, string, error) {
 			name = "gen-1"
 		}
 		if err := CommitGeneration(root, name); err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
 	}
-	removeAbandoned(root, name)
+	unfinished := ""
+	if n := lastGeneration(root); n > generationNumber(name) {
+		unfinished = fmt.Sprintf("gen-%d", n)
+	}
+	removeAbandoned(root, name, unfinished)
 	e, err := Open(filepath.Join(root, name), opts)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
-	return e, name, nil
+	return e, name, unfinished, nil
+}
+
+// ResumeGeneration opens the unfinished generation name (from
+// OpenCurrentResumable) to go on writing it. It does not become current
+// until CommitGeneration.
+func ResumeGeneration(root, name string, opts Options) (*Engine, error) {
+	if !isGeneration(name) {
+		return nil, fmt.Errorf("bleveengine: %q is not a generation", name)
+	}
+	dir := filepath.Join(root, name)
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("bleveengine: %w", err)
+	}
+	return Open(dir, opts)
+}
+
+// generationNumber is N of gen-N, 0 for "." (and anything else).
+func generationNumber(name string) int {
+	n, ok := strings.CutPrefix(name, "gen-")
+	if !ok {
+		return 0
+	}
+	v, _ := strconv.Atoi(n)
+	return v
 }
 
 // NewGeneration creates the next, empty generation under root and opens
@@ -142,12 +184,13 @@ func lastGeneration(root string) int {
 	return last
 }
 
-// removeAbandoned deletes the generations a rebuild left unfinished.
-func removeAbandoned(root, current string) {
+// removeAbandoned deletes the generations a rebuild left unfinished, but
+// keep.
+func removeAbandoned(root, current, keep string) {
 	entries, _ := os.ReadDir(root)
 	var names []string
 	for _, e := range entries {
-		if e.IsDir() && isGeneration(e.Name()) && e.Name() != current {
+		if e.IsDir() && isGeneration(e.Name()) && e.Name() != current && e.Name() != keep {
 			names = append(names, e.Name())
 		}
 	}

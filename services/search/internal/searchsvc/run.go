@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -91,7 +92,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	embID := embed.IdentityOf(emb)
-	opened, generation, err := openEngine(ctx, cfg, embID, log)
+	opened, generation, unfinished, err := openEngine(ctx, cfg, embID, log)
 	if err != nil {
 		return err
 	}
@@ -100,6 +101,14 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		opened.Close()
 		return fmt.Errorf("search: %w", err)
+	}
+	// A generation a rebuild left unfinished is continued only by the
+	// re-embedding (below, when it was written for this embedder).
+	if unfinished != "" && check != indexing.EmbedderRebuild {
+		if err := bleveengine.RemoveGeneration(cfg.IndexDir, unfinished); err != nil {
+			log.Warn("removing the index generation a rebuild left unfinished", "generation", unfinished, "error", err)
+		}
+		unfinished = ""
 	}
 	// Searches and the indexer use the index through a switch, so that a
 	// full rebuild can swap in a new index without downtime.
@@ -146,7 +155,7 @@ func Run(ctx context.Context, cfg Config) error {
 		// The index has one writer, so its durable consumer has one
 		// process: events a killed predecessor held are reclaimed at start.
 		pipe.Exclusive = true
-		pipe.Server.RebuildInto(embeddedRebuild(cfg.IndexDir, bleveengine.Options{PersistNap: cfg.PersistNap}, eng, &generation, log))
+		pipe.Server.RebuildInto(embeddedRebuild(cfg.IndexDir, bleveengine.Options{PersistNap: cfg.PersistNap}, eng, &generation, unfinished, embID, log))
 		indexerv1.RegisterIndexerServiceServer(svc.Server.GRPC(), pipe.Server)
 		if check == indexing.EmbedderRebuild {
 			svc.Go(func(ctx context.Context) error { pipe.Server.Reembed(ctx); return nil })
@@ -177,44 +186,91 @@ func Run(ctx context.Context, cfg Config) error {
 // "unavailable": 503). Once the re-embedded index is in use it is gone.
 func reembeddingState(srv *indexing.Server, from embed.Identity, vectors string) func() map[string]any {
 	return func() map[string]any {
-		running, done, total := srv.Reembedding()
+		running, done, total, kept := srv.Reembedding()
 		if !running {
 			return nil
 		}
 		return map[string]any{"reembedding": map[string]any{
-			"running": true, "done": done, "total": total, "index_embedder": from.String(), "vector_search": vectors}}
+			"running": true, "done": done, "total": total, "kept": kept, "index_embedder": from.String(), "vector_search": vectors}}
 	}
 }
 
 // openEngine opens the configured engine; for the embedded one it also
-// returns the name of the index generation in use.
-func openEngine(ctx context.Context, cfg Config, emb embed.Identity, log *slog.Logger) (engine.Engine, string, error) {
+// returns the name of the index generation in use and of the newest one a
+// rebuild left unfinished ("" if none).
+func openEngine(ctx context.Context, cfg Config, emb embed.Identity, log *slog.Logger) (engine.Engine, string, string, error) {
 	if cfg.Embedded() {
 		if cfg.IndexDir == "" {
-			return nil, "", errors.New("search: DOCREPO_INDEX_DIR is empty")
+			return nil, "", "", errors.New("search: DOCREPO_INDEX_DIR is empty")
 		}
-		e, gen, err := bleveengine.OpenCurrent(cfg.IndexDir, bleveengine.Options{PersistNap: cfg.PersistNap})
+		e, gen, unfinished, err := bleveengine.OpenCurrentResumable(cfg.IndexDir, bleveengine.Options{PersistNap: cfg.PersistNap})
 		if err != nil {
-			return nil, "", fmt.Errorf("search: open the embedded index at %s: %w", cfg.IndexDir, err)
+			return nil, "", "", fmt.Errorf("search: open the embedded index at %s: %w", cfg.IndexDir, err)
 		}
-		return e, gen, nil
+		return e, gen, unfinished, nil
 	}
 	e, err := cfg.OpenSearch.Open(ctx, emb, cfg.SearchTimeout, log)
-	return e, "", err
+	return e, "", "", err
 }
 
 // embeddedRebuild is how a full rebuild of the embedded index runs: into
 // the next generation directory, which then becomes current (CURRENT is
 // replaced atomically) and takes the old one's place in the switch; the
 // old generation is closed and deleted.
-func embeddedRebuild(root string, opts bleveengine.Options, sw *engine.Switchable, current *string, log *slog.Logger) func(context.Context) (indexing.Target, error) {
-	return func(context.Context) (indexing.Target, error) {
+//
+// unfinished, when not "", is the generation a re-embedding killed
+// mid-way left (the process starts the re-embedding at once, so the first
+// rebuild is it): the first rebuild continues it when it records this
+// process's embedder (id) — what it holds at its current revision, with
+// its vectors, is not embedded again (indexing.Progress.Kept), documents
+// it holds waiting for vectors are embedded before the switch, and the
+// rebuild's anti-entropy pass removes what was deleted meanwhile — and
+// otherwise (another embedder's, or none recorded) removes it and starts
+// a new one.
+func embeddedRebuild(root string, opts bleveengine.Options, sw *engine.Switchable, current *string, unfinished string, id embed.Identity, log *slog.Logger) func(context.Context) (indexing.Target, error) {
+	var mu sync.Mutex
+	return func(ctx context.Context) (indexing.Target, error) {
+		mu.Lock()
+		resume := unfinished
+		unfinished = ""
+		mu.Unlock()
+		if resume != "" {
+			if t := resumeGeneration(ctx, root, resume, opts, id, log); t != nil {
+				t.sw, t.current = sw, current
+				return t, nil
+			}
+		}
 		e, name, err := bleveengine.NewGeneration(root, opts)
 		if err != nil {
 			return nil, err
 		}
 		return &generationTarget{root: root, name: name, e: e, sw: sw, current: current, log: log}, nil
 	}
+}
+
+// resumeGeneration opens the unfinished generation name to continue it,
+// when it records the embedder id; otherwise (or when it cannot be
+// opened) it removes it and returns nil.
+func resumeGeneration(ctx context.Context, root, name string, opts bleveengine.Options, id embed.Identity, log *slog.Logger) *generationTarget {
+	e, err := bleveengine.ResumeGeneration(root, name, opts)
+	if err != nil {
+		log.Warn("the unfinished index generation cannot be opened: it is removed and the re-embedding starts over", "generation", name, "error", err)
+		_ = bleveengine.RemoveGeneration(root, name)
+		return nil
+	}
+	got, ok, err := e.Embedder(ctx)
+	if err != nil || !ok || !got.Compatible(id) {
+		_ = e.Close()
+		_ = bleveengine.RemoveGeneration(root, name)
+		log.Info("removed the index generation a rebuild left unfinished: it holds no vectors of this embedder", "generation", name,
+			"its_embedder", got.String(), "recorded", ok, "embedder", id.String(), "error", err)
+		return nil
+	}
+	n, _ := e.Count(ctx)
+	_, pending, _ := e.PendingVectors(ctx, 0)
+	log.Info("resuming the re-embedding in the index generation a killed process left: documents it holds at their current revision are not embedded again",
+		"generation", name, "documents", n, "waiting_for_vectors", pending, "embedder", id.String())
+	return &generationTarget{root: root, name: name, e: e, log: log}
 }
 
 // generationTarget is a new generation of the embedded index being built.
