@@ -298,7 +298,7 @@ func storedPassages(t testing.TB, u *USE, docs []string, parts blendParts) (out 
 			}
 			if u.glove != nil {
 				// As EmbedPassages: the window's GloVe vector.
-				if gv := u.glove.Embed(text[w[0]:w[1]], DefaultUSEGloVeSIF, nil); gv != nil {
+				if gv := u.gloveVector(text[w[0]:w[1]]); gv != nil {
 					for d, x := range gv {
 						v[u.gloveOff+d] = u.gw * x
 					}
