@@ -125,7 +125,15 @@ func TestEmbedderSwitchSurvivesKills(t *testing.T) {
 		}
 		docs = append(docs, up.DocID)
 	}
-	const n = 60
+	// DOCREPO_SWITCH_KILL_DOCS sets a larger index for measuring what a
+	// kill mid-way costs (services/search/bench/results/reembed-resume-*).
+	n := 60
+	// Up to 97: a vector search answers at most 100 neighbours, and the
+	// test finds every document (n + 3) in one.
+	if v, err := strconv.Atoi(os.Getenv("DOCREPO_SWITCH_KILL_DOCS")); err == nil && v > n {
+		n = min(v, 97)
+	}
+	killAt := max(32, n/2)
 	for i := range n {
 		upload(i)
 	}
@@ -227,11 +235,11 @@ func TestEmbedderSwitchSurvivesKills(t *testing.T) {
 		if m := doneRe.FindStringSubmatch(get("/readyz")); m != nil {
 			doneAtKill, _ = strconv.Atoi(m[1])
 		}
-		if doneAtKill >= 32 && doneAtKill < n && currentGen() == oldGen {
+		if doneAtKill >= killAt && doneAtKill < n && currentGen() == oldGen {
 			break
 		}
 		if time.Now().After(deadline) || doneAtKill >= n {
-			t.Fatalf("no re-embedding between 32 and %d documents done seen (last %d, CURRENT %s)", n, doneAtKill, currentGen())
+			t.Fatalf("no re-embedding between %d and %d documents done seen (last %d, CURRENT %s)", killAt, n, doneAtKill, currentGen())
 		}
 	}
 	kill(fmt.Sprintf("mid-way through the re-embedding (%d of %d documents done)", doneAtKill, n))
@@ -240,13 +248,15 @@ func TestEmbedderSwitchSurvivesKills(t *testing.T) {
 
 	// 3. Killed in the switch: as soon as CURRENT names the new
 	// generation.
+	restarted := time.Now()
 	restart()
 	upload(n + 1)
-	for deadline := time.Now().Add(3 * time.Minute); currentGen() == oldGen; time.Sleep(2 * time.Millisecond) {
+	for deadline := time.Now().Add(3*time.Minute + time.Duration(n)*time.Second); currentGen() == oldGen; time.Sleep(2 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the re-embedded generation was not switched to within 3 minutes of the restart")
 		}
 	}
+	t.Logf("the restarted process switched %.1f s after its start, using %.1f s of CPU", time.Since(restarted).Seconds(), procCPU(current().p.Pid()).Seconds())
 	kill("in the switch")
 	upload(n + 2)
 	// The restarted process continued the killed one's generation: the
@@ -317,6 +327,24 @@ func reindexKept(log string) (kept, documents int, ok bool) {
 		}
 	}
 	return kept, documents, ok
+}
+
+// procCPU is the CPU time (user + system) process pid has used so far.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's closing parenthesis: state is the
+	// first, utime and stime the 12th and 13th, in clock ticks (100 a
+	// second on Linux).
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
 }
 
 // milestones are the messages of a search process's log about the
