@@ -155,7 +155,10 @@ const reembedRetry = time.Minute
 // recording the new embedder; searches see it fill up). Progress goes to
 // the log every 10 seconds and to docrepo_indexer_reembed_done and
 // docrepo_indexer_reembed_total. A reindex already running (docrepoctl)
-// makes it wait for its turn.
+// makes it wait for its turn. When the new index is one a killed process
+// left unfinished (services/search: the same embedder's generation), what
+// it holds at the current revision is kept (Progress.Kept,
+// docrepo_indexer_reembed_kept), not embedded again.
 func (s *Server) Reembed(ctx context.Context) {
 	log := s.ix.log.With("reembed", true)
 	metricReembedRunning.Set(1)
