@@ -137,6 +137,23 @@ func (c *Codes) Scan(q *Query, k int, accept func(id int32) bool, ids []int32) [
 // ScanPart is Scan over part of the blocks (part of parts, from 0), for
 // scans split among goroutines; with ids it scans part of the ids.
 func (c *Codes) ScanPart(q *Query, k int, accept func(id int32) bool, ids []int32, part, parts int) []Result {
+	return c.scanPart(q, k, accept, ids, nil, part, parts)
+}
+
+// ScanEligible is ScanPart over the vectors set in elig only, a bitset of
+// vector numbers (bit id&63 of word id>>6). A word is a block's lanes, so
+// a block none of whose vectors is eligible is skipped unread and the
+// others' ineligible lanes are masked out with one AND: the cost is that
+// of the blocks holding an eligible vector, with no per-vector callback.
+// Its result is ScanPart's with accept admitting exactly elig's vectors.
+func (c *Codes) ScanEligible(q *Query, k int, elig []uint64, part, parts int) []Result {
+	if elig == nil {
+		elig = []uint64{}
+	}
+	return c.scanPart(q, k, nil, nil, elig, part, parts)
+}
+
+func (c *Codes) scanPart(q *Query, k int, accept func(id int32) bool, ids []int32, elig []uint64, part, parts int) []Result {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if len(q.v) != c.dim || k <= 0 {
@@ -190,6 +207,13 @@ func (c *Codes) ScanPart(q *Query, k int, accept func(id int32) bool, ids []int3
 		}
 		lo, hi := len(c.blocks)*part/parts, len(c.blocks)*(part+1)/parts
 		for bi := lo; bi < hi; bi++ {
+			var lanesOK uint64 = math.MaxUint64
+			if elig != nil {
+				if bi >= len(elig) || elig[bi] == 0 {
+					continue
+				}
+				lanesOK = elig[bi]
+			}
 			b := c.blocks[bi]
 			base := bi * blockSize
 			lanes := min(blockSize, n-base)
@@ -206,6 +230,7 @@ func (c *Codes) ScanPart(q *Query, k int, accept func(id int32) bool, ids []int3
 			} else {
 				mask = blockDistances(&sums, b, idx, val, c.scale[base:base+lanes], c.sqn[base:base+lanes], q.norm, worst)
 			}
+			mask &= lanesOK
 			for ; mask != 0; mask &= mask - 1 {
 				l := bits.TrailingZeros64(mask)
 				offerD(int32(base+l), sums[l])

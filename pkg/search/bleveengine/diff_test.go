@@ -255,7 +255,10 @@ func TestNearestMatchesFullSort(t *testing.T) {
 			return int(a.id - b.id)
 		})
 		for _, k := range []int{1, 10, 1000} {
-			got, err := run.nearest(tt.q, k, false, eligible)
+			got, err := run.nearest(tt.q, k, false, eligibility{
+				visible: func(r *record) bool { return r.id%3 != 0 },
+				filters: func(int32, *record) (bool, float64) { return true, 0 },
+			})
 			if err != nil {
 				t.Fatal(err)
 			}

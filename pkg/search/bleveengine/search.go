@@ -197,7 +197,7 @@ func (run *searchRun) vectorCandidates(eligible eligibility) ([]neighbour, error
 	if k <= 0 {
 		k = dsl.DefaultVectorK
 	}
-	return run.nearest(run.req.QueryVector, k, v.Target == dsl.TargetMetadata, eligible.ok)
+	return run.nearest(run.req.QueryVector, k, v.Target == dsl.TargetMetadata, eligible)
 }
 
 // compileFullText runs every fts clause over the index (only over the
