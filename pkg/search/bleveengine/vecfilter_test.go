@@ -72,10 +72,16 @@ func TestFilteredVectorScanEqualsPerVectorScan(t *testing.T) {
 		}
 		return res
 	}
-	defer func() { scanByEligible = true }()
+	defer func(c int) { scanByEligible, mapLookupCost = true, c }(mapLookupCost)
 	for _, tt := range tests {
 		for qi, q := range queries {
 			scanByEligible = true
+			// Even queries find the eligible vectors by the documents'
+			// references, odd ones by a pass over the owners.
+			mapLookupCost = 0
+			if qi%2 == 1 {
+				mapLookupCost = 1 << 30
+			}
 			got := search(q, tt)
 			scanByEligible = false
 			want := search(q, tt)
