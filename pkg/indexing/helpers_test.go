@@ -280,13 +280,18 @@ func openRecEngine(t testing.TB, dir string) *recEngine {
 
 func newMemEngine(t testing.TB) *recEngine { return openRecEngine(t, t.TempDir()) }
 
+// Upsert and SetContentVectors hold mu across the engine's write and its
+// record, and get holds it across Revision and the record: otherwise get
+// could see the engine's new revision before the record of it (a writer
+// preempted between the two, as on a loaded machine) and answer a
+// document without content.
 func (m *recEngine) Upsert(ctx context.Context, docs []engine.Document) (engine.WriteResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	r, err := m.Engine.Upsert(ctx, docs)
 	if err != nil {
 		return r, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.writes += r.Written
 	for _, d := range docs {
 		if old, ok := m.docs[d.ID]; !ok || d.Rev > old.Rev || d.Rev == old.Rev && d.Reread {
@@ -303,12 +308,12 @@ func (m *recEngine) PendingVectors(ctx context.Context, limit int) ([]engine.Doc
 }
 
 func (m *recEngine) SetContentVectors(ctx context.Context, docs []engine.Document) (engine.WriteResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	r, err := m.Engine.(engine.VectorStage).SetContentVectors(ctx, docs)
 	if err != nil {
 		return r, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	for _, d := range docs {
 		if old, ok := m.docs[d.ID]; ok && old.Rev == d.Rev && old.VectorsPending {
 			old.ContentVectors, old.VectorsPending = d.ContentVectors, false
@@ -320,12 +325,12 @@ func (m *recEngine) SetContentVectors(ctx context.Context, docs []engine.Documen
 
 // get returns the document as last written, if the engine holds it.
 func (m *recEngine) get(id int64) (engine.Document, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	rev, ok, err := m.Revision(context.Background(), id)
 	if err != nil || !ok {
 		return engine.Document{}, false
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	d, have := m.docs[id]
 	if !have || d.Rev != rev {
 		// Written by another engine instance over the same directory:
