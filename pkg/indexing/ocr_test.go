@@ -189,7 +189,7 @@ func TestConsumerAcknowledgesScansBeforeOCR(t *testing.T) {
 
 	runOCRStage(t, ix)
 	word := strings.ToLower(strings.Fields(phrases[0])[0])
-	waitFor(t, 90*time.Second, "the scan's OCR text", func() bool {
+	waitFor(t, 5*time.Minute, "the scan's OCR text", func() bool {
 		got, _ := eng.get(1)
 		return strings.Contains(strings.ToLower(got.Content), word)
 	})
