@@ -188,15 +188,12 @@ func (vx *vecIndex) readState() error {
 	}
 	for range ndocs {
 		id := d.varint()
-		dv := &docVecs{}
+		dv := decodeDocVecs(&d)
 		for _, metadata := range []bool{false, true} {
 			r := dv.ref(metadata)
-			r.dim = int32(d.uvarint())
 			if r.dim == 0 {
 				continue
 			}
-			r.first, r.n = int32(d.uvarint()), int32(d.uvarint())
-			r.stamp = d.uint64()
 			s := vx.sets[setKey{metadata, int(r.dim)}]
 			if s == nil || int64(r.first)+int64(r.n) > s.full.n.Load() || r.n <= 0 {
 				return fmt.Errorf("%s: %w: document %d", stateFile, errCorrupt, id)
@@ -291,15 +288,7 @@ func (vx *vecIndex) checkpoint() error {
 		b = binary.AppendUvarint(b, uint64(len(vx.docs)))
 		for id, dv := range vx.docs {
 			b = binary.AppendVarint(b, id)
-			for _, r := range []vecRef{dv.c, dv.m} {
-				b = binary.AppendUvarint(b, uint64(r.dim))
-				if r.dim == 0 {
-					continue
-				}
-				b = binary.AppendUvarint(b, uint64(r.first))
-				b = binary.AppendUvarint(b, uint64(r.n))
-				b = binary.LittleEndian.AppendUint64(b, r.stamp)
-			}
+			b = appendDocVecs(b, dv)
 		}
 		b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
 		_, err := w.Write(b)
@@ -398,4 +387,35 @@ func (d *decoder) uint64() uint64 {
 		return 0
 	}
 	return binary.LittleEndian.Uint64(b)
+}
+
+// appendDocVecs encodes a document's vector references (content, then
+// metadata: dimensions, 0 for none, then first, count and stamp), as the
+// checkpoint's state file and the log's bind records both store them.
+func appendDocVecs(b []byte, dv *docVecs) []byte {
+	for _, r := range []vecRef{dv.c, dv.m} {
+		b = binary.AppendUvarint(b, uint64(r.dim))
+		if r.dim == 0 {
+			continue
+		}
+		b = binary.AppendUvarint(b, uint64(r.first))
+		b = binary.AppendUvarint(b, uint64(r.n))
+		b = binary.LittleEndian.AppendUint64(b, r.stamp)
+	}
+	return b
+}
+
+// decodeDocVecs reads what appendDocVecs wrote; errors stay in d.
+func decodeDocVecs(d *decoder) *docVecs {
+	dv := &docVecs{}
+	for _, metadata := range []bool{false, true} {
+		r := dv.ref(metadata)
+		r.dim = int32(d.uvarint())
+		if r.dim == 0 {
+			continue
+		}
+		r.first, r.n = int32(d.uvarint()), int32(d.uvarint())
+		r.stamp = d.uint64()
+	}
+	return dv
 }

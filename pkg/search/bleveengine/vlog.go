@@ -149,20 +149,10 @@ func (vx *vecIndex) logBind(id int64, dv *docVecs) {
 	}
 	b := vx.log.begin(logBind)
 	b = binary.AppendVarint(b, id)
-	var none docVecs
 	if dv == nil {
-		dv = &none
+		dv = &docVecs{}
 	}
-	for _, r := range []vecRef{dv.c, dv.m} {
-		b = binary.AppendUvarint(b, uint64(r.dim))
-		if r.dim == 0 {
-			continue
-		}
-		b = binary.AppendUvarint(b, uint64(r.first))
-		b = binary.AppendUvarint(b, uint64(r.n))
-		b = binary.LittleEndian.AppendUint64(b, r.stamp)
-	}
-	vx.log.end(b)
+	vx.log.end(appendDocVecs(b, dv))
 }
 
 // appendVector appends v to set s: to its file, its codes and its graph,
@@ -297,16 +287,7 @@ func (vx *vecIndex) replayRecord(b []byte) error {
 		vx.replayed++
 	case logBind:
 		id := d.varint()
-		dv := &docVecs{}
-		for _, metadata := range []bool{false, true} {
-			r := dv.ref(metadata)
-			r.dim = int32(d.uvarint())
-			if r.dim == 0 {
-				continue
-			}
-			r.first, r.n = int32(d.uvarint()), int32(d.uvarint())
-			r.stamp = d.uint64()
-		}
+		dv := decodeDocVecs(&d)
 		if d.err != nil || len(d.b) != 0 {
 			return fmt.Errorf("bind record: %w", errCorrupt)
 		}
