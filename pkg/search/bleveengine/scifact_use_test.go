@@ -41,20 +41,7 @@ type exportedVectors struct {
 //	cd pkg && DOCREPO_EMBED_EXPORT=/tmp/use-128.gob DOCREPO_USE_MODEL_DIR=... go test -run TestUSEExportSciFact ./embed/
 //	cd pkg && DOCREPO_USE_VECTORS=/tmp/use-128.gob go test -run TestSciFactUSEWalkRecall -v ./search/bleveengine/
 func TestSciFactUSEWalkRecall(t *testing.T) {
-	path := os.Getenv("DOCREPO_USE_VECTORS")
-	if path == "" {
-		t.Skip("set DOCREPO_USE_VECTORS to the file TestUSEExportSciFact (pkg/embed) wrote")
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev exportedVectors
-	err = gob.NewDecoder(f).Decode(&ev)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ev := loadExportedVectors(t)
 	sf, err := scifact.Load(testenv.DataDir(t, "scifact", scifact.EnvDir, "corpus.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -248,4 +235,24 @@ func walkSettings(t testing.TB) []walkSetting {
 		with("passage walk (forced)", 0, &legacyWalk, &forceWalk),
 		with("exact scan (engine)", 0, &forceScan),
 	}
+}
+
+// loadExportedVectors reads the file DOCREPO_USE_VECTORS names (written by
+// TestUSEExportSciFact in pkg/embed), skipping the test when it is unset.
+func loadExportedVectors(t testing.TB) *exportedVectors {
+	t.Helper()
+	path := os.Getenv("DOCREPO_USE_VECTORS")
+	if path == "" {
+		t.Skip("set DOCREPO_USE_VECTORS to the file TestUSEExportSciFact (pkg/embed) wrote")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var ev exportedVectors
+	if err := gob.NewDecoder(f).Decode(&ev); err != nil {
+		t.Fatal(err)
+	}
+	return &ev
 }

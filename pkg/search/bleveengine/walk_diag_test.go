@@ -1,7 +1,6 @@
 package bleveengine
 
 import (
-	"encoding/gob"
 	"fmt"
 	"math"
 	"os"
@@ -302,20 +301,7 @@ func syntheticDiagSet(t testing.TB, n int) *diagSet {
 }
 
 func useDiagSet(t testing.TB) *diagSet {
-	path := os.Getenv("DOCREPO_USE_VECTORS")
-	if path == "" {
-		t.Skip("set DOCREPO_USE_VECTORS to the file TestUSEExportSciFact (pkg/embed) wrote")
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev exportedVectors
-	err = gob.NewDecoder(f).Decode(&ev)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ev := loadExportedVectors(t)
 	every := envInt(t, "DOCREPO_USE_EVERY", 1)
 	ds := &diagSet{name: fmt.Sprintf("use SciFact, %d-piece windows, every %d. abstract", ev.Pieces, every), queries: ev.Queries}
 	for i := 0; i < len(ev.Passages); i += every {
