@@ -52,14 +52,16 @@ ensure() {
   mkdir -p "$datadir"
   datadir=$(cd "$datadir" && pwd)
   if [ "$(id -u)" = 0 ]; then chown postgres: "$datadir"; chmod 700 "$datadir"; fi
+  local running=""
+  if [ -f "$datadir/PG_VERSION" ] && as_owner "$bin/pg_ctl" -D "$datadir" status >/dev/null 2>&1; then running=1; fi
+  if [ -z "$running" ] && port_open "$port"; then
+    log "port $port is taken by another process"; exit 1
+  fi
   if [ ! -f "$datadir/PG_VERSION" ]; then
     log "initialising a cluster in $datadir"
     as_owner "$bin/initdb" -D "$datadir" --username=postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >/dev/null
   fi
-  if ! as_owner "$bin/pg_ctl" -D "$datadir" status >/dev/null 2>&1; then
-    if port_open "$port"; then
-      log "port $port is taken by another process"; exit 1
-    fi
+  if [ -z "$running" ]; then
     as_owner "$bin/pg_ctl" -D "$datadir" -l "$datadir/server.log" -w -t 60 \
       -o "-h 127.0.0.1 -p $port -k $datadir -c fsync=off -c max_connections=300" start >/dev/null
   fi

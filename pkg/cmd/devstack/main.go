@@ -312,9 +312,16 @@ func envFileContent(url, dbURL, adminToken string, listen func(string) string, s
 // privatePostgres starts (or reuses) a cluster with deploy/dev/postgres.sh.
 func privatePostgres(ctx context.Context, dir string, port int) (string, func(), error) {
 	script := filepath.Join("deploy", "dev", "postgres.sh")
-	out, err := exec.CommandContext(ctx, "bash", script, "ensure", dir, fmt.Sprint(port)).Output()
+	cmd := exec.CommandContext(ctx, "bash", script, "ensure", dir, fmt.Sprint(port))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return "", nil, fmt.Errorf("start private Postgres (%s): %w", script, err)
+		msg := strings.TrimSpace(stderr.String())
+		if strings.Contains(msg, "is taken") {
+			msg += fmt.Sprintf(" (choose another port with DOCREPO_PG_PORT or -pg-port; %d is the default)", port)
+		}
+		return "", nil, fmt.Errorf("start private Postgres (%s): %w: %s", script, err, msg)
 	}
 	stop := func() { _ = exec.Command("bash", script, "stop", dir).Run() }
 	return strings.TrimSpace(string(out)), stop, nil

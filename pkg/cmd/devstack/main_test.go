@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -157,5 +159,31 @@ func TestAdminKeyHoldsEveryUserScope(t *testing.T) {
 	}
 	if again != admin {
 		t.Errorf("a second start made a new admin key")
+	}
+}
+
+// TestPrivatePostgresNamesATakenPort checks that make run, finding the
+// private cluster's port held by another process, says which port and how
+// to choose another instead of a bare "exit status 1".
+func TestPrivatePostgresNamesATakenPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	dir := t.TempDir()
+	t.Chdir(filepath.Join("..", "..", ".."))
+	_, _, err = privatePostgres(context.Background(), filepath.Join(dir, "pg"), port)
+	if err == nil {
+		t.Fatal("privatePostgres started on a taken port")
+	}
+	for _, want := range []string{fmt.Sprintf("port %d is taken", port), "DOCREPO_PG_PORT"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pg", "PG_VERSION")); err == nil {
+		t.Error("a cluster was initialised although its port was taken")
 	}
 }
