@@ -123,6 +123,15 @@ func probeModes(c *corpus, folders []int64, n int) []probeMode {
 			}},
 			probeMode{"vector, filter 1 % (1 folder)", func(r *rand.Rand) client.SearchRequest {
 				return where(client.And(in(1), vec(word(r)+" "+word(r)+" "+word(r))))
+			}},
+			// A folder's contents as a listing shows them: every document
+			// of one folder (1 %: 10,000 at 1 M), newest first, the first
+			// page and a page deep in it.
+			probeMode{"folder listing (1 folder, sort date)", func(r *rand.Rand) client.SearchRequest {
+				return client.SearchRequest{Where: in(1), Sort: []client.Sort{{Field: "date", Direction: "desc"}}}
+			}},
+			probeMode{"folder listing, offset 5000", func(r *rand.Rand) client.SearchRequest {
+				return client.SearchRequest{Where: in(1), Sort: []client.Sort{{Field: "date", Direction: "desc"}}, Offset: 5000}
 			}})
 	}
 	return modes
@@ -152,6 +161,18 @@ func (b *bench) probe(ctx context.Context) error {
 	b.printf("\n## perf probe: %d documents visible to the key's user\n", total.Total)
 	b.printMemory("search process before the probe")
 	modes := probeModes(c, folders, b.s.docs)
+	if b.s.probeModes != "" {
+		var keep []probeMode
+		for _, m := range modes {
+			for _, p := range strings.Split(b.s.probeModes, ",") {
+				if strings.HasPrefix(m.name, strings.TrimSpace(p)) {
+					keep = append(keep, m)
+					break
+				}
+			}
+		}
+		modes = keep
+	}
 	b.printf("%-40s %9s %9s %9s %8s | %-8s %9s %8s\n", "mode (limit 20)", "seq p50", "p95", "p99", "q/s", "clients", "p99", "q/s")
 	for _, m := range modes {
 		r := rand.New(rand.NewPCG(42, 42))

@@ -22,6 +22,17 @@
 #
 # Arguments go to the probe (e.g. -queries 100 -lag-samples 50).
 #
+# For the 1 M run (item 3 of issue 23), optional:
+#   SCALE_KILL_AT=N       SIGKILL the import once N files are in its state
+#                         file, then run the same command again (resume);
+#   SCALE_STOP_AT=HH:MM   (UTC) stop the import there if it has not
+#                         finished (or when a file SCALE_DIR/stop appears)
+#                         and measure at the count reached (the report
+#                         says so);
+#   SCALE_PROGRESS_S=S    a progress line every S s (default 60): files
+#                         done, searchable documents, docs/s over the
+#                         interval and overall, load average.
+#
 #   SCALE_DOCS=100000 BENCH_PPROF=1 BENCH_CMD=services/search/bench/scale.sh \
 #     BENCH_OUT=services/search/bench/results/scale-100k.txt bash services/search/bench/run.sh
 set -euo pipefail
@@ -48,15 +59,53 @@ total() {
 }
 
 echo "scale: importing" >&2
+state="$dir/import-$user.state"
+stop_at=
+if [ -n "${SCALE_STOP_AT:-}" ]; then stop_at=$(date -u -d "$SCALE_STOP_AT" +%s); fi
+every=${SCALE_PROGRESS_S:-60}
+done_files() { if [ -f "$state" ]; then wc -l <"$state"; else echo 0; fi; }
+# import_run runs one docrepoctl import (the state file belongs to this
+# user's import: a rerun after a crash resumes it), printing progress,
+# killing it at $1 files done (0: never) or at SCALE_STOP_AT; it sets
+# import_end to how it ended: done, killed or stopped.
+import_run() {
+	local kill_at=$1 pid last_t last_n t d
+	"$ctl" import -state "$state" "$dir/files" >>"$dir/import.summary" 2>>"$dir/import.log" &
+	pid=$!
+	last_t=$(now); last_n=$(done_files); import_end=done
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 1
+		d=$(done_files)
+		if [ "$kill_at" -gt 0 ] && [ "$d" -ge "$kill_at" ]; then kill -KILL "$pid"; import_end=killed; break; fi
+		if { [ -n "$stop_at" ] && [ "$(date +%s)" -ge "$stop_at" ]; } || [ -f "$dir/stop" ]; then kill -KILL "$pid"; import_end=stopped; break; fi
+		t=$(now)
+		if awk -v a="$last_t" -v b="$t" -v e="$every" 'BEGIN { exit !(b - a >= e) }'; then
+			echo "progress $(date -u +%H:%M:%S): $d files imported, $(total 2>/dev/null || echo '?') searchable; $(awk -v a="$last_t" -v b="$t" -v m="$last_n" -v n="$d" 'BEGIN { printf "%.0f", (n - m) / (b - a) }') docs/s over the last $(awk -v a="$last_t" -v b="$t" 'BEGIN { printf "%.0f", b - a }') s, $(awk -v a="$t0" -v b="$t" -v n="$d" 'BEGIN { printf "%.0f", n / (b - a) }') overall; load $(cut -d' ' -f1-3 /proc/loadavg)"
+			last_t=$t; last_n=$d
+		fi
+	done
+	wait "$pid" 2>/dev/null || { [ "$import_end" != done ] || { tail -n 20 "$dir/import.log" >&2; return 1; }; }
+}
+count() { psql -At -d "$DATABASE_URL" -c "SELECT count(*) FROM document.documents WHERE entry_person = '$user'"; }
+echo "# scale run: $n documents ($(nproc) CPUs; load average at the start $(cut -d' ' -f1-3 /proc/loadavg))"
 t0=$(now)
-# The state file belongs to this user's import (a rerun of this command
-# after a crash resumes it; a new stack starts a new one).
-"$ctl" import -state "$dir/import-$user.state" "$dir/files" >"$dir/import.summary" 2>"$dir/import.log"
+import_run "${SCALE_KILL_AT:-0}"
+if [ "$import_end" = killed ]; then
+	t1=$(now)
+	echo "import: SIGKILL at $(done_files) files in the state file after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s; $(count) documents; resuming with the same command"
+	import_run 0
+fi
 import_s=$(since "$t0")
+if [ "$import_end" = stopped ]; then
+	n=$(count)
+	echo "import: STOPPED at $(date -u +%H:%M) (SCALE_STOP_AT ${SCALE_STOP_AT:-unset} UTC or $dir/stop) before the end, $n documents; everything below is measured at $n documents"
+fi
+docs=$(count)
+folders_n=$(psql -At -d "$DATABASE_URL" -c "SELECT count(*) FROM folder.folders WHERE created_by = (SELECT id FROM identity.users WHERE username = '$user')")
+echo "import: docrepoctl import of $n files (100 directories, side-files) in $import_s s: $(awk -v n="$n" -v s="$import_s" 'BEGIN { printf "%.0f", n / s }') docs/s; result: $docs documents in $folders_n folders ($(tail -n 1 "$dir/import.summary" 2>/dev/null))"
 while [ "$(total)" -lt "$n" ]; do sleep 2; done
 indexed_s=$(since "$t0")
-echo "# scale run: $n documents ($(nproc) CPUs; load average at the start $(cut -d' ' -f1-3 /proc/loadavg))"
-echo "import: docrepoctl import of $n files (100 directories, side-files) in $import_s s: $(awk -v n="$n" -v s="$import_s" 'BEGIN { printf "%.0f", n / s }') docs/s; all searchable after $indexed_s s"
+echo "import: all $n searchable after $indexed_s s (load $(cut -d' ' -f1-3 /proc/loadavg))"
 
 folders=$(psql -At -d "$DATABASE_URL" -c "SELECT string_agg(id::text, ',' ORDER BY name) FROM folder.folders WHERE created_by = (SELECT id FROM identity.users WHERE username = '$user')")
 profile_pid=
@@ -64,19 +113,23 @@ if [ -n "${BENCH_PPROF_BASE:-}" ]; then
 	(sleep 20; curl -fsS -o "$dir/profiles/search-cpu.pprof" "http://127.0.0.1:$((BENCH_PPROF_BASE + 23))/debug/pprof/profile?seconds=30") &
 	profile_pid=$!
 fi
-"$bench" -run probe -docs "$n" -folders "$folders" "$@"
+"$bench" -run probe -docs "$n" -folders "$folders" "$@" || echo "probe FAILED (exit $?)"
 if [ -n "$profile_pid" ]; then
 	wait "$profile_pid" || true
 	curl -fsS -o "$dir/profiles/search-heap.pprof" "http://127.0.0.1:$((BENCH_PPROF_BASE + 23))/debug/pprof/heap" || true
 	echo "profiles: $dir/profiles/search-cpu.pprof (30 s during the probe), search-heap.pprof (after it)"
 fi
 
-t0=$(now)
-"$ctl" reindex -verify >"$dir/verify.out" 2>&1 || { cat "$dir/verify.out" >&2; exit 1; }
-echo "reindex -verify: $(since "$t0") s ($(tail -n 1 "$dir/verify.out"))"
-
-index_bytes=$(du -sb "$(dirname "$DOCREPO_PID_DIR")/index" | cut -f1)
-echo "disk: index $(awk -v b="$index_bytes" 'BEGIN { printf "%.0f", b / 1048576 }') MiB, $(awk -v b="$index_bytes" -v n="$n" 'BEGIN { printf "%.0f", b / n }') B per document"
+data=$(dirname "$DOCREPO_PID_DIR")
+mib() { awk -v b="$1" 'BEGIN { printf "%.0f MiB", b / 1048576 }'; }
+perdoc() { awk -v b="$1" -v n="$n" 'BEGIN { printf "%.0f B/doc", b / n }'; }
+index_bytes=$(du -sb "$data/index" | cut -f1)
+pg_bytes=$(psql -At -d "$DATABASE_URL" -c "SELECT pg_database_size(current_database())")
+echo "disk: index $(mib "$index_bytes"), $(perdoc "$index_bytes"); Postgres database $(mib "$pg_bytes"), $(perdoc "$pg_bytes")"
+for d in "$data"/*/; do
+	b=$(du -sb "$d" | cut -f1)
+	echo "disk: data dir $(basename "$d"): $(mib "$b"), $(perdoc "$b")"
+done
 
 before=$(total)
 for sig in KILL TERM; do
@@ -84,5 +137,15 @@ for sig in KILL TERM; do
 	t0=$(now)
 	kill -"$sig" "$pid"
 	while [ "$(cat "$DOCREPO_PID_DIR/search.pid")" = "$pid" ] || [ "$(total 2>/dev/null || echo 0)" != "$before" ]; do sleep 0.2; done
-	echo "start-up after SIG$sig: searches answer again after $(since "$t0") s (supervisor restart delay included)"
+	echo "start-up after SIG$sig: searches answer again after $(since "$t0") s (supervisor restart delay included; load $(cut -d' ' -f1-3 /proc/loadavg))"
+	pid=$(cat "$DOCREPO_PID_DIR/search.pid")
+	echo "search process after start-up (pid $pid): $(grep -E '^(VmRSS|RssAnon|RssFile)' /proc/"$pid"/status | tr -s ' \t\n' ' ')"
 done
+
+# Last: a failed or slow verify does not cost the figures above.
+t0=$(now)
+if "$ctl" reindex -verify >"$dir/verify.out" 2>&1; then
+	echo "reindex -verify: $(since "$t0") s ($(tail -n 1 "$dir/verify.out"))"
+else
+	echo "reindex -verify FAILED after $(since "$t0") s:"; tail -n 20 "$dir/verify.out"
+fi
