@@ -21,10 +21,20 @@ import (
 // position of a. A phrase such as "of the", whose words occur in nearly
 // every document, then reads one short posting list instead of checking
 // the positions of two huge ones.
+//
+// A fourth, "p" (format 4), holds every pair of adjacent exact tokens, as
+// the token "a b", indexed without positions: the documents holding the
+// two-word phrase "a b" are exactly those with the pair, so a phrase of
+// two common words reads one short document list instead of checking the
+// positions of every document holding both words, and a longer phrase or
+// a NEAR clause of several words checks positions only in the documents
+// holding all its pairs. Pairs are never scored (a phrase still scores
+// the sum of its terms).
 const (
 	fieldStem    = "s"
 	fieldExact   = "x"
 	fieldGrams   = "g"
+	fieldPairs   = "p"
 	fieldRecord  = "m"
 	fieldVectors = "v" // format 2: one content vector
 	// fieldPassages holds the content's passage vectors and the metadata
@@ -52,6 +62,8 @@ type analyzers struct {
 	exact analysis.Analyzer
 	// grams: the common grams of the exact tokens.
 	grams analysis.Analyzer
+	// pairs: every pair of adjacent exact tokens.
+	pairs analysis.Analyzer
 	// common are the words that form grams; they are also the stop words.
 	common map[string]bool
 }
@@ -99,7 +111,11 @@ func newAnalyzers() *analyzers {
 		common: common,
 		grams: &analysis.DefaultAnalyzer{
 			Tokenizer:    tok,
-			TokenFilters: []analysis.TokenFilter{lowercase.NewLowerCaseFilter(), gramFilter(common)},
+			TokenFilters: []analysis.TokenFilter{lowercase.NewLowerCaseFilter(), pairFilter{common: common}},
+		},
+		pairs: &analysis.DefaultAnalyzer{
+			Tokenizer:    tok,
+			TokenFilters: []analysis.TokenFilter{lowercase.NewLowerCaseFilter(), pairFilter{all: true}},
 		},
 		stem: &analysis.DefaultAnalyzer{
 			Tokenizer: tok,
@@ -134,16 +150,19 @@ func analyze(a analysis.Analyzer, text string) []token {
 	return out
 }
 
-// gramFilter turns a stream of exact tokens into its common grams: for
-// every two adjacent tokens of which one is common, the token "a b" at a's
-// position, spanning both.
-type gramFilter map[string]bool
+// pairFilter turns a stream of exact tokens into pairs: for every two
+// adjacent tokens (all), or every two of which one is common (the common
+// grams), the token "a b" at a's position, spanning both.
+type pairFilter struct {
+	common map[string]bool
+	all    bool
+}
 
-func (common gramFilter) Filter(input analysis.TokenStream) analysis.TokenStream {
+func (f pairFilter) Filter(input analysis.TokenStream) analysis.TokenStream {
 	var out analysis.TokenStream
 	for i := 0; i+1 < len(input); i++ {
 		a, b := input[i], input[i+1]
-		if b.Position != a.Position+1 || !common[string(a.Term)] && !common[string(b.Term)] {
+		if b.Position != a.Position+1 || !f.all && !f.common[string(a.Term)] && !f.common[string(b.Term)] {
 			continue
 		}
 		term := make([]byte, 0, len(a.Term)+1+len(b.Term))

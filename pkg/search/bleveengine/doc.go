@@ -13,6 +13,9 @@
 //   - "x": the content, exact (lowercased), indexed with term vectors and
 //     stored (highlights are built from it);
 //   - "g": the content's common grams, indexed with term vectors;
+//   - "p": every pair of adjacent exact tokens ("annual report"), indexed
+//     without term vectors (format 4; an index of format 3 or older has
+//     none until it is rebuilt: its phrases are found by positions only);
 //   - "m": the metadata record (revision, groups, folders, metadata
 //     fields, the content's token counts), stored only, in a small binary
 //     encoding;
@@ -99,6 +102,10 @@
 //     analyzer splits into several tokens (e-mail, COVID-19) is a phrase of
 //     those tokens, stop-word gaps kept.
 //   - phrase: its exact tokens, adjacent and in order, on the exact field.
+//     With the pair field, a two-word phrase matches the documents holding
+//     its pair (no position is read; the terms' frequencies and norms are,
+//     to score), and a longer one checks positions only in the documents
+//     holding all its pairs.
 //   - prefix: the exact tokens of the prefix text, the last one expanded to
 //     every indexed exact token starting with it ("e-ma*" is the phrase "e"
 //     followed by a token starting with "ma"). At most
@@ -117,6 +124,9 @@
 //     searcher over term positions (a leapfrog conjunction of the clause
 //     terms' postings read with their positions, each candidate checked
 //     with a sweep over the positions), so totals and paging are exact.
+//     Clauses of several words are looked for only where their pairs are;
+//     a document holding two single-word clauses side by side (either
+//     pair) matches without reading positions.
 //     Phrases use the same searcher (one clause), which is leaner than
 //     bleve's phrase searcher.
 //   - exclusion, OR and the implicit AND: bleve's boolean and conjunction

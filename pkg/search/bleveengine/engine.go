@@ -66,12 +66,27 @@ var formatKey = []byte("docrepo.bleveengine.format")
 // vectors as passages (field "w"; format 2's single vectors, field "v",
 // are still read, as one passage). Opening a format 2 index makes it
 // format 3, so that an older engine refuses it rather than ignoring its
-// passage vectors.
+// passage vectors. "4" adds the pair field ("p", every adjacent pair of
+// exact tokens). A format 2 or 3 index is read and written without it
+// (it stays format 3; its phrases are found as before) until it is
+// rebuilt (docrepoctl reindex, or Reset): the pair field is used only
+// when every document of the index has it, and a format 4 index is
+// refused by an engine that would write documents without it.
 const (
-	format       = "3"
-	formatGrams  = "2"
-	formatNoGram = "1"
+	format         = "4"
+	formatPassages = "3"
+	formatGrams    = "2"
+	formatNoGram   = "1"
 )
+
+// indexFeatures are the optional fields an index's format has.
+type indexFeatures struct {
+	grams bool // the common grams field (format 2 and later)
+	pairs bool // the pair field (format 4)
+}
+
+// allFeatures are a new index's.
+var allFeatures = indexFeatures{grams: true, pairs: true}
 
 // embedderKey holds the identity of the embedder whose vectors the index
 // holds (JSON of embed.Identity), as SetEmbedder recorded it.
@@ -99,7 +114,7 @@ type Engine struct {
 
 	mu       sync.RWMutex // guards the fields below; Search holds it shared
 	idx      bleve.Index
-	grams    bool // idx has the common grams field (format 2 and later)
+	features indexFeatures // of idx
 	tab      *table
 	slots    *slotCache // of tab
 	embedder *embed.Identity
@@ -238,7 +253,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 
 // load opens the index in e.dir and reads the table and the vector index.
 func (e *Engine) load() error {
-	idx, grams, err := e.openIndex()
+	idx, features, err := e.openIndex()
 	if err != nil {
 		return err
 	}
@@ -247,7 +262,7 @@ func (e *Engine) load() error {
 		_ = idx.Close()
 		return fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
 	}
-	e.idx, e.grams, e.embedder = idx, grams, emb
+	e.idx, e.features, e.embedder = idx, features, emb
 	e.vecs, err = e.openVectors()
 	if err != nil {
 		_ = idx.Close()
@@ -340,53 +355,53 @@ func (e *Engine) SetEmbedder(ctx context.Context, id embed.Identity) error {
 	return nil
 }
 
-// openIndex opens or creates the index and reports whether it has the
-// common grams field.
-func (e *Engine) openIndex() (bleve.Index, bool, error) {
+// openIndex opens or creates the index and reports which optional fields
+// it has.
+func (e *Engine) openIndex() (bleve.Index, indexFeatures, error) {
 	if e.opts.InMemory {
 		idx, err := e.newIndex("")
-		return idx, true, err
+		return idx, allFeatures, err
 	}
 	if e.dir == "" {
-		return nil, false, errors.New("bleveengine: no directory")
+		return nil, indexFeatures{}, errors.New("bleveengine: no directory")
 	}
 	if _, err := os.Stat(filepath.Join(e.dir, "index_meta.json")); err == nil {
 		idx, err := bleve.OpenUsing(e.dir, e.scorchConfig())
 		if err != nil {
-			return nil, false, fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
+			return nil, indexFeatures{}, fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
 		}
 		got, err := idx.GetInternal(formatKey)
 		switch {
 		case err != nil:
 		case string(got) == formatGrams:
 			// Format 3 reads format 2 documents; new ones get passages.
-			err = idx.SetInternal(formatKey, []byte(format))
-		case string(got) != format && string(got) != formatNoGram:
+			err = idx.SetInternal(formatKey, []byte(formatPassages))
+		case string(got) != format && string(got) != formatPassages && string(got) != formatNoGram:
 			err = fmt.Errorf("format %q, want %q: rebuild the index", got, format)
 		}
 		if err != nil {
 			_ = idx.Close()
-			return nil, false, fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
+			return nil, indexFeatures{}, fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
 		}
-		return idx, string(got) != formatNoGram, nil
+		return idx, indexFeatures{grams: string(got) != formatNoGram, pairs: string(got) == format}, nil
 	}
 	entries, err := os.ReadDir(e.dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
-		return nil, false, fmt.Errorf("bleveengine: %w", err)
+		return nil, indexFeatures{}, fmt.Errorf("bleveengine: %w", err)
 	case len(entries) > 0:
-		return nil, false, fmt.Errorf("bleveengine: %s is not empty and holds no index", e.dir)
+		return nil, indexFeatures{}, fmt.Errorf("bleveengine: %s is not empty and holds no index", e.dir)
 	default:
 		if err := os.Remove(e.dir); err != nil {
-			return nil, false, fmt.Errorf("bleveengine: %w", err)
+			return nil, indexFeatures{}, fmt.Errorf("bleveengine: %w", err)
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(e.dir), 0o755); err != nil {
-		return nil, false, fmt.Errorf("bleveengine: %w", err)
+		return nil, indexFeatures{}, fmt.Errorf("bleveengine: %w", err)
 	}
 	idx, err := e.newIndex(e.dir)
-	return idx, true, err
+	return idx, allFeatures, err
 }
 
 // scorchConfig is the runtime configuration of the scorch index. The nap
@@ -976,9 +991,15 @@ func (e *Engine) contentFields(content string) []*document.TextField {
 		document.NewTextFieldCustom(fieldExact, nil, []byte(content),
 			index.IndexField|index.IncludeTermVectors|index.StoreField, e.an.exact),
 	}
-	if e.grams {
+	if e.features.grams {
 		out = append(out, document.NewTextFieldCustom(fieldGrams, nil, []byte(content),
 			index.IndexField|index.IncludeTermVectors, e.an.grams))
+	}
+	if e.features.pairs {
+		// Only its documents are read (segPosSearcher's candidates):
+		// no term vectors.
+		out = append(out, document.NewTextFieldCustom(fieldPairs, nil, []byte(content),
+			index.IndexField, e.an.pairs))
 	}
 	return out
 }
@@ -988,6 +1009,10 @@ func (e *Engine) contentFields(content string) []*document.TextField {
 func (e *Engine) analyseContent(content string) docTerms {
 	t := docTerms{known: true, fields: map[string]index.TokenFrequencies{}}
 	for _, f := range e.contentFields(content) {
+		if f.Name() == fieldPairs {
+			// Pairs are never scored: the statistics views do not count them.
+			continue
+		}
 		f.Analyze()
 		t.fields[f.Name()] = f.AnalyzedTokenFrequencies()
 	}
@@ -1125,7 +1150,7 @@ func (e *Engine) Reset(ctx context.Context) error {
 			return fmt.Errorf("bleveengine: reset: %w", err)
 		}
 	}
-	idx, grams, err := e.openIndex()
+	idx, features, err := e.openIndex()
 	if err != nil {
 		e.closed = true
 		return fmt.Errorf("bleveengine: reset: %w", err)
@@ -1137,7 +1162,7 @@ func (e *Engine) Reset(ctx context.Context) error {
 		return fmt.Errorf("bleveengine: reset: %w", err)
 	}
 	e.vecs = vecs
-	e.idx, e.grams, e.tab, e.slots, e.embedder = idx, grams, newTable(), newSlotCache(), nil
+	e.idx, e.features, e.tab, e.slots, e.embedder = idx, features, newTable(), newSlotCache(), nil
 	return nil
 }
 

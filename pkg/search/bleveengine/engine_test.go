@@ -37,7 +37,17 @@ func TestConformanceOnDisk(t *testing.T) {
 func TestConformanceWithoutGrams(t *testing.T) {
 	enginetest.Run(t, func(t *testing.T) engine.Engine {
 		e := newTestEngine(t, "", Options{InMemory: true})
-		e.grams = false
+		e.features = indexFeatures{}
+		return e
+	})
+}
+
+// TestConformanceWithoutPairs runs the suite on engines without the pair
+// field, as an index of format 3 opens.
+func TestConformanceWithoutPairs(t *testing.T) {
+	enginetest.Run(t, func(t *testing.T) engine.Engine {
+		e := newTestEngine(t, "", Options{InMemory: true})
+		e.features.pairs = false
 		return e
 	})
 }

@@ -3,6 +3,7 @@ package bleveengine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/blevesearch/bleve/v2/search"
@@ -202,6 +203,7 @@ type searcherBuilder struct {
 	r              index.IndexReader
 	an             *analyzers
 	grams          bool // the index has the common grams field
+	pairs          bool // the index has the pair field (every document)
 	stats          *statsView
 	maxPrefixTerms int
 	prefixTerms    *int // terms expanded so far by the query's prefixes (shared by its fts clauses)
@@ -242,7 +244,13 @@ func (b *searcherBuilder) build(q *qnode, opts search.SearcherOptions) (search.S
 		}
 		// The positional searcher is leaner than bleve's phrase searcher,
 		// which builds location maps for every candidate.
-		return b.positional([][]posTerm{parts}, 0, opts)
+		var exact [][]string
+		if q.field == fieldExact {
+			// (The pairs are of exact tokens: a word split by the
+			// stemming analysis, e-mail, is a phrase of stems.)
+			exact = [][]string{q.terms}
+		}
+		return b.positional([][]posTerm{parts}, exact, 0, opts)
 	case qPrefix:
 		return b.prefix(q, opts)
 	case qNear:
@@ -250,7 +258,7 @@ func (b *searcherBuilder) build(q *qnode, opts search.SearcherOptions) (search.S
 		for i, c := range q.clauses {
 			clauses[i] = b.an.phraseParts(q.field, c, b.grams)
 		}
-		return b.positional(clauses, q.slop, opts)
+		return b.positional(clauses, q.clauses, q.slop, opts)
 	case qAny:
 		kids, err := b.buildAll(q.kids, opts)
 		if err != nil {
@@ -294,12 +302,60 @@ func (b *searcherBuilder) build(q *qnode, opts search.SearcherOptions) (search.S
 
 // positional returns a searcher of phrases within slop (posSearcher's
 // rule): segPosSearcher on a scorch snapshot, posSearcher otherwise.
-func (b *searcherBuilder) positional(clauses [][]posTerm, slop int, opts search.SearcherOptions) (search.Searcher, error) {
-	s, err := newSegPosSearcher(b.ctx, b.r, clauses, slop, b.stats, opts)
+// exact are the clauses' exact tokens by position ("" = any token), the
+// clauses being their parts (phraseParts), or nil when the clauses are not
+// of exact tokens; with the pair field they give segPosSearcher the pairs
+// every match holds.
+func (b *searcherBuilder) positional(clauses [][]posTerm, exact [][]string, slop int, opts search.SearcherOptions) (search.Searcher, error) {
+	var pp pairPlan
+	if b.pairs && exact != nil {
+		pp = planPairs(exact)
+	}
+	s, err := newSegPosSearcher(b.ctx, b.r, clauses, pp, slop, b.stats, opts)
 	if err != nil || s != nil {
 		return s, err
 	}
 	return newPosSearcher(b.ctx, b.r, clauses, slop, b.stats, opts)
+}
+
+// pairFirst enables the pair field's use by segPosSearcher (the tests
+// turn it off to compare with the positions alone).
+var pairFirst = true
+
+// pairPlan is what the pair field tells of the clauses of a phrase or
+// NEAR: the pairs of adjacent exact tokens every match holds, whether
+// holding them is the whole rule (one clause of two words: no position
+// needs checking), and pairs any of which makes a document holding every
+// clause a match (NEAR of two different words: the words side by side, in
+// either order, lie within any distance).
+type pairPlan struct {
+	pairs    []string
+	decisive bool
+	sure     []string
+}
+
+// planPairs returns the pair plan of clauses of exact tokens ("" = any
+// token).
+func planPairs(clauses [][]string) pairPlan {
+	if !pairFirst {
+		return pairPlan{}
+	}
+	var pp pairPlan
+	for _, c := range clauses {
+		for i := 0; i+1 < len(c); i++ {
+			if c[i] != "" && c[i+1] != "" {
+				if p := gramTerm(c[i], c[i+1]); !slices.Contains(pp.pairs, p) {
+					pp.pairs = append(pp.pairs, p)
+				}
+			}
+		}
+	}
+	pp.decisive = len(clauses) == 1 && len(clauses[0]) == 2 && len(pp.pairs) == 1
+	if len(clauses) == 2 && len(clauses[0]) == 1 && len(clauses[1]) == 1 && clauses[0][0] != clauses[1][0] {
+		a, b := clauses[0][0], clauses[1][0]
+		pp.sure = []string{gramTerm(a, b), gramTerm(b, a)}
+	}
+	return pp
 }
 
 func (b *searcherBuilder) buildAll(qs []*qnode, opts search.SearcherOptions) ([]search.Searcher, error) {

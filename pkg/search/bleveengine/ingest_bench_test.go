@@ -2,7 +2,10 @@ package bleveengine
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -16,6 +19,19 @@ func processCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// waitIdle returns once the process has used less than 50 ms of CPU in
+// half a second: scorch's merges go on after the last write.
+func waitIdle() {
+	for last := processCPU(); ; {
+		time.Sleep(500 * time.Millisecond)
+		now := processCPU()
+		if now-last < 50*time.Millisecond {
+			return
+		}
+		last = now
+	}
 }
 
 // BenchmarkIngestSmallBatches writes 20,000 documents the way the indexer
@@ -52,19 +68,62 @@ func BenchmarkIngestSmallBatches(b *testing.B) {
 		close(next)
 		wg.Wait()
 		upserts := time.Since(t0)
-		// Merges go on after the last write; wait until they are done.
-		for last := processCPU(); ; {
-			time.Sleep(500 * time.Millisecond)
-			now := processCPU()
-			if now-last < 50*time.Millisecond {
-				break
-			}
-			last = now
-		}
+		waitIdle()
 		cpu := processCPU() - cpu0
 		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(c.docs)), "cpu-ms/doc")
 		b.ReportMetric(float64(len(c.docs))/upserts.Seconds(), "docs/s")
 		b.Logf("%d documents in batches of %d: upserts took %v, CPU %v with merges", len(c.docs), batch, upserts.Round(time.Millisecond), cpu.Round(time.Millisecond))
 		e.Close()
+	}
+}
+
+// BenchmarkPairFieldWrite measures what the pair field (format 4) costs a
+// write: the scale benchmark's documents (scaleGen: 60-120 Zipf words,
+// hash vectors) written in batches of 1,000 into a fresh index without and
+// with the pair field, alternately (two rounds each), with the CPU per
+// document including the merges that follow and the disk per document of
+// the bleve index (the vector files apart, unchanged).
+//
+//	DOCREPO_BENCH_DOCS=20000 go test ./search/bleveengine -run XXX \
+//	-bench PairFieldWrite -benchtime 1x
+func BenchmarkPairFieldWrite(b *testing.B) {
+	n := 20000
+	if s := os.Getenv("DOCREPO_BENCH_DOCS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	gen := newScaleGen(b, false)
+	docs := make([]engine.Document, n)
+	for i := range docs {
+		docs[i] = gen.doc(i)
+	}
+	for round := range 4 {
+		pairs := round%2 == 1
+		if round >= 2 {
+			pairs = !pairs
+		}
+		dir := filepath.Join(b.TempDir(), "idx")
+		e, err := Open(dir, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		e.features.pairs = pairs
+		runtime.GC()
+		cpu0 := processCPU()
+		for i := 0; i < n; i += 1000 {
+			if _, err := e.Upsert(context.Background(), docs[i:min(n, i+1000)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		waitIdle()
+		cpu := processCPU() - cpu0
+		if err := e.Close(); err != nil {
+			b.Fatal(err)
+		}
+		all, vecs := dirBytes(dir), dirBytes(filepath.Join(dir, "vectors"))
+		scaleLog(b, "pairs %-5v: %d documents, CPU %.3f ms/doc (merges included); bleve index %.0f B/doc (vectors apart: %.0f B/doc); load average %s",
+			pairs, n, float64(cpu.Microseconds())/1000/float64(n), float64(all-vecs)/float64(n), float64(vecs)/float64(n), loadAvg())
 	}
 }

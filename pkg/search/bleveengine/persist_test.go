@@ -328,8 +328,8 @@ func TestOpenFormat2Vectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if got, _ := e.idx.GetInternal(formatKey); string(got) != format {
-		t.Errorf("format after opening a format 2 index: %q, want %q", got, format)
+	if got, _ := e.idx.GetInternal(formatKey); string(got) != formatPassages {
+		t.Errorf("format after opening a format 2 index: %q, want %q", got, formatPassages)
 	}
 	if _, err := e.Upsert(ctx, []engine.Document{{ID: 2, Rev: 1, GroupIDs: []int64{1}, Content: "beta",
 		ContentVectors: [][]float32{{5, 5}, {0, 0.5}}, MetadataVector: []float32{0, 1}}}); err != nil {
@@ -427,4 +427,64 @@ func TestPendingVectorsSurviveRestart(t *testing.T) {
 	if _, total, _ := e.PendingVectors(ctx, 10); total != 0 {
 		t.Errorf("%d still pending", total)
 	}
+}
+
+// TestFormat3IndexWithoutPairs: an index written before the pair field
+// (format 3) opens as format 3, writes new documents without pairs and
+// finds phrases by positions (reading pairs it lacks would find nothing);
+// Reset rebuilds it as format 4, with pairs.
+func TestFormat3IndexWithoutPairs(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "idx")
+	e, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Written the way format 3 wrote documents.
+	e.features.pairs = false
+	if err := e.idx.SetInternal(formatKey, []byte(formatPassages)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Upsert(ctx, []engine.Document{{ID: 1, Rev: 1, Content: "the annual report is late"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+
+	phrase := func(e *Engine, want int64) {
+		t.Helper()
+		res, err := e.Search(ctx, engine.Request{Query: queryOf(t, `{"where": {"fts": {"query": "\"annual report\""}}}`), Unrestricted: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Total != want {
+			t.Errorf("phrase: %d hits, want %d (features %+v)", res.Total, want, e.features)
+		}
+	}
+	e, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if got, _ := e.idx.GetInternal(formatKey); string(got) != formatPassages || e.features != (indexFeatures{grams: true}) {
+		t.Fatalf("format 3 index opened as format %q with %+v", got, e.features)
+	}
+	if _, err := e.Upsert(ctx, []engine.Document{{ID: 2, Rev: 1, Content: "an annual report"}}); err != nil {
+		t.Fatal(err)
+	}
+	phrase(e, 2)
+	// The pair field would miss both documents.
+	e.features.pairs = true
+	phrase(e, 0)
+	e.features.pairs = false
+
+	if err := e.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.idx.GetInternal(formatKey); string(got) != format || e.features != allFeatures {
+		t.Fatalf("after Reset: format %q with %+v", got, e.features)
+	}
+	if _, err := e.Upsert(ctx, []engine.Document{{ID: 1, Rev: 1, Content: "the annual report is late"}}); err != nil {
+		t.Fatal(err)
+	}
+	phrase(e, 1)
 }

@@ -214,6 +214,17 @@ func scaleLog(b *testing.B, format string, args ...any) {
 
 func ms1(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// percentiles formats the p50, p95 and p99 of ds in milliseconds (the
+// element at that rank of the sorted durations); it sorts ds.
+func percentiles(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "p50 - p95 - p99 -"
+	}
+	slices.Sort(ds)
+	at := func(p int) float64 { return ms1(ds[min(len(ds)-1, len(ds)*p/100)]) }
+	return fmt.Sprintf("p50 %6.1f p95 %6.1f p99 %6.1f", at(50), at(95), at(99))
+}
+
 // cpuTime returns the process's user and system CPU time.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -593,10 +604,11 @@ func probeModes(gen *scaleGen, r *rand.Rand) []probeMode {
 // BenchmarkScaleModes measures every search mode of the perf probe on an
 // index BenchmarkVectorScale built (DOCREPO_BENCH_INDEX, required), as a
 // user who sees 10 % of the documents (10 of the 100 groups) and
-// unrestricted: per mode, 100 searches one after another (wall p50 and
-// p95, CPU per search), then 8 clients at once, 25 searches each (wall
-// p99), with the load average beside each line. DOCREPO_BENCH_WHO
-// (unrestricted or user10%) runs one of the two.
+// unrestricted: per mode, 100 searches one after another (p50, p95 and
+// p99 of each search's wall time and of its CPU time, the process's
+// getrusage around it, and the mean CPU), then 8 clients at once, 25
+// searches each (wall p50, p95, p99), with the load average beside each
+// line. DOCREPO_BENCH_WHO (unrestricted or user10%) runs one of the two.
 //
 //	DOCREPO_BENCH_INDEX=/tmp/idx go test ./search/bleveengine -run XXX \
 //	-bench ScaleModes -benchtime 1x
@@ -632,10 +644,12 @@ func BenchmarkScaleModes(b *testing.B) {
 				return time.Since(t0)
 			}
 			runtime.GC()
-			var seq []time.Duration
+			var seq, seqCPU []time.Duration
 			cpu0 := cpuTime()
 			for _, req := range reqs[:100] {
+				c0 := cpuTime()
 				seq = append(seq, run(req))
+				seqCPU = append(seqCPU, cpuTime()-c0)
 			}
 			cpu := (cpuTime() - cpu0) / 100
 			conc := make([][]time.Duration, 8)
@@ -651,10 +665,8 @@ func BenchmarkScaleModes(b *testing.B) {
 			}
 			wg.Wait()
 			all := slices.Concat(conc...)
-			slices.Sort(seq)
-			slices.Sort(all)
-			scaleLog(b, "%-12s %-13s seq p50 %6.1f ms p95 %6.1f ms, CPU %5.1f ms/search; 8 clients p99 %6.1f ms; %.0f hits/search; load average %s",
-				who.name, m.name, ms1(seq[50]), ms1(seq[95]), ms1(cpu), ms1(all[len(all)*99/100]), float64(hits.Load())/300, loadAvg())
+			scaleLog(b, "%-12s %-13s seq wall %s ms, CPU %s ms (mean %5.1f); 8 clients wall %s ms; %.0f hits/search; load average %s",
+				who.name, m.name, percentiles(seq), percentiles(seqCPU), ms1(cpu), percentiles(all), float64(hits.Load())/300, loadAvg())
 		}
 	}
 	// Index lag in process: one new document per Upsert, which returns

@@ -630,7 +630,7 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 		return nil, err
 	}
 	b := &searcherBuilder{
-		ctx: ctx, r: run.r, an: run.e.an, grams: run.e.grams, stats: view,
+		ctx: ctx, r: run.r, an: run.e.an, grams: run.e.features.grams, pairs: run.e.features.pairs, stats: view,
 		maxPrefixTerms: run.e.opts.MaxPrefixTerms, prefixTerms: &run.prefixTerms,
 	}
 	s, err := b.build(qn, scoring)

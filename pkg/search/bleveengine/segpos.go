@@ -29,6 +29,13 @@ var segPositional = true
 // matches, their order and their scores are posSearcher's: the same
 // position rule (phraseStartsIdx, nearWindows) and the same sum of BM25
 // scores over the terms.
+//
+// With the pair field (pairPlan), the documents must also hold the pairs
+// of adjacent words of every clause, which the field's document lists
+// give without positions: the candidates are then those holding every
+// pair, and a phrase of two words needs no position at all (its pair is
+// the rule): its matches are the pair's documents, read for their
+// terms' frequencies and norms only (to score them).
 type segPosSearcher struct {
 	ctx     context.Context
 	checked int // candidates checked since the context was
@@ -42,6 +49,13 @@ type segPosSearcher struct {
 	slop    int
 	count   uint64
 	pls     [][]segment.PostingsList // per segment, per term
+	pairs   [][]segment.PostingsList // per segment, per pair of the plan
+	// decisive: holding the pairs is the rule (pairPlan.decisive); the
+	// term iterators are then read without locations.
+	decisive bool
+	sure     [][]segment.PostingsList   // per segment, pairPlan.sure
+	sureBM   *roaring.Bitmap            // the current segment's candidates holding a sure pair
+	fits     []segment.PostingsIterator // per term, without locations, for sureBM's documents
 
 	si     int // current segment; len(segs) when done
 	open   bool
@@ -56,12 +70,12 @@ type segPosSearcher struct {
 
 // newSegPosSearcher returns a segPosSearcher for the clauses, or nil when r
 // is not a scorch snapshot (posSearcher is used then).
-func newSegPosSearcher(ctx context.Context, r index.IndexReader, clauses [][]posTerm, slop int, stats collectionStats, opts search.SearcherOptions) (search.Searcher, error) {
+func newSegPosSearcher(ctx context.Context, r index.IndexReader, clauses [][]posTerm, pp pairPlan, slop int, stats collectionStats, opts search.SearcherOptions) (search.Searcher, error) {
 	snap, ok := r.(*scorch.IndexSnapshot)
 	if !ok || !segPositional {
 		return nil, nil
 	}
-	s := &segPosSearcher{ctx: ctx, segs: snap.Segments(), slop: slop, scored: opts.Score != "none"}
+	s := &segPosSearcher{ctx: ctx, segs: snap.Segments(), slop: slop, scored: opts.Score != "none", decisive: pp.decisive}
 	var base uint64
 	for _, ss := range s.segs {
 		s.bases = append(s.bases, base)
@@ -92,25 +106,51 @@ func newSegPosSearcher(ctx context.Context, r index.IndexReader, clauses [][]pos
 	s.pls = make([][]segment.PostingsList, len(s.segs))
 	counts := make([]uint64, len(s.terms))
 	dicts := map[string]segment.TermDictionary{}
+	postings := func(ss *scorch.SegmentSnapshot, field, term string) (segment.PostingsList, error) {
+		d := dicts[field]
+		if d == nil {
+			var err error
+			if d, err = ss.Segment().Dictionary(field); err != nil {
+				return nil, err
+			}
+			dicts[field] = d
+		}
+		return d.PostingsList([]byte(term), ss.Deleted(), nil)
+	}
+	if len(pp.pairs) > 0 {
+		s.pairs = make([][]segment.PostingsList, len(s.segs))
+	}
+	if len(pp.sure) > 0 {
+		s.sure = make([][]segment.PostingsList, len(s.segs))
+		s.fits = make([]segment.PostingsIterator, len(s.terms))
+	}
 	for si, ss := range s.segs {
 		clear(dicts)
 		s.pls[si] = make([]segment.PostingsList, len(s.terms))
 		for i, t := range s.terms {
-			d := dicts[t.field]
-			if d == nil {
-				var err error
-				if d, err = ss.Segment().Dictionary(t.field); err != nil {
-					return nil, err
-				}
-				dicts[t.field] = d
-			}
-			pl, err := d.PostingsList([]byte(t.term), ss.Deleted(), nil)
+			pl, err := postings(ss, t.field, t.term)
 			if err != nil {
 				return nil, err
 			}
 			s.pls[si][i] = pl
 			if pl != nil {
 				counts[i] += pl.Count()
+			}
+		}
+		for _, ps := range []struct {
+			dst   [][]segment.PostingsList
+			pairs []string
+		}{{s.pairs, pp.pairs}, {s.sure, pp.sure}} {
+			if ps.dst == nil {
+				continue
+			}
+			ps.dst[si] = make([]segment.PostingsList, len(ps.pairs))
+			for i, p := range ps.pairs {
+				pl, err := postings(ss, fieldPairs, p)
+				if err != nil {
+					return nil, err
+				}
+				ps.dst[si][i] = pl
 			}
 		}
 	}
@@ -152,40 +192,95 @@ func actual(it segment.PostingsIterator) *roaring.Bitmap {
 }
 
 // openSeg prepares segment si: a postings iterator per term and the
-// documents holding them all.
+// documents holding them all (and every pair of the plan).
 func (s *segPosSearcher) openSeg() error {
 	var bm *roaring.Bitmap
-	for i, pl := range s.pls[s.si] {
-		var it segment.PostingsIterator
-		if pl != nil {
-			it = pl.Iterator(true, true, true, nil)
-		}
-		s.its[i] = it
+	// and intersects bm with the documents of it; false when none are
+	// left.
+	and := func(it segment.PostingsIterator) bool {
 		var a *roaring.Bitmap
 		if it != nil {
 			a = actual(it)
 		}
 		if a == nil || a.IsEmpty() {
 			bm = nil
-			break
+			return false
 		}
 		if bm == nil {
 			bm = a.Clone()
 		} else {
 			bm.And(a)
 		}
-		if bm.IsEmpty() {
-			break
+		return !bm.IsEmpty()
+	}
+	ok := true
+	if s.pairs != nil {
+		// The pairs first: their lists are the shortest.
+		for _, pl := range s.pairs[s.si] {
+			var it segment.PostingsIterator
+			if pl != nil {
+				it = pl.Iterator(false, false, false, nil)
+			}
+			if ok = and(it); !ok {
+				break
+			}
+		}
+	}
+	for i, pl := range s.pls[s.si] {
+		var it segment.PostingsIterator
+		if pl != nil {
+			it = pl.Iterator(true, true, !s.decisive, nil)
+		}
+		s.its[i] = it
+		if ok {
+			ok = and(it)
 		}
 	}
 	s.open = true
+	s.sureBM = nil
 	if bm == nil || bm.IsEmpty() {
 		s.cand = nil
 		return nil
 	}
 	s.cand = bm.Iterator()
+	if s.sure != nil {
+		s.openSure(bm)
+	}
 	return nil
 }
+
+// openSure finds the candidates bm of the current segment holding a sure
+// pair; when they are many, their terms are read without locations
+// (fits). With few, a second iterator per term would cost more than the
+// locations it saves.
+func (s *segPosSearcher) openSure(bm *roaring.Bitmap) {
+	var sure *roaring.Bitmap
+	for _, pl := range s.sure[s.si] {
+		if pl == nil {
+			continue
+		}
+		if a := actual(pl.Iterator(false, false, false, nil)); a != nil {
+			if sure == nil {
+				sure = roaring.And(a, bm)
+			} else {
+				sure.Or(roaring.And(a, bm))
+			}
+		}
+	}
+	if sure == nil || sure.GetCardinality()*sureShare < bm.GetCardinality() {
+		return
+	}
+	s.sureBM = sure
+	if s.scored {
+		for i, pl := range s.pls[s.si] {
+			s.fits[i] = pl.Iterator(true, true, false, nil)
+		}
+	}
+}
+
+// sureShare: sure pairs are used in a segment where at least one
+// candidate in sureShare holds one.
+const sureShare = 8
 
 // internalID encodes a global document number as scorch does.
 func internalID(dst index.IndexInternalID, num uint64) index.IndexInternalID {
@@ -232,9 +327,20 @@ func (s *segPosSearcher) Next(ctx *search.SearchContext) (*search.DocumentMatch,
 }
 
 // check reads the positions of every term in local document d (which
-// holds them all) and applies the position rule.
+// holds them all) and applies the position rule; when the pairs decide,
+// it only reads the terms' frequencies and norms (for scoring).
 func (s *segPosSearcher) check(d uint64) (bool, error) {
-	for i, it := range s.its {
+	its, positions := s.its, true
+	if s.decisive || s.sureBM != nil && s.sureBM.Contains(uint32(d)) {
+		if !s.scored {
+			return true, nil
+		}
+		positions = false
+		if !s.decisive {
+			its = s.fits
+		}
+	}
+	for i, it := range its {
 		p, err := it.Advance(d)
 		if err != nil {
 			return false, err
@@ -244,6 +350,9 @@ func (s *segPosSearcher) check(d uint64) (bool, error) {
 			return false, nil
 		}
 		s.freq[i], s.norm[i] = p.Frequency(), p.Norm()
+		if !positions {
+			continue
+		}
 		ps := s.pos[i][:0]
 		for _, l := range p.Locations() {
 			ps = append(ps, int(l.Pos()))
@@ -252,6 +361,9 @@ func (s *segPosSearcher) check(d uint64) (bool, error) {
 			slices.Sort(ps)
 		}
 		s.pos[i] = ps
+	}
+	if !positions {
+		return true, nil
 	}
 	for i, c := range s.clauses {
 		s.start[i] = phraseStartsIdx(c, s.pos, s.start[i][:0])
