@@ -575,15 +575,7 @@ func TestUSEGloVeProductionPath(t *testing.T) {
 	pq, pd := splitPairs(loadParaphrases(t))
 	hq, hd := splitPairs(loadHeldOutParaphrases(t))
 	claims := sciFactClaims(sf)
-	ce := &cachedEncoder{PieceEncoder: enc, m: map[string][]float32{}}
-	u0, err := newUSE(tok, enc, USEConfig{PassagePieces: 128}, "use", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ce.add(t, u0, sf.docs, false, embedParts(t, u0, sf.docs, false, filepath.Join(tuneCacheDir, "docs-128.gob")))
-	ce.add(t, u0, claims, true, embedParts(t, u0, claims, true, filepath.Join(tuneCacheDir, "queries.gob")))
-	ce.add(t, u0, pq, true, embedParts(t, u0, pq, true, filepath.Join(tuneCacheDir, "para-queries.gob")))
-	ce.add(t, u0, hq, true, embedParts(t, u0, hq, true, filepath.Join(tuneCacheDir, "held-queries.gob")))
+	ce := cachedTuneEncoder(t, tok, enc, sf.docs, claims, pq, hq)
 	for _, c := range []struct {
 		name   string
 		table  *glove.Table
