@@ -110,6 +110,11 @@ type Config struct {
 	USEGloVeWeight           float64
 	USEQueryGloVeWeight      float64
 	USEShortQueryGloVeWeight float64
+	// USERerankWeight and USERerankDepth: see USEConfig (search side
+	// only).
+	USERerankWeight float64
+	USERerankDepth  int
+	USERerankScore  string
 }
 
 // New returns the embedder cfg describes.
@@ -127,7 +132,8 @@ func New(cfg Config) (Embedder, error) {
 			ShortQueryWords: cfg.USEShortQueryWords, ShortQueryWeight: cfg.USEShortQueryWeight,
 			QueryWeight: cfg.USEQueryWeight, QueryIDF: cfg.USEQueryIDF, UnmatchedWeight: cfg.USEUnmatchedWeight,
 			GloVeDir: cfg.USEGloVeDir, GloVeWeight: cfg.USEGloVeWeight,
-			QueryGloVeWeight: cfg.USEQueryGloVeWeight, ShortQueryGloVeWeight: cfg.USEShortQueryGloVeWeight})
+			QueryGloVeWeight: cfg.USEQueryGloVeWeight, ShortQueryGloVeWeight: cfg.USEShortQueryGloVeWeight,
+			RerankWeight: cfg.USERerankWeight, RerankDepth: cfg.USERerankDepth, RerankScore: cfg.USERerankScore})
 		if err == nil {
 			return u, nil
 		}

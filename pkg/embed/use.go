@@ -140,6 +140,15 @@ type USEConfig struct {
 	// the GloVe part.
 	QueryGloVeWeight      float64
 	ShortQueryGloVeWeight float64
+	// RerankWeight and RerankDepth: a short query's second stage
+	// (rerank.go): its RerankDepth nearest documents score their cosine
+	// plus RerankWeight times their GloVe word alignment with the query
+	// (0: none). Search side only; needs the GloVe vectors.
+	// RerankScore is what the alignment scores: RerankF (default, "")
+	// or RerankPrecision.
+	RerankWeight float64
+	RerankDepth  int
+	RerankScore  string
 	// gloveTable is the loaded table (tests set it directly).
 	gloveTable  *glove.Table
 	gloveDigest string
@@ -182,7 +191,11 @@ type USE struct {
 	gloveOff, lexOff       int
 	queryGloVe, shortGloVe float64
 	gloveErr               error
-	id                     Identity
+	// The short queries' second stage (rerank.go).
+	rerankWeight    float64
+	rerankDepth     int
+	rerankPrecision bool
+	id              Identity
 }
 
 var (
@@ -389,6 +402,22 @@ func newUSE(tok PieceTokenizer, enc PieceEncoder, cfg USEConfig, model, digest s
 			u.lexOff = USEDimensions + glove.Dimensions
 			u.queryGloVe, u.shortGloVe = cfg.QueryGloVeWeight, cfg.ShortQueryGloVeWeight
 		}
+	}
+	if v, n := cfg.RerankWeight, cfg.RerankDepth; v != 0 || n != 0 {
+		if math.IsNaN(v) || v < 0 || v > 10 {
+			return nil, fmt.Errorf("%w: use re-rank weight %v outside [0, 10]", ErrConfig, v)
+		}
+		if n < 0 || n > 10000 {
+			return nil, fmt.Errorf("%w: use re-rank depth %d outside [0, 10000]", ErrConfig, n)
+		}
+		u.rerankWeight, u.rerankDepth = v, n
+	}
+	switch strings.ToLower(strings.TrimSpace(cfg.RerankScore)) {
+	case "", RerankF:
+	case RerankPrecision:
+		u.rerankPrecision = true
+	default:
+		return nil, fmt.Errorf("%w: use re-rank score %q: want %s or %s", ErrConfig, cfg.RerankScore, RerankF, RerankPrecision)
 	}
 	// The version names everything that decides a stored vector: the
 	// blend's algorithm (useVersion: windows, metadata, empty texts), w,

@@ -197,7 +197,11 @@ func (run *searchRun) vectorCandidates(eligible eligibility) ([]neighbour, error
 	if k <= 0 {
 		k = dsl.DefaultVectorK
 	}
-	return run.nearest(run.req.QueryVector, k, v.Target == dsl.TargetMetadata, eligible)
+	nearest, err := run.nearest(run.req.QueryVector, k, v.Target == dsl.TargetMetadata, eligible)
+	if err != nil || v.Target == dsl.TargetMetadata {
+		return nearest, err
+	}
+	return nearest, run.rerankContent(nearest)
 }
 
 // compileFullText runs every fts clause over the index (only over the

@@ -82,6 +82,21 @@ type Request struct {
 	// without a vector clause). The search service embeds it with the same
 	// embedder the indexer used for Plan.Vector.Target.
 	QueryVector []float32
+	// Rerank, when not nil, is a second stage for a vector-only search's
+	// nearest documents, by their content (the use embedder's, for short
+	// queries). The embedded engine applies it; OpenSearch ignores it.
+	Rerank *Rerank
+}
+
+// Rerank re-scores a vector-only search's nearest documents: the first
+// Depth of them (nearest first) score their cosine plus Weight times
+// Score(their content), Score in [−1, 1], and stay ahead of the others,
+// whose order is kept. Hits then score 1/(1+d²) of the distance that
+// cosine gives, d² = 2 − 2·cosine (+ 4·Weight past Depth).
+type Rerank struct {
+	Depth  int
+	Weight float64
+	Score  func(content string) float64
 }
 
 // Hit is one result.

@@ -73,6 +73,13 @@ func embedQueries(ctx context.Context, emb textEmbedder, eng engine.Engine, quer
 	return emb.Embed(ctx, queries)
 }
 
+// contentReranker is implemented by embedders that give a search's
+// nearest documents a second stage by their content (pkg/embed's use
+// embedder, for short queries; nil when the query gets none).
+type contentReranker interface {
+	Reranker(query string) *embed.Rerank
+}
+
 // pinner is implemented by engine.Switchable: an engine that a rebuild
 // can replace, pinned for the calls of one search.
 type pinner interface {
@@ -231,6 +238,11 @@ func (s *Service) Search(ctx context.Context, req *searchv1.SearchRequest) (*sea
 			return nil, s.searchError(ctx, err, "embed query")
 		}
 		ereq.QueryVector = vecs[0]
+		if cr, ok := emb.(contentReranker); ok && plan.Vector.Target == dsl.TargetContent {
+			if r := cr.Reranker(plan.Vector.Query); r != nil {
+				ereq.Rerank = &engine.Rerank{Depth: r.Depth, Weight: r.Weight, Score: r.Score}
+			}
+		}
 		if zeroVector(vecs[0]) {
 			// Nothing to be near: a query of stop words or punctuation
 			// only embeds to the zero vector, equidistant from every

@@ -1,0 +1,153 @@
+package embed
+
+import (
+	"github.com/docrepo/docrepo/pkg/embed/glove"
+)
+
+// A second stage for short queries (issue 20): the use embedder's
+// nearest documents re-scored by how well their words align with the
+// query's in GloVe, word by word (BERTScore-like), which a pooled vector
+// loses. See TestUSERerankTune and docs/benchmarks.md §5.
+
+// DefaultUSERerankWeight and DefaultUSERerankDepth: the short queries'
+// second stage (USEConfig.RerankWeight, RerankDepth), chosen on
+// paraphrase.tsv and the odd SciFact claims (TestUSERerankTune).
+const (
+	DefaultUSERerankWeight = 0.2
+	DefaultUSERerankDepth  = 20
+)
+
+// What the second stage scores (USEConfig.RerankScore): RerankF the
+// F-measure of the alignment's precision and recall, RerankPrecision its
+// precision alone (how near the document's words are to the query's).
+const (
+	RerankF         = "f"
+	RerankPrecision = "precision"
+)
+
+// alignSIF is SIF's a for the words' weights in the alignment: a word of
+// probability p weighs a/(a+p), so rare words count and common ones
+// little.
+const alignSIF = 1e-3
+
+// alignWord is one content word of a text in the GloVe table: its rank
+// and weight.
+type alignWord struct {
+	rank int
+	w    float64
+}
+
+// alignWords returns text's words that are not stop words and that tab
+// holds, SIF-weighted.
+func alignWords(tab *glove.Table, text string) []alignWord {
+	var out []alignWord
+	for _, w := range tab.Words(text) {
+		if stopWords[w] {
+			continue
+		}
+		r, ok := tab.Rank(w)
+		if !ok {
+			continue
+		}
+		p := tab.Prob(r)
+		out = append(out, alignWord{r, alignSIF / (alignSIF + p)})
+	}
+	return out
+}
+
+// queryAlignment holds a query's words for aligning texts with it.
+type queryAlignment struct {
+	tab  *glove.Table
+	vecs [][]float32 // unit vectors of the query's words
+	w    []float64   // their weights
+}
+
+func newQueryAlignment(tab *glove.Table, q []alignWord) *queryAlignment {
+	a := &queryAlignment{tab: tab}
+	for _, x := range q {
+		a.vecs = append(a.vecs, tab.Vector(x.rank))
+		a.w = append(a.w, x.w)
+	}
+	return a
+}
+
+// align scores text against the query: precision, each of the text's
+// words' best cosine with a query word (weighted mean over the text's
+// words), and recall, each query word's best cosine with a text word
+// (weighted mean over the query's words). ok is false when the text has
+// no word to align.
+func (a *queryAlignment) align(text string) (precision, recall float64, ok bool) {
+	d := alignWords(a.tab, text)
+	if len(d) == 0 || len(a.vecs) == 0 {
+		return 0, 0, false
+	}
+	best := make([]float64, len(a.vecs))
+	for i := range best {
+		best[i] = -1
+	}
+	var pn, pd float64
+	for _, dw := range d {
+		b := -1.0
+		for i, qv := range a.vecs {
+			x := float64(a.tab.Dot(dw.rank, qv))
+			b = max(b, x)
+			best[i] = max(best[i], x)
+		}
+		pn += dw.w * b
+		pd += dw.w
+	}
+	var rn, rd float64
+	for i, b := range best {
+		rn += a.w[i] * b
+		rd += a.w[i]
+	}
+	return pn / pd, rn / rd, true
+}
+
+// fMeasure is the harmonic mean of p and r (0 unless both are positive).
+func fMeasure(p, r float64) float64 {
+	if p <= 0 || r <= 0 {
+		return 0
+	}
+	return 2 * p * r / (p + r)
+}
+
+// Rerank is a second stage for a vector search's nearest documents: the
+// first Depth of them score their cosine plus Weight·Score(content),
+// Score in [−1, 1] (the search service hands it to the engine as
+// engine.Rerank).
+type Rerank struct {
+	Depth  int
+	Weight float64
+	Score  func(content string) float64
+}
+
+// Reranker returns query's second stage: for a short query (at most
+// ShortQueryWords content words) when the GloVe part is there and
+// RerankWeight and RerankDepth are set, a document's score is the
+// F-measure (or the precision: RerankScore) of its words' alignment
+// with the query's; nil otherwise
+// (no second stage).
+func (u *USE) Reranker(query string) *Rerank {
+	if u.glove == nil || u.rerankWeight <= 0 || u.rerankDepth <= 0 {
+		return nil
+	}
+	if n := contentWords(query, u.shortWords+1); n == 0 || n > u.shortWords {
+		return nil
+	}
+	q := alignWords(u.glove, query)
+	if len(q) == 0 {
+		return nil
+	}
+	a := newQueryAlignment(u.glove, q)
+	return &Rerank{Depth: u.rerankDepth, Weight: u.rerankWeight, Score: func(content string) float64 {
+		p, r, ok := a.align(content)
+		switch {
+		case !ok:
+			return -1
+		case u.rerankPrecision:
+			return p
+		}
+		return fMeasure(p, r)
+	}}
+}
