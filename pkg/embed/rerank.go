@@ -4,17 +4,20 @@ import (
 	"github.com/docrepo/docrepo/pkg/embed/glove"
 )
 
-// A second stage for short queries (issue 20): the use embedder's
-// nearest documents re-scored by how well their words align with the
-// query's in GloVe, word by word (BERTScore-like), which a pooled vector
-// loses. See TestUSERerankTune and docs/benchmarks.md §5.
+// A second stage (issue 20): the use embedder's nearest documents
+// re-scored by how well their words align with the query's in GloVe,
+// word by word (BERTScore-like), which a pooled vector loses: a short
+// everyday query's topical scientific abstracts hold many words far
+// from it (low precision), a long claim's near documents hold its own
+// words (high recall). See TestUSERerankTune and docs/benchmarks.md §5.
 
-// DefaultUSERerankWeight and DefaultUSERerankDepth: the short queries'
-// second stage (USEConfig.RerankWeight, RerankDepth), chosen on
-// paraphrase.tsv and the odd SciFact claims (TestUSERerankTune).
+// DefaultUSERerankWeight and DefaultUSERerankDepth: the second stage
+// (USEConfig.RerankWeight, RerankDepth), chosen on paraphrase.tsv and
+// the odd SciFact claims (TestUSERerankTune): the F-measure at 0.3 over
+// the 50 nearest.
 const (
-	DefaultUSERerankWeight = 0.2
-	DefaultUSERerankDepth  = 20
+	DefaultUSERerankWeight = 0.3
+	DefaultUSERerankDepth  = 50
 )
 
 // What the second stage scores (USEConfig.RerankScore): RerankF the
@@ -55,15 +58,18 @@ func alignWords(tab *glove.Table, text string) []alignWord {
 	return out
 }
 
-// queryAlignment holds a query's words for aligning texts with it.
+// queryAlignment holds a query's words for aligning texts with it, and
+// each text word's cosines with them once computed (a query's candidates
+// share many words). Not safe for concurrent use.
 type queryAlignment struct {
 	tab  *glove.Table
 	vecs [][]float32 // unit vectors of the query's words
 	w    []float64   // their weights
+	cos  map[int][]float32
 }
 
 func newQueryAlignment(tab *glove.Table, q []alignWord) *queryAlignment {
-	a := &queryAlignment{tab: tab}
+	a := &queryAlignment{tab: tab, cos: map[int][]float32{}}
 	for _, x := range q {
 		a.vecs = append(a.vecs, tab.Vector(x.rank))
 		a.w = append(a.w, x.w)
@@ -71,34 +77,59 @@ func newQueryAlignment(tab *glove.Table, q []alignWord) *queryAlignment {
 	return a
 }
 
+// cosines returns the cosines of the word of rank r with the query's
+// words.
+func (a *queryAlignment) cosines(r int) []float32 {
+	if c, ok := a.cos[r]; ok {
+		return c
+	}
+	c := make([]float32, len(a.vecs))
+	for i, qv := range a.vecs {
+		c[i] = a.tab.Dot(r, qv)
+	}
+	a.cos[r] = c
+	return c
+}
+
 // align scores text against the query: precision, each of the text's
 // words' best cosine with a query word (weighted mean over the text's
 // words), and recall, each query word's best cosine with a text word
-// (weighted mean over the query's words). ok is false when the text has
-// no word to align.
+// (weighted mean over the query's words); words SIF-weighted, stop
+// words and words the table lacks left out. ok is false when the text
+// has no word to align.
 func (a *queryAlignment) align(text string) (precision, recall float64, ok bool) {
-	d := alignWords(a.tab, text)
-	if len(d) == 0 || len(a.vecs) == 0 {
+	if len(a.vecs) == 0 {
 		return 0, 0, false
 	}
-	best := make([]float64, len(a.vecs))
+	best := make([]float32, len(a.vecs))
 	for i := range best {
 		best[i] = -1
 	}
 	var pn, pd float64
-	for _, dw := range d {
-		b := -1.0
-		for i, qv := range a.vecs {
-			x := float64(a.tab.Dot(dw.rank, qv))
+	for _, w := range a.tab.Words(text) {
+		if stopWords[w] {
+			continue
+		}
+		r, ok := a.tab.Rank(w)
+		if !ok {
+			continue
+		}
+		b := float32(-1)
+		for i, x := range a.cosines(r) {
 			b = max(b, x)
 			best[i] = max(best[i], x)
 		}
-		pn += dw.w * b
-		pd += dw.w
+		p := a.tab.Prob(r)
+		f := alignSIF / (alignSIF + p)
+		pn += f * float64(b)
+		pd += f
+	}
+	if pd == 0 {
+		return 0, 0, false
 	}
 	var rn, rd float64
 	for i, b := range best {
-		rn += a.w[i] * b
+		rn += a.w[i] * float64(b)
 		rd += a.w[i]
 	}
 	return pn / pd, rn / rd, true
@@ -122,17 +153,14 @@ type Rerank struct {
 	Score  func(content string) float64
 }
 
-// Reranker returns query's second stage: for a short query (at most
-// ShortQueryWords content words) when the GloVe part is there and
-// RerankWeight and RerankDepth are set, a document's score is the
+// Reranker returns query's second stage: when the GloVe part is there,
+// RerankWeight and RerankDepth are set and the query has a word GloVe
+// holds, a document's score is the
 // F-measure (or the precision: RerankScore) of its words' alignment
 // with the query's; nil otherwise
 // (no second stage).
 func (u *USE) Reranker(query string) *Rerank {
 	if u.glove == nil || u.rerankWeight <= 0 || u.rerankDepth <= 0 {
-		return nil
-	}
-	if n := contentWords(query, u.shortWords+1); n == 0 || n > u.shortWords {
 		return nil
 	}
 	q := alignWords(u.glove, query)

@@ -140,10 +140,10 @@ type USEConfig struct {
 	// the GloVe part.
 	QueryGloVeWeight      float64
 	ShortQueryGloVeWeight float64
-	// RerankWeight and RerankDepth: a short query's second stage
-	// (rerank.go): its RerankDepth nearest documents score their cosine
-	// plus RerankWeight times their GloVe word alignment with the query
-	// (0: none). Search side only; needs the GloVe vectors.
+	// RerankWeight and RerankDepth: a query's second stage (rerank.go):
+	// its RerankDepth nearest documents score their cosine plus
+	// RerankWeight times their GloVe word alignment with the query (0:
+	// none). Search side only; needs the GloVe vectors.
 	// RerankScore is what the alignment scores: RerankF (default, "")
 	// or RerankPrecision.
 	RerankWeight float64
@@ -191,7 +191,7 @@ type USE struct {
 	gloveOff, lexOff       int
 	queryGloVe, shortGloVe float64
 	gloveErr               error
-	// The short queries' second stage (rerank.go).
+	// The queries' second stage (rerank.go).
 	rerankWeight    float64
 	rerankDepth     int
 	rerankPrecision bool

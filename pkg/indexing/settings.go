@@ -60,7 +60,8 @@ type Settings struct {
 	UseGloVeWeight           float64
 	UseQueryGloVeWeight      float64
 	UseShortQueryGloVeWeight float64
-	// The use embedder's second stage for short queries (search side).
+	// The use embedder's second stage for vector-only searches (search
+	// side).
 	UseRerankWeight float64
 	UseRerankDepth  int
 	UseRerankScore  string
@@ -124,8 +125,8 @@ func (s *Settings) RegisterEmbedder(l *config.Loader) {
 	l.Float64(&s.UseGloVeWeight, "use-glove-weight", "DOCREPO_USE_GLOVE_WEIGHT", embed.DefaultUSEGloVeWeight, "use embedder: the GloVe part's share g of a document's vector ([√w·USE, √g·GloVe, √(1−w−g)·lexical]), in [0, 1−w) (0: no GloVe part; changing it re-embeds)")
 	l.Float64(&s.UseQueryGloVeWeight, "use-query-glove-weight", "DOCREPO_USE_QUERY_GLOVE_WEIGHT", embed.DefaultUSEQueryGloVeWeight, "use embedder: the GloVe part's share of the cosine for queries that are not short, taken from DOCREPO_USE_QUERY_WEIGHT's (the sentence encoder keeps the rest of it, the lexical half 1 − that), so at most it (query side only; without the GloVe vectors the encoder keeps all of it)")
 	l.Float64(&s.UseShortQueryGloVeWeight, "use-short-query-glove-weight", "DOCREPO_USE_SHORT_QUERY_GLOVE_WEIGHT", embed.DefaultUSEShortQueryGloVeWeight, "use embedder: the GloVe part's share of the cosine for short queries, taken from DOCREPO_USE_SHORT_QUERY_WEIGHT's, so at most it (query side only; without the GloVe vectors the encoder keeps all of it)")
-	l.Float64(&s.UseRerankWeight, "use-rerank-weight", "DOCREPO_USE_RERANK_WEIGHT", embed.DefaultUSERerankWeight, "use embedder: a short query's (DOCREPO_USE_SHORT_QUERY_WORDS) nearest documents in a vector-only search score their cosine plus this times how well their words align with the query's in GloVe (F-measure of best word-to-word cosines), in [0, 10] (0: off; embedded engine only; needs the GloVe vectors; search side only)")
-	l.Int(&s.UseRerankDepth, "use-rerank-depth", "DOCREPO_USE_RERANK_DEPTH", embed.DefaultUSERerankDepth, "use embedder: how many of a short query's nearest documents DOCREPO_USE_RERANK_WEIGHT re-scores (reading each one's content), in [0, 10000] (0: off)")
+	l.Float64(&s.UseRerankWeight, "use-rerank-weight", "DOCREPO_USE_RERANK_WEIGHT", embed.DefaultUSERerankWeight, "use embedder: a second stage for vector-only searches: a query's nearest documents (DOCREPO_USE_RERANK_DEPTH) score their cosine plus this times how well their words align with the query's in GloVe (DOCREPO_USE_RERANK_SCORE), in [0, 10] (0: off; embedded engine only; needs the GloVe vectors; search side only, no re-embedding)")
+	l.Int(&s.UseRerankDepth, "use-rerank-depth", "DOCREPO_USE_RERANK_DEPTH", embed.DefaultUSERerankDepth, "use embedder: how many of a query's nearest documents DOCREPO_USE_RERANK_WEIGHT re-scores (reading each one's content; the others stay behind them), in [0, 10000] (0: off)")
 	l.String(&s.UseRerankScore, "use-rerank-score", "DOCREPO_USE_RERANK_SCORE", embed.RerankF, "use embedder: what DOCREPO_USE_RERANK_WEIGHT weighs: f (the F-measure of precision, each document word's best cosine with a query word, and recall, each query word's best cosine with a document word; SIF-weighted) or precision (alone)")
 	l.RegisterEmbedModelDir(&s.EmbedModelDir)
 	l.String(&s.EmbedPooling, "embed-pooling", "DOCREPO_EMBED_POOLING", "", "local embedder: mean or cls (default: the model directory's 1_Pooling/config.json, else mean)")
