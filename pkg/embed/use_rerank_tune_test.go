@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,14 +23,13 @@ import (
 // passage, exact), then the top M candidates of a query are re-scored
 // s0 + λ·f by a feature f the pooled vector loses:
 //
-//   - GloVe word alignment (BERTScore-like): for each query word its
-//     best cosine among the candidate's words (recall R, query words
-//     weighed by SIF or by IDF), for each candidate word its best
-//     cosine among the query's (precision P, SIF-weighted), and their
-//     F-measure; over the nearest passage or the whole document;
-//   - the sentence encoder on the candidate's best single sentence
-//     (DOCREPO_EMBED_TUNE_RERANK_SENTENCES=1; encodes the candidates'
-//     sentences, paraphrase sets only).
+// GloVe word alignment (BERTScore-like, rerank.go): for each query word
+// its best cosine among the candidate's words (recall R, query words
+// weighed by SIF or by IDF), for each candidate word its best cosine
+// among the query's (precision P, SIF-weighted), and their F-measure;
+// over the nearest passage or the whole document; and, as a control,
+// the document's length alone (−log words). Each for short queries
+// only or for all, over the 10 to 100 nearest.
 //
 // Chosen on paraphrase.tsv and the odd SciFact claims, reported on the
 // held-out pairs, the even claims and all.
@@ -61,9 +59,10 @@ func TestUSERerankTune(t *testing.T) {
 	ce.add(t, u0, pq, true, embedParts(t, u0, pq, true, filepath.Join(tuneCacheDir, "para-queries.gob")))
 	ce.add(t, u0, hq, true, embedParts(t, u0, hq, true, filepath.Join(tuneCacheDir, "held-queries.gob")))
 	ce.add(t, u0, sf.docs, false, embedParts(t, u0, sf.docs, false, filepath.Join(tuneCacheDir, "docs-128.gob")))
-	u, err := newUSE(tok, ce, USEConfig{PassagePieces: 128, ShortQueryWords: DefaultUSEShortQueryWords, ShortQueryWeight: DefaultUSEShortQueryWeight,
+	cfg := USEConfig{PassagePieces: 128, ShortQueryWords: DefaultUSEShortQueryWords, ShortQueryWeight: DefaultUSEShortQueryWeight,
 		QueryWeight: DefaultUSEQueryWeight, QueryIDF: DefaultUSEQueryIDF, GloVeWeight: DefaultUSEGloVeWeight,
-		ShortQueryGloVeWeight: DefaultUSEShortQueryGloVeWeight, QueryGloVeWeight: DefaultUSEQueryGloVeWeight, gloveTable: tab}, "use", "")
+		ShortQueryGloVeWeight: DefaultUSEShortQueryGloVeWeight, QueryGloVeWeight: DefaultUSEQueryGloVeWeight, gloveTable: tab}
+	u, err := newUSE(tok, ce, cfg, "use", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,37 +178,6 @@ func TestUSERerankTune(t *testing.T) {
 	}
 	t.Logf("GloVe alignment of %d candidates per query: %v", N, time.Since(start).Round(time.Millisecond))
 
-	// (b) The sentence encoder on the candidate's best sentence
-	// (paraphrase sets' candidates only: the claims are long queries).
-	if os.Getenv("DOCREPO_EMBED_TUNE_RERANK_SENTENCES") != "" {
-		start = time.Now()
-		const depth = 20
-		enc := 0
-		for si, s := range sets {
-			if s.name == "scifact" {
-				continue
-			}
-			qv := make([][]float32, len(s.queries))
-			for q := range s.queries {
-				qv[q] = ce.get(t, tok.Encode(s.queries[q]))
-			}
-			for q := range s.queries {
-				for k := range first[si][q][:depth] {
-					c := &first[si][q][k]
-					best := -1.0
-					for _, sent := range sentences(s.texts[c.doc]) {
-						ids := tok.Encode(sent)
-						v := ce.get(t, ids[:min(len(ids), u.window)])
-						enc++
-						best = max(best, dot(qv[q], v))
-					}
-					c.f["sent"] = best
-				}
-			}
-		}
-		t.Logf("best sentence: %d sentence vectors in %v (%d new encodings)", enc, time.Since(start).Round(time.Millisecond), ce.misses)
-	}
-
 	// Evaluation of a re-ranker: feature, λ, depth M, short queries only
 	// or all.
 	type rr struct {
@@ -222,6 +190,7 @@ func TestUSERerankTune(t *testing.T) {
 		odd, even, all, r100 float64
 		p1, p10, h1, h10     int
 	}
+	var evalBy func(ranked func(si, q int) []int) result
 	order := func(cs []cand, r rr, q string) []int {
 		out := make([]int, len(cs))
 		idx := make([]int, len(cs))
@@ -245,6 +214,9 @@ func TestUSERerankTune(t *testing.T) {
 		return out
 	}
 	eval := func(r rr) result {
+		return evalBy(func(si, q int) []int { return order(first[si][q], r, sets[si].queries[q]) })
+	}
+	evalBy = func(ranked func(si, q int) []int) result {
 		var res result
 		var no, ne int
 		for q, cq := range sf.Queries {
@@ -252,7 +224,7 @@ func TestUSERerankTune(t *testing.T) {
 			if len(rel) == 0 {
 				continue
 			}
-			docs := order(first[0][q], r, claims[q])
+			docs := ranked(0, q)
 			ids := make([]string, len(docs))
 			for i, d := range docs {
 				ids[i] = sf.Docs[d].ID
@@ -274,7 +246,7 @@ func TestUSERerankTune(t *testing.T) {
 		res.even /= float64(ne)
 		for si := 1; si <= 2; si++ {
 			for q := range sets[si].queries {
-				docs := order(first[si][q], r, sets[si].queries[q])
+				docs := ranked(si, q)
 				i := slices.Index(docs[:10], q)
 				one, ten := &res.p1, &res.p10
 				if si == 2 {
@@ -297,9 +269,6 @@ func TestUSERerankTune(t *testing.T) {
 	base := eval(rr{})
 	t.Logf("first stage (the default) | %s", line(base))
 	feats := []string{"Fsif/pass", "Fidf/pass", "Rsif/pass", "Ridf/pass", "P/pass", "Fsif/doc", "Fidf/doc", "Rsif/doc", "Ridf/doc", "P/doc", "-loglen/doc"}
-	if os.Getenv("DOCREPO_EMBED_TUNE_RERANK_SENTENCES") != "" {
-		feats = append(feats, "sent")
-	}
 	lambdas := []float64{0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2, 1000}
 	type scored struct {
 		r   rr
@@ -308,9 +277,6 @@ func TestUSERerankTune(t *testing.T) {
 	var all []scored
 	for _, f := range feats {
 		for _, depth := range []int{10, 20, 50, 100} {
-			if f == "sent" && depth > 20 {
-				continue
-			}
 			for _, l := range lambdas {
 				for _, so := range []bool{true, false} {
 					r := rr{f, l, depth, so}
@@ -342,57 +308,41 @@ func TestUSERerankTune(t *testing.T) {
 			t.Logf("%s | %s", rrName(s.r), line(s.res))
 		}
 	}
+	// The production second stage with the defaults (USE.Reranker over
+	// each document's content), applied to the first stage's 100 nearest
+	// as the engine does (reranked), and its CPU per query: one
+	// goroutine, the alignment alone (the engine also reads each
+	// candidate's stored content).
+	cfg.RerankWeight, cfg.RerankDepth = DefaultUSERerankWeight, DefaultUSERerankDepth
+	up, err := newUSE(tok, ce, cfg, "use", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cpu [3]time.Duration
+	prod := make([][][]int, len(sets))
+	for si, s := range sets {
+		prod[si] = make([][]int, len(s.queries))
+		before := cpuTime()
+		for q := range s.queries {
+			cs := first[si][q]
+			d2 := make([]float64, len(cs))
+			texts := make([]string, len(cs))
+			for i, c := range cs {
+				d2[i], texts[i] = 2-2*c.s0, s.texts[c.doc]
+			}
+			for _, i := range reranked(d2, texts, up.Reranker(s.queries[q])) {
+				prod[si][q] = append(prod[si][q], cs[i].doc)
+			}
+		}
+		cpu[si] = (cpuTime() - before) / time.Duration(len(s.queries))
+	}
+	t.Logf("production second stage (weight %v, depth %d, %s) | %s", DefaultUSERerankWeight, DefaultUSERerankDepth, RerankF,
+		line(evalBy(func(si, q int) []int { return prod[si][q] })))
+	t.Logf("its CPU per query (the alignment of %d documents' content, one goroutine; load average %s): SciFact claims %v, paraphrases %v, held-out %v",
+		DefaultUSERerankDepth, loadAvg(), cpu[0].Round(time.Microsecond), cpu[1].Round(time.Microsecond), cpu[2].Round(time.Microsecond))
 	if os.Getenv("DOCREPO_EMBED_TUNE_RERANK_DUMP") != "" {
 		for _, s := range all {
 			t.Logf("grid %s | %s", rrName(s.r), line(s.res))
 		}
 	}
-}
-
-// get returns the encoder's unit vector of one piece sequence (cached).
-func (c *cachedEncoder) get(t testing.TB, ids []int32) []float32 {
-	c.mu.Lock()
-	v, ok := c.m[idsKey(ids)]
-	c.mu.Unlock()
-	if ok {
-		return v
-	}
-	vs, err := c.Embed(context.Background(), [][]int32{ids})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v = vs[0]
-	var n float64
-	for _, x := range v {
-		n += float64(x) * float64(x)
-	}
-	if n > 0 {
-		s := float32(1 / math.Sqrt(n))
-		for d := range v {
-			v[d] *= s
-		}
-	}
-	c.mu.Lock()
-	c.m[idsKey(ids)] = v
-	c.mu.Unlock()
-	return v
-}
-
-// sentences splits text at ". ", "? " and "! " (a rough cut, enough to
-// measure).
-func sentences(text string) []string {
-	var out []string
-	start := 0
-	for i := 0; i+1 < len(text); i++ {
-		if strings.ContainsRune(".?!", rune(text[i])) && text[i+1] == ' ' {
-			if s := strings.TrimSpace(text[start : i+1]); s != "" {
-				out = append(out, s)
-			}
-			start = i + 1
-		}
-	}
-	if s := strings.TrimSpace(text[start:]); s != "" {
-		out = append(out, s)
-	}
-	return out
 }
