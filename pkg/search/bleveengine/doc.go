@@ -125,8 +125,8 @@
 //     terms' postings read with their positions, each candidate checked
 //     with a sweep over the positions), so totals and paging are exact.
 //     Clauses of several words are looked for only where their pairs are;
-//     a document holding two single-word clauses side by side (either
-//     pair) matches without reading positions.
+//     one clause repeated (*N"a a", which matches every "a") reads no
+//     positions.
 //     Phrases use the same searcher (one clause), which is leaner than
 //     bleve's phrase searcher.
 //   - exclusion, OR and the implicit AND: bleve's boolean and conjunction

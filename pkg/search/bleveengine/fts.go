@@ -323,15 +323,12 @@ func (b *searcherBuilder) positional(clauses [][]posTerm, exact [][]string, slop
 var pairFirst = true
 
 // pairPlan is what the pair field tells of the clauses of a phrase or
-// NEAR: the pairs of adjacent exact tokens every match holds, whether
-// holding them is the whole rule (one clause of two words: no position
-// needs checking), and pairs any of which makes a document holding every
-// clause a match (NEAR of two different words: the words side by side, in
-// either order, lie within any distance).
+// NEAR: the pairs of adjacent exact tokens every match holds, and whether
+// holding them (and the terms) is the whole rule (one clause of two words,
+// or one clause repeated: no position needs checking).
 type pairPlan struct {
 	pairs    []string
 	decisive bool
-	sure     []string
 }
 
 // planPairs returns the pair plan of clauses of exact tokens ("" = any
@@ -350,10 +347,19 @@ func planPairs(clauses [][]string) pairPlan {
 			}
 		}
 	}
-	pp.decisive = len(clauses) == 1 && len(clauses[0]) == 2 && len(pp.pairs) == 1
-	if len(clauses) == 2 && len(clauses[0]) == 1 && len(clauses[1]) == 1 && clauses[0][0] != clauses[1][0] {
-		a, b := clauses[0][0], clauses[1][0]
-		pp.sure = []string{gramTerm(a, b), gramTerm(b, a)}
+	// One clause of two words; or the same clause of one or two words
+	// repeated (NEAR lets occurrences overlap, so one occurrence of the
+	// clause is a window of all of them: *N"a a" matches every "a").
+	same := true
+	for _, c := range clauses[1:] {
+		same = same && slices.Equal(c, clauses[0])
+	}
+	switch c := clauses[0]; {
+	case !same:
+	case len(c) == 2:
+		pp.decisive = len(pp.pairs) == 1
+	case len(c) == 1:
+		pp.decisive = len(clauses) > 1 && c[0] != ""
 	}
 	return pp
 }

@@ -53,9 +53,6 @@ type segPosSearcher struct {
 	// decisive: holding the pairs is the rule (pairPlan.decisive); the
 	// term iterators are then read without locations.
 	decisive bool
-	sure     [][]segment.PostingsList   // per segment, pairPlan.sure
-	sureBM   *roaring.Bitmap            // the current segment's candidates holding a sure pair
-	fits     []segment.PostingsIterator // per term, without locations, for sureBM's documents
 
 	si     int // current segment; len(segs) when done
 	open   bool
@@ -120,10 +117,6 @@ func newSegPosSearcher(ctx context.Context, r index.IndexReader, clauses [][]pos
 	if len(pp.pairs) > 0 {
 		s.pairs = make([][]segment.PostingsList, len(s.segs))
 	}
-	if len(pp.sure) > 0 {
-		s.sure = make([][]segment.PostingsList, len(s.segs))
-		s.fits = make([]segment.PostingsIterator, len(s.terms))
-	}
 	for si, ss := range s.segs {
 		clear(dicts)
 		s.pls[si] = make([]segment.PostingsList, len(s.terms))
@@ -137,20 +130,14 @@ func newSegPosSearcher(ctx context.Context, r index.IndexReader, clauses [][]pos
 				counts[i] += pl.Count()
 			}
 		}
-		for _, ps := range []struct {
-			dst   [][]segment.PostingsList
-			pairs []string
-		}{{s.pairs, pp.pairs}, {s.sure, pp.sure}} {
-			if ps.dst == nil {
-				continue
-			}
-			ps.dst[si] = make([]segment.PostingsList, len(ps.pairs))
-			for i, p := range ps.pairs {
+		if s.pairs != nil {
+			s.pairs[si] = make([]segment.PostingsList, len(pp.pairs))
+			for i, p := range pp.pairs {
 				pl, err := postings(ss, fieldPairs, p)
 				if err != nil {
 					return nil, err
 				}
-				ps.dst[si][i] = pl
+				s.pairs[si][i] = pl
 			}
 		}
 	}
@@ -237,50 +224,13 @@ func (s *segPosSearcher) openSeg() error {
 		}
 	}
 	s.open = true
-	s.sureBM = nil
 	if bm == nil || bm.IsEmpty() {
 		s.cand = nil
 		return nil
 	}
 	s.cand = bm.Iterator()
-	if s.sure != nil {
-		s.openSure(bm)
-	}
 	return nil
 }
-
-// openSure finds the candidates bm of the current segment holding a sure
-// pair; when they are many, their terms are read without locations
-// (fits). With few, a second iterator per term would cost more than the
-// locations it saves.
-func (s *segPosSearcher) openSure(bm *roaring.Bitmap) {
-	var sure *roaring.Bitmap
-	for _, pl := range s.sure[s.si] {
-		if pl == nil {
-			continue
-		}
-		if a := actual(pl.Iterator(false, false, false, nil)); a != nil {
-			if sure == nil {
-				sure = roaring.And(a, bm)
-			} else {
-				sure.Or(roaring.And(a, bm))
-			}
-		}
-	}
-	if sure == nil || sure.GetCardinality()*sureShare < bm.GetCardinality() {
-		return
-	}
-	s.sureBM = sure
-	if s.scored {
-		for i, pl := range s.pls[s.si] {
-			s.fits[i] = pl.Iterator(true, true, false, nil)
-		}
-	}
-}
-
-// sureShare: sure pairs are used in a segment where at least one
-// candidate in sureShare holds one.
-const sureShare = 8
 
 // internalID encodes a global document number as scorch does.
 func internalID(dst index.IndexInternalID, num uint64) index.IndexInternalID {
@@ -330,17 +280,10 @@ func (s *segPosSearcher) Next(ctx *search.SearchContext) (*search.DocumentMatch,
 // holds them all) and applies the position rule; when the pairs decide,
 // it only reads the terms' frequencies and norms (for scoring).
 func (s *segPosSearcher) check(d uint64) (bool, error) {
-	its, positions := s.its, true
-	if s.decisive || s.sureBM != nil && s.sureBM.Contains(uint32(d)) {
-		if !s.scored {
-			return true, nil
-		}
-		positions = false
-		if !s.decisive {
-			its = s.fits
-		}
+	if s.decisive && !s.scored {
+		return true, nil
 	}
-	for i, it := range its {
+	for i, it := range s.its {
 		p, err := it.Advance(d)
 		if err != nil {
 			return false, err
@@ -350,7 +293,7 @@ func (s *segPosSearcher) check(d uint64) (bool, error) {
 			return false, nil
 		}
 		s.freq[i], s.norm[i] = p.Frequency(), p.Norm()
-		if !positions {
+		if s.decisive {
 			continue
 		}
 		ps := s.pos[i][:0]
@@ -362,7 +305,7 @@ func (s *segPosSearcher) check(d uint64) (bool, error) {
 		}
 		s.pos[i] = ps
 	}
-	if !positions {
+	if s.decisive {
 		return true, nil
 	}
 	for i, c := range s.clauses {

@@ -87,6 +87,9 @@ func TestFastPathsAgree(t *testing.T) {
 		fts(`"report report"`), fts(`"notice late"`), fts(`annual-report`), fts(`late-notice`), fts(`"annual-report"`),
 		fts(`tax -"annual report"`), fts(`"alpha beta gamma"`), fts(`"report annual report tax"`),
 		fts(`*N2"annual report" tax`), fts(`*N1"late fee" "paid due"`),
+		// One clause repeated: any occurrence is a window.
+		fts(`*N5"report report"`), fts(`*N0"tax tax tax"`), fts(`*N2"annual report" "annual report"`),
+		fts(`*N"the the"`),
 		fts(`*N5"annual report"`), fts(`*N"tax invoice"`), fts(`*N0"paid due"`), fts(`*N3"the of report"`),
 		fts(`*NP2"annual report" "tax invoice"`), fts(`*N5"fee zzz"`),
 		fts(`"annual report" OR *N2"late fee"`), fts(`"annual report" -"tax invoice"`), fts(`tax "paid due"`),
