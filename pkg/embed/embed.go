@@ -115,6 +115,8 @@ type Config struct {
 	USERerankWeight float64
 	USERerankDepth  int
 	USERerankScore  string
+	// USEQueryMeanShift: see USEConfig (query side only).
+	USEQueryMeanShift float64
 }
 
 // New returns the embedder cfg describes.
@@ -133,7 +135,8 @@ func New(cfg Config) (Embedder, error) {
 			QueryWeight: cfg.USEQueryWeight, QueryIDF: cfg.USEQueryIDF, UnmatchedWeight: cfg.USEUnmatchedWeight,
 			GloVeDir: cfg.USEGloVeDir, GloVeWeight: cfg.USEGloVeWeight,
 			QueryGloVeWeight: cfg.USEQueryGloVeWeight, ShortQueryGloVeWeight: cfg.USEShortQueryGloVeWeight,
-			RerankWeight: cfg.USERerankWeight, RerankDepth: cfg.USERerankDepth, RerankScore: cfg.USERerankScore})
+			RerankWeight: cfg.USERerankWeight, RerankDepth: cfg.USERerankDepth, RerankScore: cfg.USERerankScore,
+			QueryMeanShift: cfg.USEQueryMeanShift})
 		if err == nil {
 			return u, nil
 		}

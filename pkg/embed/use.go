@@ -149,6 +149,9 @@ type USEConfig struct {
 	RerankWeight float64
 	RerankDepth  int
 	RerankScore  string
+	// QueryMeanShift is β of the query shift against hubs (use_shift.go:
+	// EmbedQueriesWithCorpus; 0: none). Query side only.
+	QueryMeanShift float64
 	// gloveTable is the loaded table (tests set it directly).
 	gloveTable  *glove.Table
 	gloveDigest string
@@ -195,6 +198,7 @@ type USE struct {
 	rerankWeight    float64
 	rerankDepth     int
 	rerankPrecision bool
+	meanShift       float64 // use_shift.go
 	id              Identity
 }
 
@@ -370,6 +374,10 @@ func newUSE(tok PieceTokenizer, enc PieceEncoder, cfg USEConfig, model, digest s
 		return nil, fmt.Errorf("%w: use query IDF power %v outside [0, 4]", ErrConfig, p)
 	}
 	u.queryIDF = cfg.QueryIDF
+	if err := checkMeanShift(cfg.QueryMeanShift); err != nil {
+		return nil, err
+	}
+	u.meanShift = cfg.QueryMeanShift
 	if v := cfg.UnmatchedWeight; v != 0 {
 		if math.IsNaN(v) || v < 0 || v > 1 {
 			return nil, fmt.Errorf("%w: use unmatched query weight %v outside [0, 1]", ErrConfig, v)

@@ -317,11 +317,11 @@ func TestUSEHubnessTune(t *testing.T) {
 		return out
 	}
 	type qdata struct {
-		vecs [][]float32
-		dots [][3][]float32
-		norm [][3]float64 // the query's part norms
-		mu   [][3]float64 // unit part · corpus mean
-		short []bool      // ≤ DefaultUSEShortQueryWords content words
+		vecs  [][]float32
+		dots  [][3][]float32
+		norm  [][3]float64 // the query's part norms
+		mu    [][3]float64 // unit part · corpus mean
+		short []bool       // ≤ DefaultUSEShortQueryWords content words
 	}
 	qprep := func(p *prepared, qs [][]float32) qdata {
 		d := qdata{vecs: qs, dots: partDots(p, qs)}

@@ -65,6 +65,8 @@ type Settings struct {
 	UseRerankWeight float64
 	UseRerankDepth  int
 	UseRerankScore  string
+	// The use embedder's query shift away from the index's mean vector.
+	UseQueryMeanShift float64
 	// EmbedMaxPassages bounds the passages of one document's content.
 	EmbedMaxPassages int
 	// EmbedDefer is when documents are written before their content
@@ -128,6 +130,7 @@ func (s *Settings) RegisterEmbedder(l *config.Loader) {
 	l.Float64(&s.UseRerankWeight, "use-rerank-weight", "DOCREPO_USE_RERANK_WEIGHT", embed.DefaultUSERerankWeight, "use embedder: a second stage for vector-only searches: a query's nearest documents (DOCREPO_USE_RERANK_DEPTH) score their cosine plus this times how well their words align with the query's in GloVe (DOCREPO_USE_RERANK_SCORE), in [0, 10] (0: off; embedded engine only; needs the GloVe vectors; search side only, no re-embedding)")
 	l.Int(&s.UseRerankDepth, "use-rerank-depth", "DOCREPO_USE_RERANK_DEPTH", embed.DefaultUSERerankDepth, "use embedder: how many of a query's nearest documents DOCREPO_USE_RERANK_WEIGHT re-scores (reading each one's content; the others stay behind them), in [0, 10000] (0: off)")
 	l.String(&s.UseRerankScore, "use-rerank-score", "DOCREPO_USE_RERANK_SCORE", embed.RerankF, "use embedder: what DOCREPO_USE_RERANK_WEIGHT weighs: f (the F-measure of precision, each document word's best cosine with a query word, and recall, each query word's best cosine with a document word; SIF-weighted) or precision (alone)")
+	l.Float64(&s.UseQueryMeanShift, "use-query-mean-shift", "DOCREPO_USE_QUERY_MEAN_SHIFT", embed.DefaultUSEQueryMeanShift, "use embedder: β of the query shift against hubs, in [0, 2]: each query part moves away from the mean content vector the engine holds, so a passage scores its similarity to the query less β times its similarity to the corpus as a whole (0: off; embedded engine only, OpenSearch gives no mean; query side only, no re-embedding)")
 	l.RegisterEmbedModelDir(&s.EmbedModelDir)
 	l.String(&s.EmbedPooling, "embed-pooling", "DOCREPO_EMBED_POOLING", "", "local embedder: mean or cls (default: the model directory's 1_Pooling/config.json, else mean)")
 	l.String(&s.EmbedQueryPrefix, "embed-query-prefix", "DOCREPO_EMBED_QUERY_PREFIX", "", `local embedder: text put before every search query (e5 models: "query: "; default: the model directory's prompts, else none)`)
@@ -259,6 +262,7 @@ func (s Settings) NewEmbedder(ctx context.Context) (embed.Embedder, error) {
 		USERerankWeight:          s.UseRerankWeight,
 		USERerankDepth:           s.UseRerankDepth,
 		USERerankScore:           s.UseRerankScore,
+		USEQueryMeanShift:        s.UseQueryMeanShift,
 	})
 	if err != nil {
 		if strings.EqualFold(strings.TrimSpace(s.Embedder), embed.KindLocal) {

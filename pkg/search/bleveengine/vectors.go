@@ -45,6 +45,7 @@ type vecSet struct {
 	graph *ann.Graph // nil: no graph (exact scans only)
 	owner []int32    // by vector: table slot, -1 when not live; guarded by Engine.mu
 	live  int        // vectors with an owner
+	mean  meanCache  // MeanContentVector's (mean.go)
 	// rebuilt: the checkpoint's graph was missing or damaged and built
 	// again at open, so the log's graph records (links in the lost
 	// graph) are not replayed: its vectors are added instead.

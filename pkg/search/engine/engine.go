@@ -200,6 +200,18 @@ type DocFreqs interface {
 	DocFreqs(ctx context.Context, req Request, words []string) (freqs []int64, docs int64, err error)
 }
 
+// VectorMean is implemented by engines that can give the mean of the
+// content vectors they hold of a length: the search service shifts a use
+// query away from it (pkg/embed, EmbedQueriesWithCorpus), taking off each
+// passage's similarity to the corpus as a whole (hubness). The embedded
+// engine implements it; OpenSearch does not (its queries are not
+// shifted).
+type VectorMean interface {
+	// MeanContentVector returns the mean of the live content vectors of
+	// length dim (every document's passages; nil when there are none).
+	MeanContentVector(ctx context.Context, dim int) ([]float32, error)
+}
+
 // SortedIDs returns ids sorted, without duplicates (nil for none): how both
 // engines store group and folder ids, so that filesbelongto comes back in a
 // stable order.

@@ -19,6 +19,7 @@ rm -f "$state"
 trap 'rm -f "$state"' EXIT
 "$BENCH_BIN/bench" -run scifact -scifact-state "$state" "$@"
 [ -f "$BENCH_BIN/search.real" ] || mv "$BENCH_BIN/search" "$BENCH_BIN/search.real"
+search_cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 IFS=';' read -ra sets <<<"${BENCH_SETTINGS:-}"
 for set in "${sets[@]}"; do
 	[ -n "${set// /}" ] || continue
@@ -37,5 +38,9 @@ for set in "${sets[@]}"; do
 	done
 	echo
 	echo "## search process restarted with: $set"
+	pid=$(cat "$DOCREPO_PID_DIR/search.pid")
+	before=$(search_cpu "$pid")
 	"$BENCH_BIN/bench" -run scifact -scifact-state "$state" "$@"
+	# The search process's CPU while scored (its user + system ticks).
+	echo "search process CPU while scored: $(( $(search_cpu "$pid") - before )) ticks of 1/$(getconf CLK_TCK) s"
 done

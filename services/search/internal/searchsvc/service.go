@@ -55,6 +55,14 @@ type statsQueryEmbedder interface {
 	EmbedQueriesWithStats(ctx context.Context, queries []string, stats embed.WordStats) ([][]float32, error)
 }
 
+// corpusQueryEmbedder is implemented by embedders that also shift a
+// query away from the mean content vector of the index (pkg/embed's use
+// embedder, against hubs).
+type corpusQueryEmbedder interface {
+	EmbedQueriesWithCorpus(ctx context.Context, queries []string, stats embed.WordStats, mean embed.MeanVector) ([][]float32, error)
+	Dimensions() int
+}
+
 // embedQueries embeds search queries with emb, as queries where the
 // embedder makes the difference; for the content target, with the
 // statistics of the documents req's caller can see in eng when both the
@@ -62,9 +70,17 @@ type statsQueryEmbedder interface {
 func embedQueries(ctx context.Context, emb textEmbedder, eng engine.Engine, queries []string, req *engine.Request) ([][]float32, error) {
 	if se, ok := emb.(statsQueryEmbedder); ok && req != nil && req.Plan.Vector != nil && req.Plan.Vector.Target == dsl.TargetContent {
 		if df, ok := eng.(engine.DocFreqs); ok {
-			return se.EmbedQueriesWithStats(ctx, queries, func(ctx context.Context, words []string) ([]int64, int64, error) {
+			stats := func(ctx context.Context, words []string) ([]int64, int64, error) {
 				return df.DocFreqs(ctx, *req, words)
-			})
+			}
+			if ce, ok := emb.(corpusQueryEmbedder); ok {
+				if vm, ok := eng.(engine.VectorMean); ok {
+					return ce.EmbedQueriesWithCorpus(ctx, queries, stats, func(ctx context.Context) ([]float32, error) {
+						return vm.MeanContentVector(ctx, ce.Dimensions())
+					})
+				}
+			}
+			return se.EmbedQueriesWithStats(ctx, queries, stats)
 		}
 	}
 	if q, ok := emb.(queryEmbedder); ok {
