@@ -12,15 +12,17 @@ import (
 // q·p − β·Σ ‖q_part‖·(p_part·μ_part)/‖p_part‖, μ the mean stored vector,
 // takes each passage's similarity to the corpus as a whole off its score
 // (the corpus mean as every passage's neighbour: hubness reduction in the
-// manner of CSLS, without per-passage statistics). Documents store their
-// parts at fixed lengths (√w, √g, √(1−w−g)), so the correction is a shift
-// of the query alone: q_part − β·‖q_part‖/‖p_part‖·μ_part. No stored
-// vector changes; the engine gives μ (engine.VectorMean), a statistic of
+// manner of CSLS, without per-passage statistics), over the meaning's
+// parts (the sentence encoder's and GloVe's; the lexical part, whose
+// query words already weigh their rarity, measured worse shifted too).
+// Documents store their parts at fixed lengths (√w, √g), so the
+// correction is a shift of the query alone: q_part −
+// β·‖q_part‖/‖p_part‖·μ_part. No stored vector changes; the engine gives μ (engine.VectorMean), a statistic of
 // the index it holds, as it gives the word statistics.
 
 // DefaultUSEQueryMeanShift is β: chosen on the paraphrase set and the
 // odd-numbered SciFact claims (TestUSEHubnessTune; docs/benchmarks.md).
-const DefaultUSEQueryMeanShift = 0.25
+const DefaultUSEQueryMeanShift = 0.35
 
 // MeanVector returns the mean of the content vectors stored for the
 // documents searched (nil, nil: unknown).
@@ -60,7 +62,8 @@ func (u *USE) EmbedQueriesWithCorpus(ctx context.Context, queries []string, stat
 }
 
 // shiftFromMean moves query vector v away from the mean stored vector m,
-// part by part (see the top of this file); a zero part stays zero.
+// over the meaning's parts (see the top of this file); a zero part stays
+// zero.
 func (u *USE) shiftFromMean(v, m []float32) {
 	w, g := u.w, 0.0
 	if u.glove != nil {
@@ -69,7 +72,7 @@ func (u *USE) shiftFromMean(v, m []float32) {
 	parts := []struct {
 		lo, hi int
 		share  float64 // the part's squared length in a document
-	}{{0, USEDimensions, w}, {u.gloveOff, u.lexOff, g}, {u.lexOff, len(v), 1 - w - g}}
+	}{{0, USEDimensions, w}, {u.gloveOff, u.lexOff, g}}
 	for _, p := range parts {
 		if p.share <= 0 || p.hi <= p.lo {
 			continue
