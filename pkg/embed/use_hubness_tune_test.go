@@ -704,11 +704,20 @@ func TestUSEMeanShiftProductionPath(t *testing.T) {
 	claims := sciFactClaims(sf)
 	ce := cachedTuneEncoder(t, tok, enc, sf.docs, claims, pq, hq)
 	ctx := context.Background()
-	for _, beta := range []float64{0, DefaultUSEQueryMeanShift} {
+	type setting struct {
+		beta   float64
+		rerank bool
+	}
+	for _, c := range []setting{{0, false}, {DefaultUSEQueryMeanShift, false}, {0, true}, {DefaultUSEQueryMeanShift, true}} {
+		beta := c.beta
+		rw, rd := 0.0, 0
+		if c.rerank {
+			rw, rd = DefaultUSERerankWeight, DefaultUSERerankDepth
+		}
 		u, err := newUSE(tok, ce, USEConfig{PassagePieces: 128, ShortQueryWords: DefaultUSEShortQueryWords, ShortQueryWeight: DefaultUSEShortQueryWeight,
 			QueryWeight: DefaultUSEQueryWeight, QueryIDF: DefaultUSEQueryIDF, GloVeWeight: DefaultUSEGloVeWeight,
 			ShortQueryGloVeWeight: DefaultUSEShortQueryGloVeWeight, QueryGloVeWeight: DefaultUSEQueryGloVeWeight,
-			QueryMeanShift: beta, gloveTable: tab}, "use", "")
+			QueryMeanShift: beta, RerankWeight: rw, RerankDepth: rd, gloveTable: tab}, "use", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -741,8 +750,22 @@ func TestUSEMeanShiftProductionPath(t *testing.T) {
 		for i, q := range sf.Queries {
 			qi[q.ID] = i
 		}
-		s := splitScores(sf, func(q scifact.Query) []int { return rankByNearestPassage(cv[qi[q.ID]], abstracts, 100) })
-		line := fmt.Sprintf("query mean shift %.2f: SciFact nDCG@10 odd %.4f even %.4f all %.4f R@100 %.4f", beta,
+		// As the engine ranks: the nearest passage's squared distance, the
+		// second stage (when on) over the first Depth.
+		rank := func(q []float32, query string, docs [][]Passage, texts []string, k int) []int {
+			d2 := make([]float64, len(docs))
+			for i, ps := range docs {
+				d2[i] = math.Inf(1)
+				for _, p := range ps {
+					d2[i] = min(d2[i], squaredL2(q, p.Vector))
+				}
+			}
+			return reranked(d2, texts, u.Reranker(query))[:k]
+		}
+		s := splitScores(sf, func(q scifact.Query) []int {
+			return rank(cv[qi[q.ID]], claims[qi[q.ID]], abstracts, sf.docs, 100)
+		})
+		line := fmt.Sprintf("second stage %v, query mean shift %.2f: SciFact nDCG@10 odd %.4f even %.4f all %.4f R@100 %.4f", c.rerank, beta,
 			s[splitOdd].NDCG10, s[splitEven].NDCG10, s[splitAll].NDCG10, s[splitAll].Recall100)
 		for _, set := range []struct {
 			name   string
@@ -757,7 +780,17 @@ func TestUSEMeanShiftProductionPath(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			top1, top10 := pairHits(qv, docs)
+			texts := append(slices.Clone(set.ds), sf.docs...)
+			top1, top10 := 0, 0
+			for q := range set.qs {
+				r := rank(qv[q], set.qs[q], docs, texts, 10)
+				if r[0] == q {
+					top1++
+				}
+				if slices.Contains(r, q) {
+					top10++
+				}
+			}
 			line += fmt.Sprintf(" | %s top-1 %d top-10 %d of %d", set.name, top1, top10, len(set.qs))
 		}
 		t.Log(line)
