@@ -132,6 +132,15 @@
 // held-out 20 / 26, SciFact vector-only 0.640 (0.619). Query side only:
 // no re-embedding.
 //
+// Query shift against hubs (use_shift.go, TestUSEHubnessTune,
+// services/search/bench/results/hubness-2026-11-26.txt): the query's
+// encoder and GloVe parts move away from the mean stored vector the engine
+// gives (engine.VectorMean; OpenSearch gives none), so each passage's
+// score loses 0.35 times its similarity to the corpus as a whole
+// (DOCREPO_USE_QUERY_MEAN_SHIFT): alone 52 / 61 of 67, with the second
+// stage 53 / 63, held-out 21 / 28, SciFact 0.6385 (0.640 without it).
+// Query side only: no re-embedding.
+//
 // # hash (the lexical fallback)
 //
 // Hash needs no model, no network and no state fitted to a corpus: the
