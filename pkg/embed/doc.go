@@ -135,8 +135,9 @@
 // Query shift against hubs (use_shift.go, TestUSEHubnessTune,
 // services/search/bench/results/hubness-2026-11-26.txt): the query's
 // encoder and GloVe parts move away from the mean stored vector the engine
-// gives (engine.VectorMean; OpenSearch gives none), so each passage's
-// score loses 0.35 times its similarity to the corpus as a whole
+// gives over the documents the caller can see (engine.VectorMean;
+// OpenSearch gives none), so each passage's score loses 0.35 times its
+// similarity to the caller's corpus as a whole
 // (DOCREPO_USE_QUERY_MEAN_SHIFT): alone 52 / 61 of 67, with the second
 // stage 53 / 63, held-out 21 / 28, SciFact 0.6385 (0.640 without it).
 // Query side only: no re-embedding.

@@ -17,8 +17,9 @@ import (
 // query words already weigh their rarity, measured worse shifted too).
 // Documents store their parts at fixed lengths (√w, √g), so the
 // correction is a shift of the query alone: q_part −
-// β·‖q_part‖/‖p_part‖·μ_part. No stored vector changes; the engine gives μ (engine.VectorMean), a statistic of
-// the index it holds, as it gives the word statistics.
+// β·‖q_part‖/‖p_part‖·μ_part. No stored vector changes; the engine gives μ (engine.VectorMean) over the
+// documents the caller can see, as it gives the word statistics, so no
+// score depends on documents the caller cannot see.
 
 // DefaultUSEQueryMeanShift is β: chosen on the paraphrase set and the
 // odd-numbered SciFact claims (TestUSEHubnessTune; docs/benchmarks.md).

@@ -24,10 +24,14 @@ type meanCache struct {
 var _ engine.VectorMean = (*Engine)(nil)
 
 // MeanContentVector implements engine.VectorMean: the mean of the live
-// content vectors of length dim, over every document (a statistic of the
-// corpus, as the word statistics' document counts are for a caller's
-// documents), from at most meanSample of them.
-func (e *Engine) MeanContentVector(ctx context.Context, dim int) ([]float32, error) {
+// content vectors of length dim of the documents req's caller can see
+// (the same view BM25's statistics and DocFreqs count over, so no
+// query's shift depends on documents the caller cannot see), from at
+// most meanSample of them spread evenly. A caller who sees every live
+// document shares the whole set's mean; another visibility's mean is
+// kept with its statistics view (statsCache) and taken again, like the
+// whole set's, once the documents it covers have changed by an eighth.
+func (e *Engine) MeanContentVector(ctx context.Context, req engine.Request, dim int) ([]float32, error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.closed {
@@ -37,17 +41,40 @@ func (e *Engine) MeanContentVector(ctx context.Context, dim int) ([]float32, err
 	if set == nil || set.live == 0 {
 		return nil, nil
 	}
-	c := &set.mean
+	c, live, visible := &set.mean, set.live, bitset(nil)
+	if !req.Unrestricted {
+		run := &searchRun{e: e, ctx: ctx, tab: e.tab, req: &req}
+		v, err := run.stats()
+		if err != nil {
+			return nil, err
+		}
+		if v.visible != nil {
+			c, live, visible = v.meanCache(dim), v.live, v.visible
+			if live == 0 {
+				return nil, nil
+			}
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.v != nil && 8*abs(set.live-c.live) <= c.live {
+	if c.v != nil && 8*abs(live-c.live) <= c.live {
 		return slices.Clone(c.v), nil
 	}
-	step := max(1, len(set.owner)/meanSample)
+	// The vectors to average: every live one, or the visible documents'
+	// (about their share of the live documents).
+	want := set.live
+	if visible != nil && e.tab.live > 0 {
+		want = int(int64(set.live) * int64(live) / int64(e.tab.live))
+	}
+	step := max(1, want/meanSample)
 	sum := make([]float64, dim)
-	n := 0
-	for v := 0; v < len(set.owner); v += step {
-		if set.owner[v] < 0 {
+	n, seen := 0, 0
+	for v, slot := range set.owner {
+		if slot < 0 || (visible != nil && !visible.has(int(slot))) {
+			continue
+		}
+		seen++
+		if (seen-1)%step != 0 {
 			continue
 		}
 		if n%1024 == 0 && ctx.Err() != nil {
@@ -65,8 +92,24 @@ func (e *Engine) MeanContentVector(ctx context.Context, dim int) ([]float32, err
 	for d := range m {
 		m[d] = float32(sum[d] / float64(n))
 	}
-	c.v, c.live = m, set.live
+	c.v, c.live = m, live
 	return slices.Clone(m), nil
+}
+
+// meanCache returns the view's cache of the mean of its visible
+// documents' content vectors of length dim.
+func (s *viewStats) meanCache(dim int) *meanCache {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.means == nil {
+		s.means = map[int]*meanCache{}
+	}
+	c := s.means[dim]
+	if c == nil {
+		c = &meanCache{}
+		s.means[dim] = c
+	}
+	return c
 }
 
 func abs(x int) int {

@@ -65,6 +65,7 @@ type viewStats struct {
 
 	mu    sync.Mutex
 	freqs map[posTerm]uint64
+	means map[int]*meanCache // by vector length (MeanContentVector)
 }
 
 // count adds (sign 1) or removes (sign -1) a visible record's share of

@@ -208,8 +208,10 @@ type DocFreqs interface {
 // shifted).
 type VectorMean interface {
 	// MeanContentVector returns the mean of the live content vectors of
-	// length dim (every document's passages; nil when there are none).
-	MeanContentVector(ctx context.Context, dim int) ([]float32, error)
+	// length dim of the documents req's caller can see (GroupIDs,
+	// Unrestricted; every such document's passages; nil when there are
+	// none), so that no score depends on documents the caller cannot see.
+	MeanContentVector(ctx context.Context, req Request, dim int) ([]float32, error)
 }
 
 // SortedIDs returns ids sorted, without duplicates (nil for none): how both

@@ -76,7 +76,7 @@ func embedQueries(ctx context.Context, emb textEmbedder, eng engine.Engine, quer
 			if ce, ok := emb.(corpusQueryEmbedder); ok {
 				if vm, ok := eng.(engine.VectorMean); ok {
 					return ce.EmbedQueriesWithCorpus(ctx, queries, stats, func(ctx context.Context) ([]float32, error) {
-						return vm.MeanContentVector(ctx, ce.Dimensions())
+						return vm.MeanContentVector(ctx, *req, ce.Dimensions())
 					})
 				}
 			}
