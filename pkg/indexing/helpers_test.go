@@ -199,6 +199,9 @@ func (s *docStore) ListDocumentIds(_ context.Context, req *documentv1.ListDocume
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	total := int64(len(ids))
+	if req.GetAfterId() != 0 {
+		total = 0 // as the document service: the first page's only
+	}
 	var page, revs, unread []int64
 	for _, id := range ids {
 		if id > req.GetAfterId() && len(page) < int(req.GetLimit()) {

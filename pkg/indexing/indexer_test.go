@@ -181,6 +181,11 @@ func TestReindex(t *testing.T) {
 	if !p.Finished || p.Done != n || p.Total != n || p.Failed != 0 {
 		t.Fatalf("progress = %+v, want %d done of %d, finished", p, n, n)
 	}
+	for _, r := range reports {
+		if r.Total != n { // the first page's total, kept for the whole pass
+			t.Fatalf("a report gave %d of %d documents as the total, want %d", r.Done, r.Total, n)
+		}
+	}
 	if len(reports) == 0 || !reports[len(reports)-1].Finished {
 		t.Fatalf("last report is not finished: %+v", reports)
 	}

@@ -66,7 +66,10 @@ func (ix *Indexer) Reindex(ctx context.Context, recreate bool, report func(Progr
 		if err != nil {
 			return p, fmt.Errorf("indexing: list documents after %d: %w", after, err)
 		}
-		p.Total = max(page.GetTotal(), p.Done)
+		if after == 0 {
+			p.Total = page.GetTotal() // the first page's only
+		}
+		p.Total = max(p.Total, p.Done)
 		ids := page.GetIds()
 		if len(ids) == 0 {
 			break

@@ -70,7 +70,10 @@ func (ix *Indexer) Verify(ctx context.Context, report func(VerifyResult, int64, 
 		if err != nil {
 			return res, fmt.Errorf("indexing: verify: list documents after %d: %w", after, err)
 		}
-		total = max(page.GetTotal(), res.Checked)
+		if after == 0 {
+			total = page.GetTotal() // the first page's only
+		}
+		total = max(total, res.Checked)
 		ids, revs := page.GetIds(), page.GetRevs()
 		if len(ids) == 0 {
 			break

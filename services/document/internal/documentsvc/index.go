@@ -71,7 +71,8 @@ func (s *Service) GetIndexDocument(ctx context.Context, req *documentv1.GetIndex
 	return &documentv1.GetIndexDocumentResponse{Document: out}, nil
 }
 
-// ListDocumentIds pages through every document id in ascending order.
+// ListDocumentIds pages through every document id in ascending order;
+// the first page (after_id 0) also gives the total.
 func (s *Service) ListDocumentIds(ctx context.Context, req *documentv1.ListDocumentIdsRequest) (*documentv1.ListDocumentIdsResponse, error) {
 	p, err := auth.Caller(ctx)
 	if err != nil {
@@ -109,6 +110,13 @@ func (s *Service) ListDocumentIds(ctx context.Context, req *documentv1.ListDocum
 		}
 		if err := rows.Err(); err != nil {
 			return err
+		}
+		if req.GetAfterId() != 0 {
+			// The total is the first page's only: counting every
+			// visible row again for each page made a pass over N
+			// documents cost N/limit full counts (at 830 k, most of
+			// reindex -verify's 9 minutes).
+			return nil
 		}
 		return tx.QueryRow(ctx, `SELECT count(*) FROM documents d WHERE `+visibleSQL(vis, 1), vis.Unrestricted, vis.GroupIDs).Scan(&resp.Total)
 	})

@@ -3485,7 +3485,9 @@ func (x *ListDocumentIdsRequest) GetLimit() int32 {
 type ListDocumentIdsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Ids   []int64                `protobuf:"varint,1,rep,packed,name=ids,proto3" json:"ids,omitempty"`
-	Total int64                  `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`
+	// How many documents the caller can see: on the first page (after_id 0)
+	// only, 0 on the others (a pass keeps the first page's).
+	Total int64 `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`
 	// The current revision of each document, in the order of ids (the
 	// anti-entropy pass compares them with the search index).
 	Revs []int64 `protobuf:"varint,3,rep,packed,name=revs,proto3" json:"revs,omitempty"`
