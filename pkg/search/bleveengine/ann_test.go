@@ -111,7 +111,8 @@ func vectorSearch(t testing.TB, e *Engine, q []float32, k int, target string, gr
 	return ids
 }
 
-func recallOf(got, want []int64) float64 {
+// recallOf is the share of want found in got (1 for an empty want).
+func recallOf[T comparable](got, want []T) float64 {
 	if len(want) == 0 {
 		return 1
 	}

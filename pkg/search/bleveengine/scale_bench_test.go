@@ -359,9 +359,9 @@ func newScaleGen(tb testing.TB, blend bool) *scaleGen {
 	}
 	if blend {
 		for range 200 {
-			g.topics = append(g.topics, unit(gauss(r, 512)))
+			g.topics = append(g.topics, unitVec(gauss(r, 512)))
 		}
-		g.common = unit(gauss(r, 512))
+		g.common = unitVec(gauss(r, 512))
 	}
 	return g
 }
@@ -374,21 +374,6 @@ func gauss(r *rand.Rand, n int) []float32 {
 	return v
 }
 
-func unit(v []float32) []float32 {
-	var s float64
-	for _, x := range v {
-		s += float64(x) * float64(x)
-	}
-	if s == 0 {
-		return v
-	}
-	inv := float32(1 / math.Sqrt(s))
-	for i := range v {
-		v[i] *= inv
-	}
-	return v
-}
-
 // vector embeds a text; with blend, a topic mixture (the text's topics,
 // plus noise) comes first.
 func (g *scaleGen) vector(r *rand.Rand, text string, topics []int) []float32 {
@@ -397,7 +382,7 @@ func (g *scaleGen) vector(r *rand.Rand, text string, topics []int) []float32 {
 		return h
 	}
 	if !g.noise {
-		return blendOf(g.semantic(r, g.topicMix(topics), nil, 0), h, useDocWeight)
+		return blendHalves(g.semantic(r, g.topicMix(topics), nil, 0), h, useDocWeight)
 	}
 	sem := gauss(r, 512)
 	for i := range sem {
@@ -408,7 +393,7 @@ func (g *scaleGen) vector(r *rand.Rand, text string, topics []int) []float32 {
 			sem[i] += x
 		}
 	}
-	sem = unit(sem)
+	sem = unitVec(sem)
 	out := make([]float32, 0, 1280)
 	for _, x := range sem {
 		out = append(out, x*math.Sqrt2/2)
@@ -753,14 +738,14 @@ func (g *scaleGen) topicMix(topics []int) []float32 {
 			v[i] += w * x
 		}
 	}
-	return unit(v)
+	return unitVec(v)
 }
 
-// semantic returns unit(√common·c + √topic·mix + √doc·own + √rest·noise),
+// semantic returns unitVec(√common·c + √topic·mix + √doc·own + √rest·noise),
 // the weights the document's (own != nil) or a metadata text's.
 func (g *scaleGen) semantic(r *rand.Rand, mix, own []float32, ownW float64) []float32 {
 	rest := 1 - semCommon - semTopic - ownW
-	noise := unit(gauss(r, 512))
+	noise := unitVec(gauss(r, 512))
 	v := make([]float32, 512)
 	for i := range v {
 		v[i] = float32(math.Sqrt(semCommon))*g.common[i] + float32(math.Sqrt(semTopic))*mix[i] +
@@ -769,21 +754,7 @@ func (g *scaleGen) semantic(r *rand.Rand, mix, own []float32, ownW float64) []fl
 			v[i] += float32(math.Sqrt(ownW)) * own[i]
 		}
 	}
-	return unit(v)
-}
-
-// blendOf returns [√w·sem, √(1-w)·lex] (each half of unit length or
-// zero).
-func blendOf(sem, lex []float32, w float64) []float32 {
-	a, b := float32(math.Sqrt(w)), float32(math.Sqrt(1-w))
-	out := make([]float32, 0, len(sem)+len(lex))
-	for _, x := range sem {
-		out = append(out, a*x)
-	}
-	for _, x := range lex {
-		out = append(out, b*x)
-	}
-	return out
+	return unitVec(v)
 }
 
 // docWords returns document i's own words, its own semantic direction and
@@ -795,7 +766,7 @@ func (g *scaleGen) docWords(i int) ([]string, []float32, []int) {
 	for k := range own {
 		own[k] = g.vocab[1500+r.IntN(len(g.vocab)-1500)]
 	}
-	return own, unit(gauss(r, 512)), topics
+	return own, unitVec(gauss(r, 512)), topics
 }
 
 // topicWords returns topic t's words.
@@ -841,13 +812,13 @@ func (g *scaleGen) blendDoc(r *rand.Rand, i int) engine.Document {
 	vecs := make([][]float32, np)
 	for p := range passages {
 		passages[p] = g.passageText(r, 40+r.IntN(40), own, tw)
-		vecs[p] = blendOf(g.semantic(r, mix, dir, semDoc), g.hash.Vector(passages[p]), useDocWeight)
+		vecs[p] = blendHalves(g.semantic(r, mix, dir, semDoc), g.hash.Vector(passages[p]), useDocWeight)
 	}
 	return engine.Document{
 		ID: int64(i + 1), Rev: 1, GroupIDs: []int64{int64(i % 100)}, FolderIDs: []int64{int64(i % 100)},
 		Description: &desc, Content: strings.Join(passages, " "),
 		ContentVectors: vecs,
-		MetadataVector: blendOf(g.semantic(r, mix, nil, 0), g.hash.Vector(desc), useDocWeight),
+		MetadataVector: blendHalves(g.semantic(r, mix, nil, 0), g.hash.Vector(desc), useDocWeight),
 	}
 }
 
@@ -855,12 +826,12 @@ func (g *scaleGen) blendDoc(r *rand.Rand, i int) engine.Document {
 func (g *scaleGen) aboutDoc(r *rand.Rand, j int, text string) []float32 {
 	_, dir, topics := g.docWords(j)
 	mix := g.topicMix(topics)
-	noise := unit(gauss(r, 512))
+	noise := unitVec(gauss(r, 512))
 	rest := 1 - qCommon - qTopic - qDoc
 	sem := make([]float32, 512)
 	for i := range sem {
 		sem[i] = float32(math.Sqrt(qCommon))*g.common[i] + float32(math.Sqrt(qTopic))*mix[i] +
 			float32(math.Sqrt(qDoc))*dir[i] + float32(math.Sqrt(rest))*noise[i]
 	}
-	return blendOf(unit(sem), g.hash.Vector(text), useShortQueryWeight)
+	return blendHalves(unitVec(sem), g.hash.Vector(text), useShortQueryWeight)
 }

@@ -240,18 +240,7 @@ func TestWalkDiagnosis(t *testing.T) {
 
 // recall32 is the share of want's first k found among got's first k.
 func recall32(got, want []int32, k int) float64 {
-	want = want[:min(k, len(want))]
-	got = got[:min(k, len(got))]
-	if len(want) == 0 {
-		return 1
-	}
-	hit := 0
-	for _, w := range want {
-		if slices.Contains(got, w) {
-			hit++
-		}
-	}
-	return float64(hit) / float64(len(want))
+	return recallOf(got[:min(k, len(got))], want[:min(k, len(want))])
 }
 
 func parallel(n int, f func(i int)) {
