@@ -66,3 +66,19 @@ if [ -n "${BENCH_OUT:-}" ]; then
 else
 	"${bench[@]}"
 fi
+# BENCH_KEEP=1 keeps the stack (processes, database, data) up after the
+# benchmark, for measurements on the same data later (scale.sh with
+# SCALE_MEASURE_ONLY=1): it writes $work/stack.env (source it with set -a)
+# and waits until $work/release exists, then stops and deletes as usual.
+if [ -n "${BENCH_KEEP:-}" ]; then
+	{
+		cat "$work/data/devstack.env"
+		echo "DOCREPO_PID_DIR=$DOCREPO_PID_DIR"
+		echo "BENCH_BIN=$work/bin"
+		echo "BENCH_PPROF_BASE=${BENCH_PPROF_BASE:-}"
+		echo "BENCH_DEVSTACK_PID=$devstack_pid"
+		echo "BENCH_WORK=$work"
+	} >"$work/stack.env"
+	echo "bench: stack kept up: set -a; . $work/stack.env; set +a   (touch $work/release to stop it)" >&2
+	while [ ! -e "$work/release" ] && kill -0 "$devstack_pid" 2>/dev/null; do sleep 5; done
+fi

@@ -31,7 +31,21 @@
 #                         says so);
 #   SCALE_PROGRESS_S=S    a progress line every S s (default 60): files
 #                         done, searchable documents, docs/s over the
-#                         interval and overall, load average.
+#                         interval and overall, load average;
+#   SCALE_IMPORT_ARGS=... more arguments of docrepoctl import (e.g.
+#                         -concurrency 16); SCALE_RESUME_ARGS=... the
+#                         resumed run's instead (compares two settings on
+#                         one run);
+#   SCALE_DONE_FILE=F     touch F the moment the import ends (others on
+#                         the machine wait for it before using the CPU).
+#
+# Measuring the same data again (with run.sh's BENCH_KEEP=1 the stack stays
+# up; source its stack.env): SCALE_MEASURE_ONLY=1 skips the export and the
+# import and takes the user, token and count from SCALE_DIR/scale.env;
+# SCALE_SWAP_SEARCH=BIN first puts BIN in place of the search binary and
+# restarts the search process with SIGTERM (the supervisor starts the new
+# binary), timing its start-up and its RSS before any query. SCALE_TAG
+# names this pass's profiles (default: after-import, or remeasure).
 #
 #   SCALE_DOCS=100000 BENCH_PPROF=1 BENCH_CMD=services/search/bench/scale.sh \
 #     BENCH_OUT=services/search/bench/results/scale-100k.txt bash services/search/bench/run.sh
@@ -44,13 +58,25 @@ mkdir -p "$dir/profiles"
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
-echo "scale: exporting $n documents to $dir/files" >&2
-"$bench" -run export -docs "$n" -export-dir "$dir/files" >&2
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+pprof_url() { echo "http://127.0.0.1:$((BENCH_PPROF_BASE + $1))/debug/pprof/$2"; }
+rss() { grep -E '^(VmRSS|RssAnon|RssFile)' /proc/"$1"/status | tr -s ' \t\n' ' '; }
+measure_only=${SCALE_MEASURE_ONLY:-}
+if [ -n "$measure_only" ]; then
+	# shellcheck disable=SC1091
+	. "$dir/scale.env"
+	export DOCREPO_TOKEN="$token"
+	tag=${SCALE_TAG:-remeasure}
+else
+	tag=${SCALE_TAG:-after-import}
+	echo "scale: exporting $n documents to $dir/files" >&2
+	"$bench" -run export -docs "$n" -export-dir "$dir/files" >&2
 
-user="scale$(date +%s)"
-"$ctl" user create "$user" --groups "$user" >/dev/null
-token=$("$ctl" key create "$user" --scopes documents_read,documents_write,search)
-export DOCREPO_TOKEN="$token"
+	user="scale$(date +%s)"
+	"$ctl" user create "$user" --groups "$user" >/dev/null
+	token=$("$ctl" key create "$user" --scopes documents_read,documents_write,search)
+	export DOCREPO_TOKEN="$token"
+fi
 
 total() {
 	curl -fsS -H "Authorization: Bearer $DOCREPO_TOKEN" -H 'Content-Type: application/json' \
@@ -58,66 +84,91 @@ total() {
 		sed -n 's/.*"total":"\{0,1\}\([0-9]*\).*/\1/p'
 }
 
-echo "scale: importing" >&2
-state="$dir/import-$user.state"
-stop_at=
-if [ -n "${SCALE_STOP_AT:-}" ]; then stop_at=$(date -u -d "$SCALE_STOP_AT" +%s); fi
-every=${SCALE_PROGRESS_S:-60}
-done_files() { if [ -f "$state" ]; then wc -l <"$state"; else echo 0; fi; }
-# import_run runs one docrepoctl import (the state file belongs to this
-# user's import: a rerun after a crash resumes it), printing progress,
-# killing it at $1 files done (0: never) or at SCALE_STOP_AT; it sets
-# import_end to how it ended: done, killed or stopped.
-import_run() {
-	local kill_at=$1 pid last_t last_n t d
-	"$ctl" import -state "$state" "$dir/files" >>"$dir/import.summary" 2>>"$dir/import.log" &
-	pid=$!
-	last_t=$(now); last_n=$(done_files); import_end=done
-	while kill -0 "$pid" 2>/dev/null; do
-		sleep 1
-		d=$(done_files)
-		if [ "$kill_at" -gt 0 ] && [ "$d" -ge "$kill_at" ]; then kill -KILL "$pid"; import_end=killed; break; fi
-		if { [ -n "$stop_at" ] && [ "$(date +%s)" -ge "$stop_at" ]; } || [ -f "$dir/stop" ]; then kill -KILL "$pid"; import_end=stopped; break; fi
-		t=$(now)
-		if awk -v a="$last_t" -v b="$t" -v e="$every" 'BEGIN { exit !(b - a >= e) }'; then
-			echo "progress $(date -u +%H:%M:%S): $d files imported, $(total 2>/dev/null || echo '?') searchable; $(awk -v a="$last_t" -v b="$t" -v m="$last_n" -v n="$d" 'BEGIN { printf "%.0f", (n - m) / (b - a) }') docs/s over the last $(awk -v a="$last_t" -v b="$t" 'BEGIN { printf "%.0f", b - a }') s, $(awk -v a="$t0" -v b="$t" -v n="$d" 'BEGIN { printf "%.0f", n / (b - a) }') overall; load $(cut -d' ' -f1-3 /proc/loadavg)"
-			last_t=$t; last_n=$d
-		fi
-	done
-	wait "$pid" 2>/dev/null || { [ "$import_end" != done ] || { tail -n 20 "$dir/import.log" >&2; return 1; }; }
-}
-count() { psql -At -d "$DATABASE_URL" -c "SELECT count(*) FROM document.documents WHERE entry_person = '$user'"; }
-echo "# scale run: $n documents ($(nproc) CPUs; load average at the start $(cut -d' ' -f1-3 /proc/loadavg))"
-t0=$(now)
-import_run "${SCALE_KILL_AT:-0}"
-if [ "$import_end" = killed ]; then
-	t1=$(now)
-	echo "import: SIGKILL at $(done_files) files in the state file after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s; $(count) documents; resuming with the same command"
-	import_run 0
+if [ -z "$measure_only" ]; then
+	echo "scale: importing" >&2
+	state="$dir/import-$user.state"
+	stop_at=
+	if [ -n "${SCALE_STOP_AT:-}" ]; then stop_at=$(date -u -d "$SCALE_STOP_AT" +%s); fi
+	every=${SCALE_PROGRESS_S:-60}
+	done_files() { if [ -f "$state" ]; then wc -l <"$state"; else echo 0; fi; }
+	# import_run runs one docrepoctl import (the state file belongs to this
+	# user's import: a rerun after a crash resumes it), printing progress,
+	# killing it at $1 files done (0: never) or at SCALE_STOP_AT; it sets
+	# import_end to how it ended: done, killed or stopped.
+	import_run() {
+		local kill_at=$1 pid last_t last_n t d
+		# shellcheck disable=SC2086
+		"$ctl" import -state "$state" $2 "$dir/files" >>"$dir/import.summary" 2>>"$dir/import.log" &
+		pid=$!
+		last_t=$(now); last_n=$(done_files); import_end=done
+		while kill -0 "$pid" 2>/dev/null; do
+			sleep 1
+			d=$(done_files)
+			if [ "$kill_at" -gt 0 ] && [ "$d" -ge "$kill_at" ]; then kill -KILL "$pid"; import_end=killed; break; fi
+			if { [ -n "$stop_at" ] && [ "$(date +%s)" -ge "$stop_at" ]; } || [ -f "$dir/stop" ]; then kill -KILL "$pid"; import_end=stopped; break; fi
+			t=$(now)
+			if awk -v a="$last_t" -v b="$t" -v e="$every" 'BEGIN { exit !(b - a >= e) }'; then
+				echo "progress $(date -u +%H:%M:%S): $d files imported, $(total 2>/dev/null || echo '?') searchable; $(awk -v a="$last_t" -v b="$t" -v m="$last_n" -v n="$d" 'BEGIN { printf "%.0f", (n - m) / (b - a) }') docs/s over the last $(awk -v a="$last_t" -v b="$t" 'BEGIN { printf "%.0f", b - a }') s, $(awk -v a="$t0" -v b="$t" -v n="$d" 'BEGIN { printf "%.0f", n / (b - a) }') overall; load $(cut -d' ' -f1-3 /proc/loadavg)"
+				last_t=$t; last_n=$d
+			fi
+		done
+		wait "$pid" 2>/dev/null || { [ "$import_end" != done ] || { tail -n 20 "$dir/import.log" >&2; return 1; }; }
+	}
+	count() { psql -At -d "$DATABASE_URL" -c "SELECT count(*) FROM document.documents WHERE entry_person = '$user'"; }
+	echo "# scale run: $n documents ($(nproc) CPUs; load average at the start $(cut -d' ' -f1-3 /proc/loadavg))"
+	t0=$(now)
+	echo "import: docrepoctl import ${SCALE_IMPORT_ARGS:-} (resume: ${SCALE_RESUME_ARGS-${SCALE_IMPORT_ARGS:-}})"
+	import_run "${SCALE_KILL_AT:-0}" "${SCALE_IMPORT_ARGS:-}"
+	if [ "$import_end" = killed ]; then
+		t1=$(now)
+		echo "import: SIGKILL at $(done_files) files in the state file after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s; $(count) documents; resuming with the same command"
+		import_run 0 "${SCALE_RESUME_ARGS-${SCALE_IMPORT_ARGS:-}}"
+	fi
+	import_s=$(since "$t0")
+	if [ -n "${SCALE_DONE_FILE:-}" ]; then touch "$SCALE_DONE_FILE"; echo "import: ended ($import_end) at $(date -u +%H:%M:%S); touched $SCALE_DONE_FILE" >&2; fi
+	if [ "$import_end" = stopped ]; then
+		n=$(count)
+		echo "import: STOPPED at $(date -u +%H:%M) (SCALE_STOP_AT ${SCALE_STOP_AT:-unset} UTC or $dir/stop) before the end, $n documents; everything below is measured at $n documents"
+	fi
+	docs=$(count)
+	folders_n=$(psql -At -d "$DATABASE_URL" -c "SELECT count(*) FROM folder.folders WHERE created_by = (SELECT id FROM identity.users WHERE username = '$user')")
+	echo "import: docrepoctl import of $n files (100 directories, side-files) in $import_s s: $(awk -v n="$n" -v s="$import_s" 'BEGIN { printf "%.0f", n / s }') docs/s; result: $docs documents in $folders_n folders ($(tail -n 1 "$dir/import.summary" 2>/dev/null))"
+	while [ "$(total)" -lt "$n" ]; do sleep 2; done
+	indexed_s=$(since "$t0")
+	echo "import: all $n searchable after $indexed_s s (load $(cut -d' ' -f1-3 /proc/loadavg))"
+	printf 'user=%q\ntoken=%q\nn=%q\n' "$user" "$token" "$n" >"$dir/scale.env"
 fi
-import_s=$(since "$t0")
-if [ "$import_end" = stopped ]; then
-	n=$(count)
-	echo "import: STOPPED at $(date -u +%H:%M) (SCALE_STOP_AT ${SCALE_STOP_AT:-unset} UTC or $dir/stop) before the end, $n documents; everything below is measured at $n documents"
+if [ -n "$measure_only" ]; then
+	echo "# scale run, measuring again ($tag) at $n documents on the kept stack ($(nproc) CPUs; load $(load)); $(date -u +%H:%M)"
+	if [ -n "${SCALE_SWAP_SEARCH:-}" ]; then
+		cp "$SCALE_SWAP_SEARCH" "$BENCH_BIN/search.new" && mv -f "$BENCH_BIN/search.new" "$BENCH_BIN/search"
+		before=$(total)
+		pid=$(cat "$DOCREPO_PID_DIR/search.pid")
+		t0=$(now)
+		kill -TERM "$pid"
+		while [ "$(cat "$DOCREPO_PID_DIR/search.pid")" = "$pid" ] || [ "$(total 2>/dev/null || echo 0)" != "$before" ]; do sleep 0.2; done
+		pid=$(cat "$DOCREPO_PID_DIR/search.pid")
+		echo "swap: search binary replaced by $SCALE_SWAP_SEARCH ($(go version -m "$BENCH_BIN/search" 2>/dev/null | sed -n 's/.*vcs.revision=//p' | cut -c1-7)); start-up after SIGTERM: searches answer again after $(since "$t0") s (load $(load))"
+		echo "search process after start-up (pid $pid), no query yet: $(rss "$pid")"
+	fi
 fi
-docs=$(count)
-folders_n=$(psql -At -d "$DATABASE_URL" -c "SELECT count(*) FROM folder.folders WHERE created_by = (SELECT id FROM identity.users WHERE username = '$user')")
-echo "import: docrepoctl import of $n files (100 directories, side-files) in $import_s s: $(awk -v n="$n" -v s="$import_s" 'BEGIN { printf "%.0f", n / s }') docs/s; result: $docs documents in $folders_n folders ($(tail -n 1 "$dir/import.summary" 2>/dev/null))"
-while [ "$(total)" -lt "$n" ]; do sleep 2; done
-indexed_s=$(since "$t0")
-echo "import: all $n searchable after $indexed_s s (load $(cut -d' ' -f1-3 /proc/loadavg))"
+pid=$(cat "$DOCREPO_PID_DIR/search.pid")
+echo "search process before the probe (pid $pid): $(rss "$pid") (load $(load))"
+if [ -n "${BENCH_PPROF_BASE:-}" ]; then
+	curl -fsS -o "$dir/profiles/$tag-search-heap-before-probe.pprof" "$(pprof_url 23 'heap?gc=1')" || true
+fi
 
 folders=$(psql -At -d "$DATABASE_URL" -c "SELECT string_agg(id::text, ',' ORDER BY name) FROM folder.folders WHERE created_by = (SELECT id FROM identity.users WHERE username = '$user')")
 profile_pid=
 if [ -n "${BENCH_PPROF_BASE:-}" ]; then
-	(sleep 20; curl -fsS -o "$dir/profiles/search-cpu.pprof" "http://127.0.0.1:$((BENCH_PPROF_BASE + 23))/debug/pprof/profile?seconds=30") &
+	(sleep 20; curl -fsS -o "$dir/profiles/$tag-search-cpu.pprof" "$(pprof_url 23 'profile?seconds=30')") &
 	profile_pid=$!
 fi
 "$bench" -run probe -docs "$n" -folders "$folders" "$@" || echo "probe FAILED (exit $?)"
 if [ -n "$profile_pid" ]; then
 	wait "$profile_pid" || true
-	curl -fsS -o "$dir/profiles/search-heap.pprof" "http://127.0.0.1:$((BENCH_PPROF_BASE + 23))/debug/pprof/heap" || true
-	echo "profiles: $dir/profiles/search-cpu.pprof (30 s during the probe), search-heap.pprof (after it)"
+	curl -fsS -o "$dir/profiles/$tag-search-heap.pprof" "$(pprof_url 23 'heap?gc=1')" || true
+	echo "profiles: $dir/profiles/$tag-search-cpu.pprof (30 s during the probe), $tag-search-heap-before-probe.pprof, $tag-search-heap.pprof (after it)"
 fi
 
 data=$(dirname "$DOCREPO_PID_DIR")
@@ -139,13 +190,30 @@ for sig in KILL TERM; do
 	while [ "$(cat "$DOCREPO_PID_DIR/search.pid")" = "$pid" ] || [ "$(total 2>/dev/null || echo 0)" != "$before" ]; do sleep 0.2; done
 	echo "start-up after SIG$sig: searches answer again after $(since "$t0") s (supervisor restart delay included; load $(cut -d' ' -f1-3 /proc/loadavg))"
 	pid=$(cat "$DOCREPO_PID_DIR/search.pid")
-	echo "search process after start-up (pid $pid): $(grep -E '^(VmRSS|RssAnon|RssFile)' /proc/"$pid"/status | tr -s ' \t\n' ' ')"
+	echo "search process after start-up (pid $pid): $(rss "$pid")"
 done
+if [ -n "${BENCH_PPROF_BASE:-}" ]; then
+	curl -fsS -o "$dir/profiles/$tag-search-heap-after-restart.pprof" "$(pprof_url 23 'heap?gc=1')" || true
+	echo "search process after the restart's heap profile (pid $pid): $(rss "$pid")"
+fi
 
-# Last: a failed or slow verify does not cost the figures above.
+# Last: a failed or slow verify does not cost the figures above. With
+# pprof, 60 s CPU profiles of search and the document service from 5 s in
+# (where verify's time goes).
+verify_prof=
+if [ -n "${BENCH_PPROF_BASE:-}" ]; then
+	(sleep 5
+	curl -fsS -o "$dir/profiles/$tag-verify-search-cpu.pprof" "$(pprof_url 23 'profile?seconds=60')" &
+	curl -fsS -o "$dir/profiles/$tag-verify-document-cpu.pprof" "$(pprof_url 21 'profile?seconds=60')" &
+	wait) &
+	verify_prof=$!
+fi
+echo "reindex -verify: starting at $(date -u +%H:%M:%S) (load $(load))"
 t0=$(now)
 if "$ctl" reindex -verify >"$dir/verify.out" 2>&1; then
 	echo "reindex -verify: $(since "$t0") s ($(tail -n 1 "$dir/verify.out"))"
 else
 	echo "reindex -verify FAILED after $(since "$t0") s:"; tail -n 20 "$dir/verify.out"
 fi
+echo "reindex -verify: ended at $(date -u +%H:%M:%S) (load $(load))"
+if [ -n "$verify_prof" ]; then wait "$verify_prof" || true; echo "profiles: $dir/profiles/$tag-verify-{search,document}-cpu.pprof (60 s of verify from 5 s in)"; fi
