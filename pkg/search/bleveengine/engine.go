@@ -162,6 +162,9 @@ type table struct {
 	// copies instead of each match's record (a cache miss apiece).
 	liveSlots bitset
 	ids       []int64
+	// cols are compact copies of the fields metadata filters and sorts
+	// read (metaColumns).
+	cols metaColumns
 }
 
 // setLive records slot's liveness in liveSlots.
@@ -219,6 +222,7 @@ func (t *table) put(r record, ch *termChange) int32 {
 		t.account(cur, -1)
 		t.folders.move(s, &old, &r)
 		t.setLive(s, &r)
+		t.cols.set(s, &r)
 		*cur = r
 		t.account(&r, 1)
 		t.stats.update(t, s, &old, cur, ch)
@@ -231,6 +235,7 @@ func (t *table) put(r record, ch *termChange) int32 {
 	t.account(&r, 1)
 	t.folders.move(s, nil, &r)
 	t.setLive(s, &r)
+	t.cols.set(s, &r)
 	t.stats.update(t, s, nil, &t.recs[s], ch)
 	return s
 }

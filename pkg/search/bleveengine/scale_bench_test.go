@@ -414,6 +414,26 @@ func (g *scaleGen) words(r *rand.Rand, n int) string {
 }
 
 func (g *scaleGen) doc(i int) engine.Document {
+	d := g.doc0(i)
+	scaleMeta(&d, i)
+	return d
+}
+
+// scaleTypes are the document types of the generated documents (the
+// through-the-stack corpus's: services/search/bench).
+var scaleTypes = []string{"scale-invoice", "scale-contract", "scale-memo", "scale-report", "scale-letter"}
+
+// scaleMeta gives document i a type, a status and a date in 2020-2024, as
+// the through-the-stack corpus has, from a generator of its own (the
+// content and vectors are the same as without).
+func scaleMeta(d *engine.Document, i int) {
+	r := rand.New(rand.NewPCG(uint64(i), 13))
+	typ, status := scaleTypes[r.IntN(len(scaleTypes))], []string{"open", "closed", "pending"}[r.IntN(3)]
+	date := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, r.IntN(5*365))
+	d.DocType, d.DocStatus, d.Date = &typ, &status, &date
+}
+
+func (g *scaleGen) doc0(i int) engine.Document {
 	r := rand.New(rand.NewPCG(uint64(i), 99))
 	if g.blend && !g.noise {
 		return g.blendDoc(r, i)
@@ -583,6 +603,13 @@ func probeModes(gen *scaleGen, r *rand.Rand) []probeMode {
 		{"metadata", false, func() string { return `{"where": ` + meta() + `}` }},
 		{"fts+metadata", false, func() string { return `{"where": {"and": [` + fts(word()) + `, ` + meta() + `]}}` }},
 		{"highlights", false, func() string { return `{"where": ` + fts(word()) + `, "options": {"include_highlights": true}}` }},
+		// The through-the-stack probe's metadata mode: a type and three
+		// months, newest first (~1 % of the documents).
+		{"metarange", false, func() string {
+			d := time.Date(2020+r.IntN(4), time.Month(1+r.IntN(12)), 1, 0, 0, 0, 0, time.UTC)
+			return fmt.Sprintf(`{"where": {"and": [{"eq": {"field": "doc_type", "value": %q}}, {"gte": {"field": "date", "value": %q}}, {"lt": {"field": "date", "value": %q}}]}, "sort": [{"field": "date", "direction": "desc"}]}`,
+				scaleTypes[r.IntN(len(scaleTypes))], d.Format("2006-01-02"), d.AddDate(0, 3, 0).Format("2006-01-02"))
+		}},
 	}
 }
 

@@ -45,6 +45,9 @@ type searchRun struct {
 	prefixTerms int
 	// view is the statistics of the documents the caller can see.
 	view *statsView
+	// cols is the column test the metadata filters imply (nil: none), read
+	// by scan before a record.
+	cols *colFilter
 }
 
 // Search executes req (see the package documentation for the semantics).
@@ -247,6 +250,7 @@ func (run *searchRun) collect(comp *compiler, eligible eligibility, nearest []ne
 	if plan.Vector != nil {
 		return nearestMatches(nearest, run.tab.recs, len(plan.FullText) > 0, fullText), nil
 	}
+	run.cols = run.tab.colFilter(plan.Filters)
 	if d := driver(plan.FullText, comp.leaves); d != nil {
 		// Every match matches this conjunct: only its matches need
 		// evaluating.
@@ -261,6 +265,14 @@ func (run *searchRun) collect(comp *compiler, eligible eligibility, nearest []ne
 	if fs, ok := run.tab.folderSlots(plan.Filters); ok {
 		// Only documents in the filter's folders can match.
 		return run.scanFrom(fs, eligible, fullText)
+	}
+	if cf := run.cols; cf != nil {
+		// Only documents passing the column tests can match: the columns
+		// are scanned instead of every record.
+		run.cols = nil
+		slots, release := cf.slots(len(run.tab.recs))
+		defer release()
+		return run.scanFrom(slots, eligible, fullText)
 	}
 	return run.scan(nil, eligible, fullText)
 }
@@ -339,6 +351,7 @@ func (run *searchRun) scan(slots []int32, eligible eligibility, fullText evalFn)
 	// records are not read (fullText reads only the fts results unless a
 	// metadata clause is mixed in).
 	elig := run.eligibleSlots()
+	cols := run.cols
 	out := getMatches()
 	for i := 0; i < n; i++ {
 		if i%checkEvery == 0 {
@@ -349,6 +362,9 @@ func (run *searchRun) scan(slots []int32, eligible eligibility, fullText evalFn)
 		slot := int32(i)
 		if slots != nil {
 			slot = slots[i]
+		}
+		if cols != nil && !cols.ok(slot) {
+			continue
 		}
 		r := &recs[slot]
 		if elig != nil {
@@ -379,7 +395,11 @@ func (run *searchRun) page(matches []match) (engine.Result, error) {
 	if compactSlots {
 		ids = run.tab.ids
 	}
-	page := pageOf(matches, q.Offset, q.Limit, comparator(q.EffectiveSort(), recs, ids, scored))
+	var cols *metaColumns
+	if columnFilters {
+		cols = &run.tab.cols
+	}
+	page := pageOf(matches, q.Offset, q.Limit, comparator(q.EffectiveSort(), recs, ids, cols, scored))
 	if len(page) == 0 {
 		return res, nil
 	}
@@ -721,8 +741,9 @@ func visibility(req *engine.Request) func(r *record) bool {
 // false) _score keys are ignored: every score is null.
 //
 // ids, when not nil, holds the id of each slot (table.ids), read instead
-// of the records.
-func comparator(keys []dsl.Sort, recs []record, ids []int64, scored bool) func(a, b *match) int {
+// of the records; cols, when not nil, the time fields' keys, which decide
+// between two records unless equal.
+func comparator(keys []dsl.Sort, recs []record, ids []int64, cols *metaColumns, scored bool) func(a, b *match) int {
 	var cmps []func(a, b *match) int
 	for _, k := range keys {
 		desc := k.Desc
@@ -757,7 +778,16 @@ func comparator(keys []dsl.Sort, recs []record, ids []int64, scored bool) func(a
 					return dir(strings.Compare(ra.str[i], rb.str[i]))
 				})
 			} else if get, ok := timeGetter(k.Field); ok {
+				var byKey func(a, b *match) int
+				if cols != nil {
+					byKey = cols.timeSort(timeFields[k.Field], desc)
+				}
 				cmps = append(cmps, func(a, b *match) int {
+					if byKey != nil {
+						if c := byKey(a, b); c != 0 {
+							return c
+						}
+					}
 					ta, ha := get(&recs[a.slot])
 					tb, hb := get(&recs[b.slot])
 					if ha != hb {

@@ -19,9 +19,19 @@ import (
 // setFastPaths turns the cheaper search paths of issue 23 on or off
 // (off: the paths they replace), returning a function restoring them.
 func setFastPaths(on bool) func() {
-	pos, folders, compact, pairs := segPositional, folderDriver, compactSlots, pairFirst
-	segPositional, folderDriver, compactSlots, pairFirst = on, on, on, on
-	return func() { segPositional, folderDriver, compactSlots, pairFirst = pos, folders, compact, pairs }
+	pos, folders, compact, pairs, cols := segPositional, folderDriver, compactSlots, pairFirst, columnFilters
+	segPositional, folderDriver, compactSlots, pairFirst, columnFilters = on, on, on, on, on
+	return func() {
+		segPositional, folderDriver, compactSlots, pairFirst, columnFilters = pos, folders, compact, pairs, cols
+	}
+}
+
+// setColumnFilters turns the metadata columns' use on or off, returning a
+// function restoring it.
+func setColumnFilters(on bool) func() {
+	old := columnFilters
+	columnFilters = on
+	return func() { columnFilters = old }
 }
 
 // setPairFirst turns the pair field's use on or off, returning a function
@@ -184,7 +194,8 @@ func TestFastPathsAgree(t *testing.T) {
 // (unrestricted or user10%) narrow it; DOCREPO_BENCH_PATH=old or new runs
 // one path only (for -cpuprofile). DOCREPO_BENCH_COMPARE=pairs makes the
 // old path every fast path but the pair field's (setPairFirst), so that
-// the pair field is measured alone. Besides the mean, each path's p50,
+// the pair field is measured alone; =columns the same for the metadata
+// columns (setColumnFilters). Besides the mean, each path's p50,
 // p95 and p99 of the CPU time of single searches (getrusage around each)
 // are logged.
 //
@@ -208,8 +219,11 @@ func BenchmarkTextCost(b *testing.B) {
 		paths = []bool{true}
 	}
 	toggle := setFastPaths
-	if os.Getenv("DOCREPO_BENCH_COMPARE") == "pairs" {
+	switch os.Getenv("DOCREPO_BENCH_COMPARE") {
+	case "pairs":
 		toggle = setPairFirst
+	case "columns":
+		toggle = setColumnFilters
 	}
 	ctx := context.Background()
 	for _, who := range scaleFilters[:2] {
