@@ -4,33 +4,49 @@ import (
 	"container/heap"
 	"math"
 	"math/bits"
+	"slices"
 	"sync"
 )
 
-// blockSize is the number of vectors of a code block.
+// blockSize is the number of vectors a block kernel computes at once, and
+// that one word of an eligibility bitset covers.
 const blockSize = 64
 
+// codeLanes is the number of vectors of a code block (a multiple of
+// blockSize), so that a block's column (one component of its vectors) is
+// codeLanes adjacent bytes. A variable: tests and benchmarks build stores
+// of other widths to compare.
+var codeLanes = 1024
+
 // Codes holds int8-quantised vectors of one dimension for exact scans,
-// laid out by dimension within blocks of 64 vectors: component i of the
-// block's vectors are 64 adjacent bytes. A sparse query (a short text's
-// hash vector: a few dozen non-zero components) then reads a few dozen
-// cache lines per 64 vectors instead of every vector whole, and a dense
-// one streams through the blocks. Vectors are numbered from 0 in the
-// order they are appended; deletions are the caller's (Scan's accept).
+// laid out by dimension within blocks of c.lanes vectors: component i of
+// the block's vectors are c.lanes adjacent bytes. A sparse query (a short
+// text's hash vector: a few dozen non-zero components) then reads a few
+// dozen columns per block instead of every vector whole, and a dense one
+// streams through the blocks. A scan adds each column the query needs into
+// the block's sums (scanPart): with blocks of 64 vectors a column was one
+// cache line, and a sparse query's few dozen lines per block, spread over
+// the block's 48 KiB and 12 pages, each cost a cache and often a TLB miss
+// (issue 23: ~1.5 µs per 64 vectors, the whole of a vector search's CPU at
+// 1 M documents); a column of 1,024 vectors is 16 lines read in order.
+// Vectors are numbered from 0 in the order they are appended; deletions
+// are the caller's (Scan's accept). The codes live in memory only (built
+// from the full-precision vectors at open), so the width is no format.
 //
 // Concurrency: Scans run concurrently with each other and with one
 // Append at a time.
 type Codes struct {
-	dim int
+	dim   int
+	lanes int
 
 	mu     sync.RWMutex
-	blocks [][]int8  // dim·blockSize each
+	blocks [][]int8  // dim·lanes each
 	scale  []float32 // v ≈ scale·code
 	sqn    []float32 // squared norm of the dequantised vector
 }
 
 // NewCodes returns an empty store for vectors of dim values.
-func NewCodes(dim int) *Codes { return &Codes{dim: dim} }
+func NewCodes(dim int) *Codes { return &Codes{dim: dim, lanes: codeLanes} }
 
 // Len returns the number of vectors.
 func (c *Codes) Len() int {
@@ -43,7 +59,7 @@ func (c *Codes) Len() int {
 func (c *Codes) Bytes() int64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return int64(len(c.blocks))*int64(c.dim*blockSize) + 8*int64(len(c.scale))
+	return int64(len(c.blocks))*int64(c.dim*c.lanes) + 8*int64(len(c.scale))
 }
 
 // Append quantises v (of the store's dimension) and returns its number.
@@ -52,13 +68,13 @@ func (c *Codes) Append(v []float32) int32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	id := len(c.scale)
-	lane := id % blockSize
+	lane := id % c.lanes
 	if lane == 0 {
-		c.blocks = append(c.blocks, make([]int8, c.dim*blockSize))
+		c.blocks = append(c.blocks, make([]int8, c.dim*c.lanes))
 	}
 	b := c.blocks[len(c.blocks)-1]
 	for i, x := range code {
-		b[i*blockSize+lane] = x
+		b[i*c.lanes+lane] = x
 	}
 	c.scale = append(c.scale, scale)
 	c.sqn = append(c.sqn, sqn)
@@ -72,7 +88,7 @@ func (c *Codes) Append(v []float32) int32 {
 func (c *Codes) AppendFrom(n int, vec func(int32) []float32, workers int) {
 	c.mu.Lock()
 	base := len(c.scale)
-	if base%blockSize != 0 || workers < 2 || n < 2*blockSize {
+	if base%c.lanes != 0 || workers < 2 || n < 2*c.lanes {
 		c.mu.Unlock()
 		for i := range int32(n) {
 			c.Append(vec(i))
@@ -80,10 +96,11 @@ func (c *Codes) AppendFrom(n int, vec func(int32) []float32, workers int) {
 		return
 	}
 	defer c.mu.Unlock()
-	nb := (n + blockSize - 1) / blockSize
+	L := c.lanes
+	nb := (n + L - 1) / L
 	first := len(c.blocks)
 	for range nb {
-		c.blocks = append(c.blocks, make([]int8, c.dim*blockSize))
+		c.blocks = append(c.blocks, make([]int8, c.dim*L))
 	}
 	c.scale = append(c.scale, make([]float32, n)...)
 	c.sqn = append(c.sqn, make([]float32, n)...)
@@ -95,12 +112,12 @@ func (c *Codes) AppendFrom(n int, vec func(int32) []float32, workers int) {
 			code := make([]int8, 0, c.dim)
 			for bi := nb * w / workers; bi < nb*(w+1)/workers; bi++ {
 				b := c.blocks[first+bi]
-				for lane := range min(blockSize, n-bi*blockSize) {
-					i := bi*blockSize + lane
+				for lane := range min(L, n-bi*L) {
+					i := bi*L + lane
 					var scale, sqn float32
 					code, scale, sqn = quantize(code[:0], vec(int32(i)))
 					for d, x := range code {
-						b[d*blockSize+lane] = x
+						b[d*L+lane] = x
 					}
 					c.scale[base+i], c.sqn[base+i] = scale, sqn
 				}
@@ -119,9 +136,9 @@ func (c *Codes) Clear(id int32) {
 	if id < 0 || int(id) >= len(c.scale) {
 		return
 	}
-	b, lane := c.blocks[int(id)/blockSize], int(id)%blockSize
+	b, lane := c.blocks[int(id)/c.lanes], int(id)%c.lanes
 	for i := range c.dim {
-		b[i*blockSize+lane] = 0
+		b[i*c.lanes+lane] = 0
 	}
 	c.scale[id], c.sqn[id] = 0, 0
 }
@@ -178,7 +195,7 @@ func (c *Codes) scanPart(q *Query, k int, accept func(id int32) bool, ids []int3
 	offer := func(id int32, dot float32) {
 		offerD(id, max(0, q.norm+c.sqn[id]-2*c.scale[id]*dot))
 	}
-	n := len(c.scale)
+	n, L := len(c.scale), c.lanes
 	if ids != nil {
 		ids = ids[len(ids)*part/parts : len(ids)*(part+1)/parts]
 		code := make([]int8, c.dim)
@@ -186,17 +203,17 @@ func (c *Codes) scanPart(q *Query, k int, accept func(id int32) bool, ids []int3
 			if int(id) >= n {
 				break
 			}
-			b, lane := c.blocks[int(id)/blockSize], int(id)%blockSize
+			b, lane := c.blocks[int(id)/L], int(id)%L
 			if q.sparse {
 				var s float32
 				for j, i := range q.idx {
-					s += q.val[j] * float32(b[int(i)*blockSize+lane])
+					s += q.val[j] * float32(b[int(i)*L+lane])
 				}
 				offer(id, s)
 				continue
 			}
 			for i := range code {
-				code[i] = b[i*blockSize+lane]
+				code[i] = b[i*L+lane]
 			}
 			offer(id, q.dot(code))
 		}
@@ -205,35 +222,90 @@ func (c *Codes) scanPart(q *Query, k int, accept func(id int32) bool, ids []int3
 		if !q.sparse {
 			idx, val = q.nzIdx()
 		}
-		lo, hi := len(c.blocks)*part/parts, len(c.blocks)*(part+1)/parts
-		for bi := lo; bi < hi; bi++ {
-			var lanesOK uint64 = math.MaxUint64
-			if elig != nil {
-				if bi >= len(elig) || elig[bi] == 0 {
-					continue
-				}
-				lanesOK = elig[bi]
-			}
-			b := c.blocks[bi]
-			base := bi * blockSize
+		kn := kern
+		var colSums []float32
+		// group offers the vectors of group g (blockSize lanes from
+		// lane g·blockSize) of block bi that are eligible (lanesOK) and
+		// nearer than the heap's worst; their distances are computed by
+		// the block kernel, or finished from the column sums (wide).
+		group := func(bi, g int, b []int8, lanesOK uint64, wide bool) {
+			base := bi*L + g*blockSize
 			lanes := min(blockSize, n-base)
 			worst := float32(math.Inf(1))
 			if len(res) == k {
 				worst = res[0].d
 			}
-			// The block's distances go to sums; mask marks the lanes
-			// nearer than the heap's worst (all while it is not full):
-			// only those are offered.
 			var mask uint64
-			if lanes == blockSize {
-				mask = blockKernel(&sums, b, idx, val, c.scale[base:base+blockSize], c.sqn[base:base+blockSize], q.norm, worst)
-			} else {
-				mask = blockDistances(&sums, b, idx, val, c.scale[base:base+lanes], c.sqn[base:base+lanes], q.norm, worst)
+			switch {
+			case wide:
+				mask = kn.finish(&sums, (*[blockSize]float32)(colSums[g*blockSize:]), c.scale[base:base+blockSize], c.sqn[base:base+blockSize], q.norm, worst)
+			case lanes == blockSize:
+				mask = kn.block(&sums, b[g*blockSize:], L, idx, val, c.scale[base:base+blockSize], c.sqn[base:base+blockSize], q.norm, worst)
+			default:
+				// The last vectors, fewer than a group: as before the
+				// columns, by the portable kernel.
+				mask = blockDistances(&sums, b[g*blockSize:], L, idx, val, c.scale[base:base+lanes], c.sqn[base:base+lanes], q.norm, worst)
 			}
 			mask &= lanesOK
 			for ; mask != 0; mask &= mask - 1 {
 				l := bits.TrailingZeros64(mask)
 				offerD(int32(base+l), sums[l])
+			}
+		}
+		var eligWords []uint64
+		if elig != nil {
+			eligWords = make([]uint64, 0, L/blockSize)
+		}
+		lo, hi := len(c.blocks)*part/parts, len(c.blocks)*(part+1)/parts
+		for bi := lo; bi < hi; bi++ {
+			b := c.blocks[bi]
+			used := min(L, n-bi*L)
+			full := used / blockSize
+			// The groups with an eligible vector, as eligibility words.
+			words := []uint64(nil)
+			active := full
+			if elig != nil {
+				w0 := bi * L / blockSize
+				words = eligWords[:0]
+				active = 0
+				for g := range (used + blockSize - 1) / blockSize {
+					w := uint64(0)
+					if w0+g < len(elig) {
+						w = elig[w0+g]
+					}
+					words = append(words, w)
+					if g < full && w != 0 {
+						active++
+					}
+				}
+			}
+			lanesOK := func(g int) uint64 {
+				if words == nil {
+					return math.MaxUint64
+				}
+				return words[g]
+			}
+			// Wide: the columns' sums of every full group at once,
+			// reading each column in order; worth it when a good part
+			// of the groups is to be computed, otherwise only the
+			// eligible groups' lines are read.
+			wide := full > 0 && active*wideShare >= full
+			if wide {
+				if colSums == nil {
+					colSums = make([]float32, L)
+				}
+				cs := colSums[:full*blockSize]
+				clear(cs)
+				for j, i := range idx {
+					kn.column(cs, val[j], b[int(i)*L:int(i)*L+full*blockSize])
+				}
+			}
+			for g := range (used + blockSize - 1) / blockSize {
+				ok := lanesOK(g)
+				if ok == 0 {
+					continue
+				}
+				group(bi, g, b, ok, wide && g < full)
 			}
 		}
 	}
@@ -246,26 +318,52 @@ func (c *Codes) scanPart(q *Query, k int, accept func(id int32) bool, ids []int3
 	return rs
 }
 
-// blockKernel computes a whole block's distances (blockDistances' contract);
-// a vector kernel replaces it where the CPU has one (codes_simd.go).
-var blockKernel = blockDistances
+// wideShare: a block's column sums are computed at once (wide) when at
+// least 1/wideShare of its groups hold an eligible vector.
+const wideShare = 4
 
-// kernelName names blockKernel (benchmarks).
-var kernelName = "go"
+// kernels are the scan's arithmetic: block computes a full group's
+// distances (blockDistances' contract); column and finish compute a
+// block's column sums (addColumns) and a full group's distances from them
+// (finishDistances), with the same operations in the same order as block,
+// so both ways give the same distances bit for bit. Vector kernels
+// replace them where the CPU has them (codes_simd.go).
+type kernelSet struct {
+	name   string
+	block  func(d *[blockSize]float32, b []int8, stride int, idx []int32, val []float32, scale, sqn []float32, qn, worst float32) uint64
+	column func(sums []float32, w float32, col []int8)
+	finish func(d *[blockSize]float32, sums *[blockSize]float32, scale, sqn []float32, qn, worst float32) uint64
+}
 
-// blockDistances stores in d the quantised squared distances of a block's
+// portableKernels are the kernels in plain Go.
+var portableKernels = kernelSet{"go", blockDistances, addColumns, finishDistances}
+
+// kern is the kernels scans use; kernelName names them (benchmarks).
+var (
+	kern       = portableKernels
+	kernelName = "go"
+)
+
+// blockDistances stores in d the quantised squared distances of a group's
 // lanes (len(scale) of them) to the query whose non-zero components are
 // idx and val and whose squared norm is qn: max(0, qn + sqn − 2·scale·
-// (q·code)). It returns a mask of the lanes whose distance is below worst.
-// The block's columns are read only at the query's non-zero components.
-func blockDistances(d *[blockSize]float32, b []int8, idx []int32, val []float32, scale, sqn []float32, qn, worst float32) uint64 {
+// (q·code)). b holds the group's first lane, its columns stride bytes
+// apart. It returns a mask of the lanes whose distance is below worst.
+// The columns are read only at the query's non-zero components.
+func blockDistances(d *[blockSize]float32, b []int8, stride int, idx []int32, val []float32, scale, sqn []float32, qn, worst float32) uint64 {
 	*d = [blockSize]float32{}
 	for j, i := range idx {
-		addColumn(d, val[j], (*[blockSize]int8)(b[int(i)*blockSize:]))
+		addColumn(d, val[j], (*[blockSize]int8)(b[int(i)*stride:]))
 	}
+	return finishDistances(d, d, scale, sqn, qn, worst)
+}
+
+// finishDistances is blockDistances from the group's sums (q·code of each
+// lane): d may be sums.
+func finishDistances(d *[blockSize]float32, sums *[blockSize]float32, scale, sqn []float32, qn, worst float32) uint64 {
 	var mask uint64
 	for l := range scale {
-		x := max(0, qn+sqn[l]-2*scale[l]*d[l])
+		x := max(0, qn+sqn[l]-2*scale[l]*sums[l])
 		d[l] = x
 		if x < worst {
 			mask |= 1 << l
@@ -274,7 +372,7 @@ func blockDistances(d *[blockSize]float32, b []int8, idx []int32, val []float32,
 	return mask
 }
 
-// addColumn adds w times a block's column of codes to the sums (arrays,
+// addColumn adds w times a group's column of codes to the sums (arrays,
 // so the loop runs without bounds checks).
 func addColumn(sums *[blockSize]float32, w float32, col *[blockSize]int8) {
 	for l := 0; l < blockSize; l += 4 {
@@ -283,4 +381,33 @@ func addColumn(sums *[blockSize]float32, w float32, col *[blockSize]int8) {
 		sums[l+2] += w * float32(col[l+2])
 		sums[l+3] += w * float32(col[l+3])
 	}
+}
+
+// addColumns is addColumn over a block's column of whole groups (len(col)
+// a multiple of blockSize, len(sums) the same).
+func addColumns(sums []float32, w float32, col []int8) {
+	sums = sums[:len(col)]
+	for g := 0; g+blockSize <= len(col); g += blockSize {
+		addColumn((*[blockSize]float32)(sums[g:]), w, (*[blockSize]int8)(col[g:]))
+	}
+}
+
+// WithLanes returns a copy of the store in blocks of lanes vectors (a
+// multiple of blockSize): the same scans, another layout (benchmarks
+// compare widths side by side).
+func (c *Codes) WithLanes(lanes int) *Codes {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := &Codes{dim: c.dim, lanes: lanes, scale: slices.Clone(c.scale), sqn: slices.Clone(c.sqn)}
+	for id := range len(c.scale) {
+		lane := id % lanes
+		if lane == 0 {
+			out.blocks = append(out.blocks, make([]int8, c.dim*lanes))
+		}
+		b, from, fl := out.blocks[len(out.blocks)-1], c.blocks[id/c.lanes], id%c.lanes
+		for i := range c.dim {
+			b[i*lanes+lane] = from[i*c.lanes+fl]
+		}
+	}
+	return out
 }

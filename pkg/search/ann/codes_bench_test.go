@@ -1,25 +1,40 @@
 package ann
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // BenchmarkCodesScan: one sparse (36 non-zero components) and one dense
 // query scanned over 100,000 random 768-dimension vectors, one part, by
-// each block kernel this build has (go, and avx512 with GOEXPERIMENT=simd
-// on a CPU with AVX-512), side by side:
+// each kernel set this build has (go, and avx512 with GOEXPERIMENT=simd
+// on a CPU with AVX-512), with code blocks of 64 vectors (as before issue
+// 23's latency work) and of codeLanes, side by side; "1%" scans the
+// vectors of an eligibility bitset admitting every 100th:
 //
 //	GOEXPERIMENT=simd go test ./search/ann -run XXX -bench CodesScan
 func BenchmarkCodesScan(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
-	c := NewCodes(768)
-	v := make([]float32, 768)
-	for range 100000 {
+	n := 100000
+	vecs := make([][]float32, n)
+	for j := range vecs {
+		v := make([]float32, 768)
 		for i := range v {
 			v[i] = float32(r.NormFloat64())
 		}
-		c.Append(v)
+		vecs[j] = v
+	}
+	widths := []int{64, codeLanes}
+	stores := map[int]*Codes{}
+	for _, w := range widths {
+		stores[w] = codesOfWidth(w, vecs)
+	}
+	elig := make([]uint64, (n+63)/64)
+	for i := 0; i < n; i += 100 {
+		elig[i/64] |= 1 << (i % 64)
 	}
 	sparse := make([]float32, 768)
 	for range 36 {
@@ -32,38 +47,64 @@ func BenchmarkCodesScan(b *testing.B) {
 	for _, q := range []struct {
 		name string
 		v    []float32
-	}{{"sparse", sparse}, {"dense", dense}} {
+		elig []uint64
+	}{{"sparse", sparse, nil}, {"sparse-1%", sparse, elig}, {"dense", dense, nil}} {
 		pq := NewQuery(q.v)
-		for _, k := range kernels() {
-			b.Run(q.name+"/kernel="+k.name, func(b *testing.B) {
-				defer useKernel(k.fn)()
-				for b.Loop() {
-					c.Scan(pq, 232, nil, nil)
-				}
-			})
+		for _, k := range kernelSets() {
+			for _, w := range widths {
+				b.Run(fmt.Sprintf("%s/kernel=%s/lanes=%d", q.name, k.name, w), func(b *testing.B) {
+					defer useKernels(k)()
+					c0 := cpuTime()
+					for b.Loop() {
+						if q.elig != nil {
+							stores[w].ScanEligible(pq, 232, q.elig, 0, 1)
+						} else {
+							stores[w].Scan(pq, 232, nil, nil)
+						}
+					}
+					// The machine is shared: CPU time is the figure.
+					b.ReportMetric(float64((cpuTime()-c0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+				})
+			}
 		}
 	}
 }
 
-type namedKernel struct {
-	name string
-	fn   func(*[blockSize]float32, []int8, []int32, []float32, []float32, []float32, float32, float32) uint64
+// codesOfWidth returns a store of the vectors in blocks of lanes vectors.
+func codesOfWidth(lanes int, vecs [][]float32) *Codes {
+	old := codeLanes
+	codeLanes = lanes
+	defer func() { codeLanes = old }()
+	c := NewCodes(len(vecs[0]))
+	for _, v := range vecs {
+		c.Append(v)
+	}
+	return c
 }
 
-// kernels returns the portable block kernel and, when different, the
-// one this build and CPU use.
-func kernels() []namedKernel {
-	out := []namedKernel{{"go", blockDistances}}
-	if kernelName != "go" {
-		out = append(out, namedKernel{kernelName, blockKernel})
+// kernelSets returns the portable kernels and, when different, the ones
+// this build and CPU use.
+func kernelSets() []kernelSet {
+	out := []kernelSet{portableKernels}
+	if kern.name != portableKernels.name {
+		out = append(out, kern)
 	}
 	return out
 }
 
-// useKernel makes fn the block kernel and returns the function that
-// restores the previous one.
-func useKernel(fn func(*[blockSize]float32, []int8, []int32, []float32, []float32, []float32, float32, float32) uint64) func() {
-	old := blockKernel
-	blockKernel = fn
-	return func() { blockKernel = old }
+// useKernels makes k the scans' kernels and returns the function that
+// restores the previous ones.
+func useKernels(k kernelSet) func() {
+	old := kern
+	kern = k
+	return func() { kern = old }
+}
+
+// cpuTime returns the process's user and system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

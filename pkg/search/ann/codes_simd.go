@@ -9,28 +9,34 @@ import "simd/archsimd"
 // package: pure Go, no assembly, no cgo).
 func init() {
 	if archsimd.X86.AVX512() {
-		blockKernel = blockDistancesAVX512
+		kern = kernelSet{"avx512", blockDistancesAVX512, addColumnsAVX512, finishDistancesAVX512}
 		kernelName = "avx512"
 		dotKernel = dotAVX512
 	}
 }
 
-// blockDistancesAVX512 is blockDistances for a full block: the 64 lanes'
+// blockDistancesAVX512 is blockDistances for a full group: the 64 lanes'
 // sums stay in four 16-lane registers across the query's components (each
 // column's codes widened to int32, converted, and multiplied in with one
 // fused multiply-add), then the distances and the mask of lanes nearer
 // than worst are computed in the same registers.
-func blockDistancesAVX512(d *[blockSize]float32, b []int8, idx []int32, val []float32, scale, sqn []float32, qn, worst float32) uint64 {
+func blockDistancesAVX512(d *[blockSize]float32, b []int8, stride int, idx []int32, val []float32, scale, sqn []float32, qn, worst float32) uint64 {
 	defer archsimd.ClearAVXUpperBits()
 	var s0, s1, s2, s3 archsimd.Float32x16
 	for j, i := range idx {
-		col := (*[blockSize]int8)(b[int(i)*blockSize:])
+		col := (*[blockSize]int8)(b[int(i)*stride:])
 		w := archsimd.BroadcastFloat32x16(val[j])
 		s0 = archsimd.LoadInt8x16((*[16]int8)(col[0:16])).ExtendToInt32().ConvertToFloat32().MulAdd(w, s0)
 		s1 = archsimd.LoadInt8x16((*[16]int8)(col[16:32])).ExtendToInt32().ConvertToFloat32().MulAdd(w, s1)
 		s2 = archsimd.LoadInt8x16((*[16]int8)(col[32:48])).ExtendToInt32().ConvertToFloat32().MulAdd(w, s2)
 		s3 = archsimd.LoadInt8x16((*[16]int8)(col[48:64])).ExtendToInt32().ConvertToFloat32().MulAdd(w, s3)
 	}
+	return finishRegs(d, s0, s1, s2, s3, scale, sqn, qn, worst)
+}
+
+// finishRegs computes a full group's distances and mask from its sums
+// in four registers.
+func finishRegs(d *[blockSize]float32, s0, s1, s2, s3 archsimd.Float32x16, scale, sqn []float32, qn, worst float32) uint64 {
 	scale, sqn = scale[:blockSize], sqn[:blockSize]
 	q := archsimd.BroadcastFloat32x16(qn)
 	m2 := archsimd.BroadcastFloat32x16(-2)
@@ -45,6 +51,31 @@ func blockDistancesAVX512(d *[blockSize]float32, b []int8, idx []int32, val []fl
 		return uint64(x.Less(wv).ToBits()) << off
 	}
 	return dist(s0, 0) | dist(s1, 16) | dist(s2, 32) | dist(s3, 48)
+}
+
+// finishDistancesAVX512 is finishDistances for a full group, the sums
+// loaded into the registers blockDistancesAVX512 keeps them in.
+func finishDistancesAVX512(d *[blockSize]float32, sums *[blockSize]float32, scale, sqn []float32, qn, worst float32) uint64 {
+	defer archsimd.ClearAVXUpperBits()
+	s0 := archsimd.LoadFloat32x16((*[16]float32)(sums[0:16]))
+	s1 := archsimd.LoadFloat32x16((*[16]float32)(sums[16:32]))
+	s2 := archsimd.LoadFloat32x16((*[16]float32)(sums[32:48]))
+	s3 := archsimd.LoadFloat32x16((*[16]float32)(sums[48:64]))
+	return finishRegs(d, s0, s1, s2, s3, scale, sqn, qn, worst)
+}
+
+// addColumnsAVX512 is addColumns 64 lanes at a time: each lane's sum is
+// its code times w added with one fused multiply-add, as in
+// blockDistancesAVX512.
+func addColumnsAVX512(sums []float32, w float32, col []int8) {
+	defer archsimd.ClearAVXUpperBits()
+	sums = sums[:len(col)]
+	wv := archsimd.BroadcastFloat32x16(w)
+	for g := 0; g+16 <= len(col); g += 16 {
+		s := archsimd.LoadFloat32x16((*[16]float32)(sums[g : g+16]))
+		s = archsimd.LoadInt8x16((*[16]int8)(col[g:g+16])).ExtendToInt32().ConvertToFloat32().MulAdd(wv, s)
+		s.Store((*[16]float32)(sums[g : g+16]))
+	}
 }
 
 // dotAVX512 is dotPortable 32 components at a time in two 16-lane fused

@@ -2,6 +2,7 @@ package ann
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -308,9 +309,9 @@ func TestCodesScanFindsTheExactNearestForShortQueries(t *testing.T) {
 // rounding: it fuses multiplies and adds) and the same candidates, for
 // sparse and dense queries and a worst distance that cuts the block.
 func TestBlockKernelsAgree(t *testing.T) {
-	ks := kernels()
+	ks := kernelSets()
 	if len(ks) < 2 {
-		t.Skipf("this build or CPU has only the %q kernel", kernelName)
+		t.Skipf("this build or CPU has only the %q kernels", kernelName)
 	}
 	docs, queries := hashCorpus(t, 640, 10, 768, false)
 	c := NewCodes(768)
@@ -322,28 +323,31 @@ func TestBlockKernelsAgree(t *testing.T) {
 		dense[i] = float32(i%7) - 3
 	}
 	queries = append(queries, dense)
+	L := c.lanes
 	for qi, q := range queries {
 		pq := NewQuery(q)
 		idx, val := pq.nzIdx()
-		for bi, b := range c.blocks {
-			sc, sq := c.scale[bi*blockSize:(bi+1)*blockSize], c.sqn[bi*blockSize:(bi+1)*blockSize]
+		for vi := 0; vi+blockSize <= len(docs); vi += blockSize {
+			bi := vi / blockSize
+			b := c.blocks[vi/L][vi%L:]
+			sc, sq := c.scale[vi:vi+blockSize], c.sqn[vi:vi+blockSize]
 			var want, got [blockSize]float32
-			blockDistances(&want, b, idx, val, sc, sq, pq.norm, float32(math.Inf(1)))
+			blockDistances(&want, b, L, idx, val, sc, sq, pq.norm, float32(math.Inf(1)))
 			worst := want[bi%blockSize] // some lanes nearer, some not
-			wantMask := blockDistances(&want, b, idx, val, sc, sq, pq.norm, worst)
-			gotMask := ks[1].fn(&got, b, idx, val, sc, sq, pq.norm, worst)
+			wantMask := blockDistances(&want, b, L, idx, val, sc, sq, pq.norm, worst)
+			gotMask := ks[1].block(&got, b, L, idx, val, sc, sq, pq.norm, worst)
 			for l := range got {
 				if diff := math.Abs(float64(got[l] - want[l])); diff > 1e-4*max(1, float64(want[l])) {
-					t.Fatalf("query %d block %d lane %d: %s distance %v, go %v", qi, bi, l, ks[1].name, got[l], want[l])
+					t.Fatalf("query %d group %d lane %d: %s distance %v, go %v", qi, bi, l, ks[1].name, got[l], want[l])
 				}
 				if w, g := wantMask>>l&1, gotMask>>l&1; w != g && math.Abs(float64(want[l]-worst)) > 1e-4 {
-					t.Fatalf("query %d block %d lane %d: %s says nearer than worst %v, go %v (distance %v, worst %v)", qi, bi, l, ks[1].name, g, w, want[l], worst)
+					t.Fatalf("query %d group %d lane %d: %s says nearer than worst %v, go %v (distance %v, worst %v)", qi, bi, l, ks[1].name, g, w, want[l], worst)
 				}
 			}
 		}
 		var rs [2][]Result
 		for i, k := range ks[:2] {
-			restore := useKernel(k.fn)
+			restore := useKernels(k)
 			rs[i] = c.Scan(pq, 50, nil, nil)
 			restore()
 		}
@@ -353,11 +357,99 @@ func TestBlockKernelsAgree(t *testing.T) {
 	}
 }
 
+// TestCodeWidthsAgree: blocks of 64 vectors (each group's distances by
+// the block kernel) and of other widths (wide blocks' column sums, and
+// the block kernel where few groups are eligible) give the same scan,
+// distances bit for bit, with every kernel set, for sparse and dense
+// queries, unfiltered, through accept, through eligibility bitsets dense
+// and sparse, over explicit ids, split in parts, with a partial last
+// group and cleared vectors.
+func TestCodeWidthsAgree(t *testing.T) {
+	docs, queries := hashCorpus(t, 3000+37, 8, 768, false)
+	dense := make([]float32, 768)
+	for i := range dense {
+		dense[i] = float32(i%7) - 3
+	}
+	queries = append(queries, dense)
+	r := rand.New(rand.NewPCG(9, 9))
+	eligs := map[string][]uint64{}
+	for _, share := range []int{2, 30, 500} {
+		e := make([]uint64, (len(docs)+63)/64)
+		for i := range docs {
+			if r.IntN(share) == 0 {
+				e[i/64] |= 1 << (i % 64)
+			}
+		}
+		eligs[fmt.Sprintf("1/%d", share)] = e
+	}
+	// Whole groups eligible, one group in 20: blocks where the kernel
+	// runs per group next to wide ones.
+	e := make([]uint64, (len(docs)+63)/64)
+	for w := range e {
+		if r.IntN(20) == 0 {
+			e[w] = ^uint64(0)
+		}
+	}
+	eligs["groups 1/20"] = e
+	ids := []int32{}
+	for i := range int32(len(docs)) {
+		if r.IntN(7) == 0 {
+			ids = append(ids, i)
+		}
+	}
+	accept := func(id int32) bool { return id%3 != 1 }
+	stores := map[int]*Codes{}
+	for _, w := range []int{64, 256, 1024} {
+		stores[w] = codesOfWidth(w, docs)
+		for id := int32(5); id < int32(len(docs)); id += 97 {
+			stores[w].Clear(id)
+		}
+	}
+	for _, k := range kernelSets() {
+		restore := useKernels(k)
+		for qi, q := range queries {
+			pq := NewQuery(q)
+			scans := map[string]func(c *Codes) []Result{
+				"all":    func(c *Codes) []Result { return c.Scan(pq, 40, nil, nil) },
+				"accept": func(c *Codes) []Result { return c.Scan(pq, 40, accept, nil) },
+				"ids":    func(c *Codes) []Result { return c.Scan(pq, 40, nil, ids) },
+				"parts": func(c *Codes) []Result {
+					// Parts split the blocks: their merged top 40.
+					all := slices.Concat(c.ScanPart(pq, 40, nil, nil, 0, 3), c.ScanPart(pq, 40, nil, nil, 1, 3), c.ScanPart(pq, 40, nil, nil, 2, 3))
+					slices.SortFunc(all, func(a, b Result) int {
+						if c := cmp.Compare(a.Dist, b.Dist); c != 0 {
+							return c
+						}
+						return cmp.Compare(a.ID, b.ID)
+					})
+					return all[:40]
+				},
+			}
+			for name, el := range eligs {
+				scans["eligible "+name] = func(c *Codes) []Result { return c.ScanEligible(pq, 40, el, 0, 1) }
+			}
+			for name, scan := range scans {
+				want := scan(stores[64])
+				if len(want) == 0 {
+					t.Fatalf("%s query %d %s: no result", k.name, qi, name)
+				}
+				for _, w := range []int{256, 1024} {
+					if got := scan(stores[w]); !slices.Equal(got, want) {
+						t.Fatalf("%s query %d %s: blocks of %d give\n%v\nblocks of 64\n%v", k.name, qi, name, w, got, want)
+					}
+				}
+			}
+		}
+		restore()
+	}
+}
+
 // TestAppendFromIsAppend: loading codes by AppendFrom (blocks quantised in
 // parallel) gives what appending one vector at a time gives, whatever the
 // number of workers and whether the store already held vectors.
 func TestAppendFromIsAppend(t *testing.T) {
-	docs, _ := hashCorpus(t, 1000, 0, 768, false)
+	// More than two blocks: AppendFrom quantises whole blocks in parallel.
+	docs, _ := hashCorpus(t, 2*codeLanes+500, 0, 768, false)
 	vec := func(i int32) []float32 { return docs[i] }
 	want := NewCodes(768)
 	for _, v := range docs {
@@ -371,7 +463,7 @@ func TestAppendFromIsAppend(t *testing.T) {
 		{name: "two workers", workers: 2},
 		{name: "three workers", workers: 3},
 		{name: "one worker", workers: 1},
-		{name: "after 64 held", held: 64, workers: 2},
+		{name: "after a block held", held: codeLanes, workers: 2},
 		{name: "after 10 held (unaligned)", held: 10, workers: 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

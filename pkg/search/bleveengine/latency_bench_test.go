@@ -1,0 +1,171 @@
+package bleveengine
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docrepo/docrepo/pkg/search/ann"
+	"github.com/docrepo/docrepo/pkg/search/engine"
+)
+
+// BenchmarkLatency measures, side by side in one process, the CPU per
+// search of the perf probe's modes that missed issue 23's latency targets
+// through the stack at 830 k documents, before and after the changes
+// that address them, on an index BenchmarkVectorScale built
+// (DOCREPO_BENCH_INDEX, required; the scale generator's documents with
+// their type and date):
+//
+//   - metarange (a type and three months, newest first): the record scan
+//     (columnFilters off) against the metadata columns;
+//   - the vector modes (unfiltered, a user who sees 10 %, ten folders of a
+//     hundred, fts + vector): the int8 codes in blocks of 64 vectors
+//     against blocks of ann's default width (the engine's codes are copied
+//     to the old width once; the two are swapped between rounds).
+//
+// Per mode, 100 requests run in rounds alternating old and new (old then
+// new, new then old) after an uncounted warm-up round of both; every
+// request's results must be the same both ways. Logged per path: mean,
+// p50, p95 and p99 of each search's CPU (getrusage around it), and the
+// load average. DOCREPO_BENCH_MODES (comma-separated) narrows the modes,
+// DOCREPO_BENCH_PATH=old or new runs one path (for -cpuprofile).
+//
+//	DOCREPO_BENCH_INDEX=/tmp/idx go test ./search/bleveengine -run XXX \
+//	-bench 'Latency$' -benchtime 1x
+func BenchmarkLatency(b *testing.B) {
+	e := openScaleIndex(b)
+	gen := newScaleGen(b, benchBlend())
+	only := map[string]bool{}
+	for _, m := range strings.Split(os.Getenv("DOCREPO_BENCH_MODES"), ",") {
+		if m != "" {
+			only[m] = true
+		}
+	}
+	paths := []bool{false, true}
+	switch os.Getenv("DOCREPO_BENCH_PATH") {
+	case "old":
+		paths = []bool{false}
+	case "new":
+		paths = []bool{true}
+	}
+	// The codes in the old width, made once.
+	newCodes := map[*vecSet]*ann.Codes{}
+	oldCodes := map[*vecSet]*ann.Codes{}
+	for _, s := range e.vecs.sets {
+		newCodes[s], oldCodes[s] = s.codes, s.codes.WithLanes(64)
+	}
+	runtime.GC()
+	setCodes := func(fast bool) func() {
+		for s := range newCodes {
+			if fast {
+				s.codes = newCodes[s]
+			} else {
+				s.codes = oldCodes[s]
+			}
+		}
+		return func() {
+			for s, c := range newCodes {
+				s.codes = c
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	word := func() string { return gen.vocab[50+r.IntN(1500)] }
+	var metarange func() string
+	for _, m := range probeModes(gen, r) {
+		if m.name == "metarange" {
+			metarange = m.gen
+		}
+	}
+	vec := `{"vector": {"target": "content", "query": "x"}}`
+	folders := `{"in": {"field": "filesbelongto", "value": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}}`
+	user10 := []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	modes := []struct {
+		name   string
+		vector bool
+		groups []int64
+		gen    func() string
+		toggle func(bool) func()
+	}{
+		{"metarange", false, nil, metarange, setColumnFilters},
+		{"metarange-user10%", false, user10, metarange, setColumnFilters},
+		{"vector", true, nil, func() string { return `{"where": ` + vec + `}` }, setCodes},
+		{"vector-user10%", true, user10, func() string { return `{"where": ` + vec + `}` }, setCodes},
+		{"vector-10folders", true, nil, func() string { return `{"where": {"and": [` + folders + `, ` + vec + `]}}` }, setCodes},
+		{"fts+vector", true, nil, func() string {
+			return fmt.Sprintf(`{"where": {"and": [{"fts": {"query": %q}}, %s]}}`, word(), vec)
+		}, setCodes},
+	}
+	ctx := context.Background()
+	for _, m := range modes {
+		if len(only) > 0 && !only[m.name] {
+			continue
+		}
+		reqs := make([]engine.Request, 100)
+		for i := range reqs {
+			reqs[i] = engine.Request{Query: queryOf(b, m.gen()), Unrestricted: m.groups == nil, GroupIDs: m.groups}
+			if m.vector {
+				reqs[i].QueryVector = gen.queryVector(r, word()+" "+word()+" "+word())
+			}
+		}
+		var each [2][]time.Duration
+		var hits int64
+		results := make([][2]engine.Result, len(reqs))
+		for round := -1; round < 4; round++ {
+			order := slices.Clone(paths)
+			if round%2 != 0 {
+				slices.Reverse(order)
+			}
+			for _, fast := range order {
+				restore := m.toggle(fast)
+				p := 0
+				if fast {
+					p = 1
+				}
+				runtime.GC()
+				for i, req := range reqs {
+					c0 := cpuTime()
+					res, err := e.Search(ctx, req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if round >= 0 {
+						each[p] = append(each[p], cpuTime()-c0)
+					}
+					results[i][p] = res
+				}
+				restore()
+			}
+			if len(paths) == 2 {
+				for i := range reqs {
+					if !reflect.DeepEqual(results[i][0], results[i][1]) {
+						b.Fatalf("%s: request %d: the paths differ:\nold %+v\nnew %+v", m.name, i, results[i][0], results[i][1])
+					}
+				}
+			}
+		}
+		for i := range reqs {
+			hits += results[i][len(paths)-1].Total
+		}
+		mean := func(ds []time.Duration) float64 {
+			if len(ds) == 0 {
+				return 0
+			}
+			var s time.Duration
+			for _, d := range ds {
+				s += d
+			}
+			return ms1(s) / float64(len(ds))
+		}
+		scaleLog(b, "%-18s CPU ms per search: old mean %6.2f %s | new mean %6.2f %s | %.2fx; %d searches each, %.0f hits/search; load average %s",
+			m.name, mean(each[0]), percentiles(each[0]), mean(each[1]), percentiles(each[1]), mean(each[0])/mean(each[1]),
+			len(each[1]), float64(hits)/float64(len(reqs)), loadAvg())
+	}
+}
