@@ -27,7 +27,8 @@
 // document is embedded again and the identity stays): a query without a
 // content word embeds to zero (nothing to be near, as with hash); a
 // query is scored with its own weight, DOCREPO_USE_QUERY_WEIGHT (0.3),
-// or DOCREPO_USE_SHORT_QUERY_WEIGHT (0.9) when it has at most
+// or DOCREPO_USE_SHORT_QUERY_WEIGHT (1: no lexical share; 0.9 until
+// 2026-11-27, see "Short queries" below) when it has at most
 // DOCREPO_USE_SHORT_QUERY_WORDS (3) content words; and, where the engine
 // can say how many of the caller's documents hold each word (the
 // full-text index of either engine, engine.DocFreqs, counted as BM25
@@ -141,6 +142,17 @@
 // (DOCREPO_USE_QUERY_MEAN_SHIFT): alone 52 / 61 of 67, with the second
 // stage 53 / 63, held-out 21 / 28, SciFact 0.6385 (0.640 without it).
 // Query side only: no re-embedding.
+//
+// Short queries (TestUSEParaphraseAnalysis, services/search/bench/
+// results/paraphrase-2026-11-27.md): a short query has no lexical share
+// (DOCREPO_USE_SHORT_QUERY_WEIGHT 1, was 0.9) and the second stage weighs
+// 0.4 (was 0.3): a paraphrase shares no word with its document, and its
+// lexical part only pulled up the abstracts holding its common words
+// ("cancer", "blood pressure"). Paraphrases 53 / 65 of 67 among SciFact's
+// passages (53 / 63 before), held-out 22 / 28 (21 / 28), SciFact 0.643
+// (0.6385). Short technical queries (a gene's name, an invoice number)
+// then rank by the encoder and GloVe alone in vector-only search; the
+// full-text and hybrid modes keep their exact terms.
 //
 // # hash (the lexical fallback)
 //

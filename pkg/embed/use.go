@@ -37,8 +37,11 @@ const (
 	DefaultUSEPassagePieces = 128
 	// DefaultUSEShortQueryWords and DefaultUSEShortQueryWeight: queries
 	// of at most that many content words are scored with that weight.
+	// 1: no lexical share for short queries (was 0.9; TestUSEParaphrase
+	// Analysis: a paraphrase shares no word with its document, and a
+	// short query's common words pulled topical abstracts above it).
 	DefaultUSEShortQueryWords  = 3
-	DefaultUSEShortQueryWeight = 0.9
+	DefaultUSEShortQueryWeight = 1.0
 	// DefaultUSEQueryWeight, DefaultUSEQueryIDF and
 	// DefaultUSEUnmatchedWeight: see USEConfig (query side only).
 	DefaultUSEQueryWeight     = 0.3
