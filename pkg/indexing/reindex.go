@@ -14,7 +14,13 @@ import (
 )
 
 const (
-	reindexPage        = 512
+	reindexPage = 512
+	// verifyPage is the page of ids and revisions Verify lists at a
+	// time: it only compares them, so a page costs a round trip and a
+	// query, not indexing, and fewer, larger pages make a pass over N
+	// documents N/verifyPage round trips (the document service allows
+	// up to 10,000).
+	verifyPage         = 4096
 	reindexRetries     = 3
 	reindexRetryDelay  = 500 * time.Millisecond
 	progressMinGap     = 200 * time.Millisecond
