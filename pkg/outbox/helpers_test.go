@@ -68,7 +68,8 @@ func startRelay(t testing.TB, r *Relay) (stop func()) {
 	return stop
 }
 
-// insert commits evs in one transaction through Insert.
+// insert commits evs in one transaction through Insert and wakes the
+// relays, as a service's write does.
 func insert(t testing.TB, ctx context.Context, pool *pgxpool.Pool, evs ...Event) {
 	t.Helper()
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -82,9 +83,11 @@ func insert(t testing.TB, ctx context.Context, pool *pgxpool.Pool, evs ...Event)
 	if err != nil {
 		t.Fatalf("insert: %v", err)
 	}
+	Committed(pool)
 }
 
-// insertN commits n document events in one statement (fast, for volume).
+// insertN commits n document events in one statement (fast, for volume)
+// and wakes the relays.
 func insertN(t testing.TB, pool *pgxpool.Pool, n int) {
 	t.Helper()
 	_, err := pool.Exec(context.Background(), `INSERT INTO outbox (aggregate, aggregate_id, kind, rev, request_id)
@@ -92,6 +95,7 @@ func insertN(t testing.TB, pool *pgxpool.Pool, n int) {
 	if err != nil {
 		t.Fatalf("insert %d rows: %v", n, err)
 	}
+	Committed(pool)
 }
 
 func countRows(t testing.TB, pool *pgxpool.Pool, where string) int {

@@ -27,7 +27,7 @@ var (
 	})
 	metricDBErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "docrepo_outbox_db_errors_total",
-		Help: "Failed outbox database operations (claim, mark, commit, listen, cleanup); the relay retries them.",
+		Help: "Failed outbox database operations (claim, mark, commit, cleanup); the relay retries them.",
 	})
 	metricLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "docrepo_outbox_publish_latency_seconds",

@@ -22,19 +22,10 @@ import (
 	eventv1 "github.com/docrepo/docrepo/pkg/gen/docrepo/event/v1"
 )
 
-// NotifyChannel returns the Postgres channel the outbox trigger of schema
-// notifies after every statement that inserts rows
-// (migrations/0001_outbox.sql).
-func NotifyChannel(schema string) string { return "docrepo_outbox_" + schema }
-
 // MsgID is the Nats-Msg-Id of outbox row id of schema: each service's
 // outbox numbers its rows on its own, so the schema keeps them apart in
 // JetStream's duplicate window.
 func MsgID(schema string, id int64) string { return schema + "-" + strconv.FormatInt(id, 10) }
-
-// ListenerApplicationName is the application_name of a relay's LISTEN
-// connection, so it can be told apart in pg_stat_activity.
-const ListenerApplicationName = "docrepo-outbox-listener"
 
 // Relay defaults; see Options.
 const (
@@ -50,9 +41,8 @@ const (
 	DefaultRetention       = 24 * time.Hour
 	DefaultCleanupInterval = 10 * time.Minute
 
-	listenerPingInterval = 30 * time.Second
-	markTimeout          = 10 * time.Second
-	cleanupBatch         = 5000
+	markTimeout  = 10 * time.Second
+	cleanupBatch = 5000
 )
 
 // Options configure a Relay. Zero fields take the defaults above.
@@ -67,14 +57,15 @@ type Options struct {
 	BatchSize int
 	// MaxInFlight bounds the publishes awaiting their JetStream ack.
 	MaxInFlight int
-	// PollInterval is the fallback wake-up when no notification arrives
-	// (notifications are lost while the LISTEN connection is down).
+	// PollInterval is the fallback wake-up when no commit of this process
+	// woke the relay (see Committed): it bounds how long rows written by a
+	// process that died before its relay published them wait.
 	PollInterval time.Duration
 	// AckTimeout is how long to wait for one publish ack. A row whose ack
 	// does not arrive stays unpublished and is published again later.
 	AckTimeout time.Duration
 	// BackoffMin and BackoffMax bound the capped exponential back-off after
-	// a failed batch or a lost LISTEN connection.
+	// a failed batch.
 	BackoffMin, BackoffMax time.Duration
 	// Retention is how long published rows are kept before the relay
 	// deletes them; negative disables the cleanup.
@@ -119,12 +110,11 @@ func (o Options) withDefaults() Options {
 // lower id commits after a higher one, events can arrive out of id order;
 // consumers rely on rev, not on arrival order.
 type Relay struct {
-	pool       *pgxpool.Pool
-	js         jetstream.JetStream
-	log        *slog.Logger
-	opts       Options
-	schema     string
-	listenConf *pgx.ConnConfig
+	pool   *pgxpool.Pool
+	js     jetstream.JetStream
+	log    *slog.Logger
+	opts   Options
+	schema string
 
 	running       atomic.Bool
 	published     atomic.Int64
@@ -139,12 +129,9 @@ type Relay struct {
 	recreate   bool
 	streamOpts []StreamOption
 
-	// Test hooks. afterPublish runs once the batch's acks are in, before
-	// the rows are marked and the transaction commits. onListen runs each
-	// time the LISTEN connection is (re)established.
+	// Test hook: afterPublish runs once the batch's acks are in, before
+	// the rows are marked and the transaction commits.
 	afterPublish func(ctx context.Context, tx pgx.Tx, acked []int64)
-	onListen     func()
-	listenerPing time.Duration
 }
 
 // NewRelay returns a relay reading the outbox through pool and publishing to
@@ -157,27 +144,17 @@ func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, log *slog.Logger, opts
 		log = slog.Default()
 	}
 	opts = opts.withDefaults()
-	lc := pool.Config().ConnConfig.Copy()
-	if lc.RuntimeParams == nil {
-		lc.RuntimeParams = map[string]string{}
-	}
-	lc.RuntimeParams["application_name"] = ListenerApplicationName
 	schema := opts.Schema
 	if schema == "" {
-		schema = pool.Config().ConnConfig.RuntimeParams["search_path"]
-	}
-	if schema == "" {
-		schema = "public"
+		schema = poolSchema(pool)
 	}
 	return &Relay{
-		pool:         pool,
-		js:           js,
-		log:          log.With("component", "outbox-relay", "relay", opts.Name),
-		opts:         opts,
-		schema:       schema,
-		listenConf:   lc,
-		poisoned:     map[int64]bool{},
-		listenerPing: listenerPingInterval,
+		pool:     pool,
+		js:       js,
+		log:      log.With("component", "outbox-relay", "relay", opts.Name),
+		opts:     opts,
+		schema:   schema,
+		poisoned: map[int64]bool{},
 	}
 }
 
@@ -235,13 +212,10 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	defer r.running.Store(false)
 
-	ctx, cancel := context.WithCancel(ctx)
 	wake := make(chan struct{}, 1)
-	var wg sync.WaitGroup
-	wg.Go(func() { r.listen(ctx, wake) })
+	unregister := register(r.schema, wake)
 	defer func() {
-		cancel()
-		wg.Wait()
+		unregister()
 		r.log.Info("outbox relay stopped")
 	}()
 	r.log.Info("outbox relay started", "batch_size", r.opts.BatchSize, "poll_interval", r.opts.PollInterval)
@@ -561,69 +535,6 @@ func (r *Relay) reportPoison(rw *row, err error) {
 		metricPublishErrors.Inc()
 		r.publishErrors.Add(1)
 		r.log.Error("outbox row cannot be published; leaving it unpublished", "id", rw.id, "aggregate", rw.aggregate, "kind", rw.kind, "err", err)
-	}
-}
-
-// listen keeps a LISTEN connection open and turns notifications into
-// wake-ups, reconnecting with back-off when the connection is lost.
-func (r *Relay) listen(ctx context.Context, wake chan<- struct{}) {
-	bo := backoff{min: r.opts.BackoffMin, max: r.opts.BackoffMax}
-	for {
-		established, err := r.listenOnce(ctx, wake)
-		if ctx.Err() != nil {
-			return
-		}
-		metricDBErrors.Inc()
-		if established {
-			bo.reset()
-		}
-		d := bo.next()
-		r.log.Warn("outbox LISTEN connection lost; reconnecting", "err", err, "retry_in", d)
-		if !sleep(ctx, d) {
-			return
-		}
-	}
-}
-
-func (r *Relay) listenOnce(ctx context.Context, wake chan<- struct{}) (established bool, err error) {
-	conn, err := pgx.ConnectConfig(ctx, r.listenConf)
-	if err != nil {
-		return false, fmt.Errorf("connect: %w", err)
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = conn.Close(cctx)
-	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{NotifyChannel(r.schema)}.Sanitize()); err != nil {
-		return false, fmt.Errorf("listen: %w", err)
-	}
-	// Rows committed while nobody was listening are not notified.
-	signal(wake)
-	if r.onListen != nil {
-		r.onListen()
-	}
-	for {
-		wctx, cancel := context.WithTimeout(ctx, r.listenerPing)
-		_, err := conn.WaitForNotification(wctx)
-		cancel()
-		switch {
-		case err == nil:
-			signal(wake)
-		case ctx.Err() != nil:
-			return true, ctx.Err()
-		case wctx.Err() != nil:
-			// Quiet for a while: make sure the connection is still alive,
-			// since a silently dropped connection would never notify.
-			pctx, cancel := context.WithTimeout(ctx, r.opts.AckTimeout)
-			err := conn.Ping(pctx)
-			cancel()
-			if err != nil {
-				return true, fmt.Errorf("ping: %w", err)
-			}
-		default:
-			return true, fmt.Errorf("wait for notification: %w", err)
-		}
 	}
 }
 

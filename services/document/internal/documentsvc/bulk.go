@@ -168,6 +168,9 @@ func (s *Service) bulkChunk(ctx context.Context, ids []int64, chunk []int, op fu
 		}
 		return nil
 	})
+	if err == nil {
+		outbox.Committed(s.pool)
+	}
 	for k, i := range chunk {
 		e := errs[k]
 		if e == nil && err != nil {

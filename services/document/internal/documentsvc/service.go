@@ -280,9 +280,13 @@ const (
 )
 
 // inTx runs fn in a transaction, passing *apierr.Error values through and
-// wrapping anything else as an internal error.
+// wrapping anything else as an internal error. After a commit it wakes the
+// outbox relay, which publishes the events fn inserted (if any) at once.
 func (s *Service) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	err := pgx.BeginFunc(ctx, s.pool, fn)
+	if err == nil {
+		outbox.Committed(s.pool)
+	}
 	return internal(err)
 }
 

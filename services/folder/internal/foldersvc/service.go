@@ -197,7 +197,7 @@ func (s *Service) CreateFolder(ctx context.Context, req *folderv1.CreateFolderRe
 	}
 	name := req.GetName()
 	var out *folderv1.Folder
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.writeTx(ctx, func(tx pgx.Tx) error {
 		if err := lockTree(ctx, tx, false); err != nil {
 			return err
 		}
@@ -255,7 +255,7 @@ func (s *Service) MoveFolder(ctx context.Context, req *folderv1.MoveFolderReques
 	}
 	target := req.GetNewParentId()
 	var out *folderv1.Folder
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.writeTx(ctx, func(tx pgx.Tx) error {
 		if err := lockTree(ctx, tx, true); err != nil {
 			return err
 		}
@@ -372,7 +372,7 @@ func (s *Service) deleteFolderOnce(ctx context.Context, p *auth.Principal, id in
 		return nil, false, downstream(err, "document service")
 	}
 	resp := &folderv1.DeleteFolderResponse{FolderId: id, UnassignedDocuments: count.GetCount()}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.writeTx(ctx, func(tx pgx.Tx) error {
 		if err := lockTree(ctx, tx, true); err != nil {
 			return err
 		}
@@ -561,4 +561,14 @@ func groupsOfFolder(ctx context.Context, tx pgx.Tx, id int64) ([]int64, error) {
 	var groups []int64
 	err := tx.QueryRow(ctx, `SELECT coalesce(array_agg(group_id ORDER BY group_id), '{}') FROM folder_groups WHERE folder_id = $1`, id).Scan(&groups)
 	return groups, err
+}
+
+// writeTx runs fn, which inserts outbox events, in a transaction and, once
+// it committed, wakes the outbox relay to publish them.
+func (s *Service) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	err := pgx.BeginFunc(ctx, s.pool, fn)
+	if err == nil {
+		outbox.Committed(s.pool)
+	}
+	return err
 }
