@@ -137,3 +137,45 @@ func liveHeap() int64 {
 	}
 	return int64(s[0].Value.Uint64())
 }
+
+// ContainerShare is the largest share of the container's memory limit the
+// soft limit takes: the rest is for what the Go runtime does not count
+// (thread stacks, the index's memory-mapped pages it dirties, cgo-free
+// but off-heap buffers) before the kernel's OOM killer acts.
+const ContainerShare = 0.9
+
+// cgroupFiles are where the process's memory limit is: cgroup v2, then v1.
+var cgroupFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
+
+// ContainerLimit returns the memory limit of the process's cgroup (a
+// container's, as Kubernetes and Docker Compose set it), read through
+// readFile, or 0 when there is none: no file, "max", or cgroup v1's
+// "unlimited" of 2^63 rounded down to a page.
+func ContainerLimit(readFile func(string) ([]byte, error)) int64 {
+	for _, name := range cgroupFiles {
+		b, err := readFile(name)
+		if err != nil {
+			continue
+		}
+		s := strings.TrimSpace(string(b))
+		if s == "max" {
+			return 0
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 || n >= 1<<62 {
+			return 0
+		}
+		return n
+	}
+	return 0
+}
+
+// WithinContainer returns limit, lowered to ContainerShare of the
+// container's memory limit when that is smaller; a limit of 0 (none) stays
+// 0, since switching a limit on is the setting's choice.
+func WithinContainer(limit, container int64) int64 {
+	if limit <= 0 || container <= 0 {
+		return limit
+	}
+	return min(limit, int64(float64(container)*ContainerShare))
+}

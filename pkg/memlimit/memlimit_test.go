@@ -2,6 +2,7 @@ package memlimit
 
 import (
 	"math"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -125,3 +126,41 @@ func TestApplyFollowsTheLiveHeap(t *testing.T) {
 	}
 	runtime.KeepAlive(live)
 }
+
+// TestContainerLimit: the soft limit stays under a container's memory
+// limit (a pod of 2 GiB must not get the 3.5 GiB default, or the kernel
+// kills it before the collector acts), and the files' "no limit" forms
+// leave the setting alone.
+func TestContainerLimit(t *testing.T) {
+	const setting = 3584 << 20
+	for _, tc := range []struct {
+		name      string
+		files     map[string]string
+		setting   int64
+		wantLimit int64 // WithinContainer(setting, ContainerLimit(...))
+	}{
+		{name: "no cgroup files", setting: setting, wantLimit: setting},
+		{name: "cgroup v2 unlimited", files: map[string]string{"/sys/fs/cgroup/memory.max": "max\n"}, setting: setting, wantLimit: setting},
+		{name: "cgroup v2 2 GiB", files: map[string]string{"/sys/fs/cgroup/memory.max": "2147483648\n"}, setting: setting, wantLimit: share(2 << 30)},
+		{name: "cgroup v2 larger than the setting", files: map[string]string{"/sys/fs/cgroup/memory.max": "17179869184\n"}, setting: setting, wantLimit: setting},
+		{name: "cgroup v1 2 GiB", files: map[string]string{"/sys/fs/cgroup/memory/memory.limit_in_bytes": "2147483648\n"}, setting: setting, wantLimit: share(2 << 30)},
+		{name: "cgroup v1 unlimited", files: map[string]string{"/sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n"}, setting: setting, wantLimit: setting},
+		{name: "garbage", files: map[string]string{"/sys/fs/cgroup/memory.max": "lots\n"}, setting: setting, wantLimit: setting},
+		{name: "setting off stays off", files: map[string]string{"/sys/fs/cgroup/memory.max": "2147483648\n"}, setting: 0, wantLimit: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			read := func(name string) ([]byte, error) {
+				if s, ok := tc.files[name]; ok {
+					return []byte(s), nil
+				}
+				return nil, os.ErrNotExist
+			}
+			if got := WithinContainer(tc.setting, ContainerLimit(read)); got != tc.wantLimit {
+				t.Errorf("limit %d, want %d", got, tc.wantLimit)
+			}
+		})
+	}
+}
+
+// share is ContainerShare of n bytes, as WithinContainer computes it.
+func share(n int64) int64 { return int64(float64(n) * ContainerShare) }

@@ -70,7 +70,7 @@ func (c *Config) Register(l *config.Loader) {
 	c.OpenSearch.Register(l)
 	l.String(&c.MemoryLimit, "memory-limit", "DOCREPO_MEMORY_LIMIT", DefaultMemoryLimit,
 		"soft limit of the process's Go memory (B, KiB, MiB, GiB; off for none): the runtime collects sooner near it instead of letting the heap grow to twice what is live, "+
-			"and never keeps it below 1.25x the live heap; GOMEMLIMIT wins when set")
+			"and never keeps it below 1.25x the live heap; in a container never above 90% of the container's memory limit; GOMEMLIMIT wins when set")
 }
 
 // DefaultMemoryLimit is the default of Config.MemoryLimit. The embedded
@@ -102,6 +102,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	// Before the index is opened: opening it allocates as much as it
 	// keeps.
+	// In a container, under its memory limit (memlimit.ContainerShare).
+	limit = memlimit.WithinContainer(limit, memlimit.ContainerLimit(os.ReadFile))
 	limit, limitFrom, stopLimit := memlimit.Apply(limit, os.Getenv)
 	defer stopLimit()
 	svc, err := bootstrap.Start(ctx, "search", cfg.Common, bootstrap.Options{Schema: Schema,
