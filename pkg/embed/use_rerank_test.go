@@ -46,11 +46,7 @@ func reranked(d2 []float64, texts []string, rr *Rerank) []int {
 // miss (both logged).
 func TestUSERerankFloor(t *testing.T) {
 	dir := useModelDir(t)
-	cfg := USEConfig{ModelDir: dir, ShortQueryWords: DefaultUSEShortQueryWords, ShortQueryWeight: DefaultUSEShortQueryWeight,
-		QueryWeight: DefaultUSEQueryWeight, QueryIDF: DefaultUSEQueryIDF, UnmatchedWeight: DefaultUSEUnmatchedWeight,
-		GloVeDir: os.Getenv("DOCREPO_USE_GLOVE_DIR"), GloVeWeight: DefaultUSEGloVeWeight,
-		QueryGloVeWeight: DefaultUSEQueryGloVeWeight, ShortQueryGloVeWeight: DefaultUSEShortQueryGloVeWeight,
-		RerankWeight: DefaultUSERerankWeight, RerankDepth: DefaultUSERerankDepth}
+	cfg := floorConfig(dir)
 	u, err := NewUSE(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -187,11 +183,7 @@ func floorCorpus(t *testing.T) (pq, hq, pd, docs []string, abstracts int) {
 // settings before them miss.
 func TestUSEShortQueryFloor(t *testing.T) {
 	dir := useModelDir(t)
-	cfg := USEConfig{ModelDir: dir, ShortQueryWords: DefaultUSEShortQueryWords, ShortQueryWeight: DefaultUSEShortQueryWeight,
-		QueryWeight: DefaultUSEQueryWeight, QueryIDF: DefaultUSEQueryIDF, UnmatchedWeight: DefaultUSEUnmatchedWeight,
-		GloVeDir: os.Getenv("DOCREPO_USE_GLOVE_DIR"), GloVeWeight: DefaultUSEGloVeWeight,
-		QueryGloVeWeight: DefaultUSEQueryGloVeWeight, ShortQueryGloVeWeight: DefaultUSEShortQueryGloVeWeight,
-		RerankWeight: DefaultUSERerankWeight, RerankDepth: DefaultUSERerankDepth}
+	cfg := floorConfig(dir)
 	u, err := NewUSE(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -253,4 +245,15 @@ func TestUSEShortQueryFloor(t *testing.T) {
 			t.Errorf("%s: first %d, top 10 %d with the defaults; want at least %d and %d", tc.name, n1, n10, tc.floor1, tc.floor10)
 		}
 	}
+}
+
+// floorConfig is the defaults of the floor tests (TestUSERerankFloor,
+// TestUSEShortQueryFloor): the production query side with the second
+// stage, GloVe from DOCREPO_USE_GLOVE_DIR.
+func floorConfig(dir string) USEConfig {
+	return USEConfig{ModelDir: dir, ShortQueryWords: DefaultUSEShortQueryWords, ShortQueryWeight: DefaultUSEShortQueryWeight,
+		QueryWeight: DefaultUSEQueryWeight, QueryIDF: DefaultUSEQueryIDF, UnmatchedWeight: DefaultUSEUnmatchedWeight,
+		GloVeDir: os.Getenv("DOCREPO_USE_GLOVE_DIR"), GloVeWeight: DefaultUSEGloVeWeight,
+		QueryGloVeWeight: DefaultUSEQueryGloVeWeight, ShortQueryGloVeWeight: DefaultUSEShortQueryGloVeWeight,
+		RerankWeight: DefaultUSERerankWeight, RerankDepth: DefaultUSERerankDepth}
 }
