@@ -66,8 +66,14 @@ type corpusQueryEmbedder interface {
 // embedQueries embeds search queries with emb, as queries where the
 // embedder makes the difference; for the content target, with the
 // statistics of the documents req's caller can see in eng when both the
-// embedder and the engine take part.
+// embedder and the engine take part; for the metadata target, as metadata
+// where the embedder embeds metadata apart (the use embedder's metadata
+// vectors hold only the lexical half, so a query weighted towards meaning
+// would have nothing left to compare with them).
 func embedQueries(ctx context.Context, emb textEmbedder, eng engine.Engine, queries []string, req *engine.Request) ([][]float32, error) {
+	if me, ok := emb.(embed.MetadataEmbedder); ok && req != nil && req.Plan.Vector != nil && req.Plan.Vector.Target == dsl.TargetMetadata {
+		return me.EmbedMetadata(ctx, queries)
+	}
 	if se, ok := emb.(statsQueryEmbedder); ok && req != nil && req.Plan.Vector != nil && req.Plan.Vector.Target == dsl.TargetContent {
 		if df, ok := eng.(engine.DocFreqs); ok {
 			stats := func(ctx context.Context, words []string) ([]int64, int64, error) {
