@@ -22,6 +22,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/docrepo/docrepo/pkg/spawn"
 )
 
 // Commands are the deployable commands of the repository, by name, with
@@ -211,7 +213,8 @@ type Process struct {
 // Start starts the child in its own process group, so that a Ctrl-C at the
 // terminal reaches only this process (which stops its children in order),
 // and with the kernel's parent-death signal set to SIGKILL, so that a child
-// never outlives a crashed parent holding its ports.
+// never outlives a crashed parent holding its ports. It may be called from
+// any goroutine, locked to its thread or not.
 func Start(spec Spec) (*Process, error) {
 	cmd := exec.Command(spec.Path, spec.Args...)
 	cmd.Env = append(os.Environ(), spec.Env...)
@@ -222,11 +225,10 @@ func Start(spec Spec) (*Process, error) {
 		return nil, err
 	}
 	cmd.Stderr = cmd.Stdout
-	start := cmd.Start
-	if spec.Nice > 0 {
-		start = func() error { return startNice(cmd, spec.Nice) }
-	}
-	if err := start(); err != nil {
+	// Forked on a thread that never exits (pkg/spawn): the parent-death
+	// signal follows the forking thread, and Go ends a thread whenever a
+	// goroutine locked to it returns.
+	if err := spawn.Start(cmd, spec.Nice); err != nil {
 		return nil, fmt.Errorf("launcher: start %s: %w", spec.Name, err)
 	}
 	p := &Process{spec: spec, cmd: cmd, done: make(chan struct{})}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/docrepo/docrepo/pkg/spawn"
 )
 
 // syncBuffer is a bytes.Buffer safe for the copier goroutine and the test.
@@ -185,9 +187,7 @@ func TestNiceLowersOnlyTheChildsPriority(t *testing.T) {
 					niced = append(niced, n)
 				}
 			}
-			spawnersMu.Lock()
-			threads := len(spawners)
-			spawnersMu.Unlock()
+			threads := spawn.Threads()
 			if len(niced) > threads {
 				t.Errorf("%d threads of this process run with another nice value (%v), want at most %d", len(niced), niced, threads)
 			}

@@ -130,7 +130,9 @@ func sampleGray(img *image.Gray, x, y float64) uint8 {
 // processes' priority: the work is done in the service's process (a
 // search process in embedded mode), and must yield to searches as
 // tesseract does. The thread is never unlocked, so it exits with the
-// goroutine and its priority with it.
+// goroutine and its priority with it; the OCR programs, whose parent-death
+// signal follows the thread that forked them, are forked by pkg/spawn on
+// threads that never exit, so no thread that ends here has children.
 func deskewNiced(path string, nice int) (float64, error) {
 	type result struct {
 		deg float64

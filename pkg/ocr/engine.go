@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/docrepo/docrepo/pkg/extract"
+	"github.com/docrepo/docrepo/pkg/spawn"
 	"github.com/docrepo/docrepo/pkg/tempfiles"
 )
 
@@ -493,17 +494,15 @@ func (e *Engine) run(ctx context.Context, bin, step string, args ...string) (str
 	cmd.Env = append(os.Environ(), "OMP_THREAD_LIMIT=1", "LC_ALL=C")
 	cmd.WaitDelay = 5 * time.Second
 	cmd.SysProcAttr = dieWithParent()
-	// The parent-death signal follows the thread that started the
-	// program, not the process: the goroutine keeps its thread until the
-	// program is gone, so that no thread ending elsewhere (deskew's do)
-	// kills a program still reading.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	var stdout limitedBuffer
 	stdout.max = maxPageText
 	var stderr tailBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
+	// The parent-death signal follows the thread that started the
+	// program, not the process: pkg/spawn forks it on a thread that never
+	// exits, so no thread ending (deskew's do, on purpose) kills a
+	// program still reading.
+	if err := spawn.Start(cmd, 0); err != nil {
 		return "", &toolError{step, err}
 	}
 	lowerPriority(cmd.Process.Pid, e.cfg.Nice)

@@ -17,7 +17,8 @@ func lowerPriority(pid, nice int) {
 }
 
 // dieWithParent makes a program started with it receive SIGKILL when the
-// thread that started it ends (the process dying ends them all).
+// thread that started it ends (the process dying ends them all): start it
+// with pkg/spawn, whose threads end only with the process.
 func dieWithParent() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/docrepo/docrepo/pkg/spawn"
 )
 
 const (
@@ -252,7 +254,7 @@ func startOnce(bin, dir string) (*Server, error) {
 	cmd.Stdout = srv.log
 	cmd.Stderr = srv.log
 	cmd.SysProcAttr = sysProcAttr() // dies with the test binary where supported
-	if err := cmd.Start(); err != nil {
+	if err := spawn.Start(cmd, 0); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
 	srv.cmd = cmd
