@@ -141,12 +141,7 @@ func TestColumnFiltersAgree(t *testing.T) {
 		t.Helper()
 		req := c
 		req.Query = queryOf(t, body)
-		restore := setColumnFilters(false)
-		want, werr := e.Search(ctx, req)
-		restore()
-		restore = setColumnFilters(true)
-		got, gerr := e.Search(ctx, req)
-		restore()
+		want, got, werr, gerr := searchOldNew(ctx, e, req, setColumnFilters)
 		if werr != nil || gerr != nil {
 			t.Fatalf("%s %s: %v, %v", phase, body, werr, gerr)
 		}

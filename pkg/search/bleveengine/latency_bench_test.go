@@ -1,16 +1,10 @@
 package bleveengine
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"reflect"
 	"runtime"
-	"slices"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/docrepo/docrepo/pkg/search/ann"
 	"github.com/docrepo/docrepo/pkg/search/engine"
@@ -42,19 +36,7 @@ import (
 func BenchmarkLatency(b *testing.B) {
 	e := openScaleIndex(b)
 	gen := newScaleGen(b, benchBlend())
-	only := map[string]bool{}
-	for _, m := range strings.Split(os.Getenv("DOCREPO_BENCH_MODES"), ",") {
-		if m != "" {
-			only[m] = true
-		}
-	}
-	paths := []bool{false, true}
-	switch os.Getenv("DOCREPO_BENCH_PATH") {
-	case "old":
-		paths = []bool{false}
-	case "new":
-		paths = []bool{true}
-	}
+	only, paths := onlyModes(), benchPaths()
 	// The codes in the old width, made once.
 	newCodes := map[*vecSet]*ann.Codes{}
 	oldCodes := map[*vecSet]*ann.Codes{}
@@ -103,7 +85,6 @@ func BenchmarkLatency(b *testing.B) {
 			return fmt.Sprintf(`{"where": {"and": [{"fts": {"query": %q}}, %s]}}`, word(), vec)
 		}, setCodes},
 	}
-	ctx := context.Background()
 	for _, m := range modes {
 		if len(only) > 0 && !only[m.name] {
 			continue
@@ -115,57 +96,9 @@ func BenchmarkLatency(b *testing.B) {
 				reqs[i].QueryVector = gen.queryVector(r, word()+" "+word()+" "+word())
 			}
 		}
-		var each [2][]time.Duration
-		var hits int64
-		results := make([][2]engine.Result, len(reqs))
-		for round := -1; round < 4; round++ {
-			order := slices.Clone(paths)
-			if round%2 != 0 {
-				slices.Reverse(order)
-			}
-			for _, fast := range order {
-				restore := m.toggle(fast)
-				p := 0
-				if fast {
-					p = 1
-				}
-				runtime.GC()
-				for i, req := range reqs {
-					c0 := cpuTime()
-					res, err := e.Search(ctx, req)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if round >= 0 {
-						each[p] = append(each[p], cpuTime()-c0)
-					}
-					results[i][p] = res
-				}
-				restore()
-			}
-			if len(paths) == 2 {
-				for i := range reqs {
-					if !reflect.DeepEqual(results[i][0], results[i][1]) {
-						b.Fatalf("%s: request %d: the paths differ:\nold %+v\nnew %+v", m.name, i, results[i][0], results[i][1])
-					}
-				}
-			}
-		}
-		for i := range reqs {
-			hits += results[i][len(paths)-1].Total
-		}
-		mean := func(ds []time.Duration) float64 {
-			if len(ds) == 0 {
-				return 0
-			}
-			var s time.Duration
-			for _, d := range ds {
-				s += d
-			}
-			return ms1(s) / float64(len(ds))
-		}
+		c := timePaths(b, e, m.name, reqs, paths, 4, m.toggle)
 		scaleLog(b, "%-18s CPU ms per search: old mean %6.2f %s | new mean %6.2f %s | %.2fx; %d searches each, %.0f hits/search; load average %s",
-			m.name, mean(each[0]), percentiles(each[0]), mean(each[1]), percentiles(each[1]), mean(each[0])/mean(each[1]),
-			len(each[1]), float64(hits)/float64(len(reqs)), loadAvg())
+			m.name, c.meanMs(0), percentiles(c.each[0]), c.meanMs(1), percentiles(c.each[1]), c.meanMs(0)/c.meanMs(1),
+			len(c.each[1]), float64(c.hits)/float64(len(reqs)), loadAvg())
 	}
 }

@@ -3,15 +3,11 @@ package bleveengine
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"reflect"
-	"runtime"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
@@ -135,12 +131,7 @@ func TestFastPathsAgree(t *testing.T) {
 				req := c.req
 				req.Query = queryOf(t, body)
 				req.QueryVector = []float32{0.3, 0.6, 0.2}
-				restore := setFastPaths(false)
-				want, werr := e.Search(ctx, req)
-				restore()
-				restore = setFastPaths(true)
-				got, gerr := e.Search(ctx, req)
-				restore()
+				want, got, werr, gerr := searchOldNew(ctx, e, req, setFastPaths)
 				if (werr != nil) != (gerr != nil) {
 					t.Fatalf("%s, %s %s: errors differ: %v, %v", phase, c.name, body, werr, gerr)
 				}
@@ -204,20 +195,7 @@ func TestFastPathsAgree(t *testing.T) {
 func BenchmarkTextCost(b *testing.B) {
 	e := openScaleIndex(b)
 	gen := newScaleGen(b, false)
-	only := map[string]bool{}
-	for _, m := range strings.Split(os.Getenv("DOCREPO_BENCH_MODES"), ",") {
-		if m != "" {
-			only[m] = true
-		}
-	}
-	rounds := 4
-	paths := []bool{false, true}
-	switch os.Getenv("DOCREPO_BENCH_PATH") {
-	case "old":
-		paths = []bool{false}
-	case "new":
-		paths = []bool{true}
-	}
+	only, paths := onlyModes(), benchPaths()
 	toggle := setFastPaths
 	switch os.Getenv("DOCREPO_BENCH_COMPARE") {
 	case "pairs":
@@ -225,7 +203,6 @@ func BenchmarkTextCost(b *testing.B) {
 	case "columns":
 		toggle = setColumnFilters
 	}
-	ctx := context.Background()
 	for _, who := range scaleFilters[:2] {
 		name := map[string]string{"none": "unrestricted", "10%": "user10%"}[who.name]
 		if w := os.Getenv("DOCREPO_BENCH_WHO"); w != "" && w != name {
@@ -240,62 +217,9 @@ func BenchmarkTextCost(b *testing.B) {
 			for i := range reqs {
 				reqs[i] = engine.Request{Query: queryOf(b, m.gen()), Unrestricted: who.groups == nil, GroupIDs: who.groups}
 			}
-			var cpu [2]time.Duration
-			var each [2][]time.Duration
-			var runs [2]int
-			var hits int64
-			results := make([][2]engine.Result, len(reqs))
-			// Round -1 warms up (page cache, slot cache) for both paths
-			// and is not counted.
-			for round := -1; round < rounds; round++ {
-				order := slices.Clone(paths)
-				if round%2 != 0 {
-					slices.Reverse(order)
-				}
-				for _, fast := range order {
-					restore := toggle(fast)
-					p := 0
-					if fast {
-						p = 1
-					}
-					runtime.GC()
-					c0 := cpuTime()
-					for i, req := range reqs {
-						s0 := cpuTime()
-						res, err := e.Search(ctx, req)
-						if err != nil {
-							b.Fatal(err)
-						}
-						if round >= 0 {
-							each[p] = append(each[p], cpuTime()-s0)
-						}
-						results[i][p] = res
-					}
-					if round >= 0 {
-						cpu[p] += cpuTime() - c0
-						runs[p] += len(reqs)
-					}
-					restore()
-				}
-				if len(paths) == 2 {
-					for i := range reqs {
-						if !reflect.DeepEqual(results[i][0], results[i][1]) {
-							b.Fatalf("%s %s: request %d: the paths differ:\nold %+v\nnew %+v", name, m.name, i, results[i][0], results[i][1])
-						}
-					}
-				}
-			}
-			for i := range reqs {
-				hits += results[i][len(paths)-1].Total
-			}
-			per := func(p int) float64 {
-				if runs[p] == 0 {
-					return math.NaN()
-				}
-				return float64(cpu[p].Microseconds()) / 1000 / float64(runs[p])
-			}
+			c := timePaths(b, e, name+" "+m.name, reqs, paths, 4, toggle)
 			scaleLog(b, "%-12s %-8s CPU per search: old %6.2f ms, new %6.2f ms (%.2fx); old %s, new %s ms; %d searches each, %.0f hits/search; load average %s",
-				name, m.name, per(0), per(1), per(0)/per(1), percentiles(each[0]), percentiles(each[1]), runs[1], float64(hits)/float64(len(reqs)), loadAvg())
+				name, m.name, c.meanMs(0), c.meanMs(1), c.meanMs(0)/c.meanMs(1), percentiles(c.each[0]), percentiles(c.each[1]), len(c.each[1]), float64(c.hits)/float64(len(reqs)), loadAvg())
 		}
 	}
 }
