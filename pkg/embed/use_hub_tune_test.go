@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/docrepo/docrepo/pkg/embed/glove"
 	"github.com/docrepo/docrepo/pkg/search/scifact"
 )
 
@@ -182,17 +183,10 @@ func TestUSEHubTune(t *testing.T) {
 		out := make([][]float32, len(vs))
 		for i, v := range vs {
 			c := make([]float32, len(v))
-			var n float64
 			for d := range v {
 				c[d] = v[d] - m[d]
-				n += float64(c[d]) * float64(c[d])
 			}
-			if n > 0 {
-				s := float32(1 / math.Sqrt(n))
-				for d := range c {
-					c[d] *= s
-				}
-			}
+			glove.Normalize(c)
 			out[i] = c
 		}
 		return out

@@ -728,20 +728,7 @@ func TestUSEMeanShiftProductionPath(t *testing.T) {
 			t.Fatal(err)
 		}
 		meanOf := func(docs [][]Passage) MeanVector {
-			m := make([]float64, u.Dimensions())
-			n := 0
-			for _, ps := range docs {
-				for _, p := range ps {
-					for d, x := range p.Vector {
-						m[d] += float64(x)
-					}
-					n++
-				}
-			}
-			out := make([]float32, len(m))
-			for d := range m {
-				out[d] = float32(m[d] / float64(n))
-			}
+			out := meanPassageVector(u.Dimensions(), docs)
 			return func(context.Context) ([]float32, error) { return out, nil }
 		}
 		cv, err := u.EmbedQueriesWithCorpus(ctx, claims, dfStats(stemDF(sf.docs), len(sf.docs)), meanOf(abstracts))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docrepo/docrepo/pkg/embed/glove"
 	"github.com/docrepo/docrepo/pkg/search/scifact"
 )
 
@@ -94,10 +95,14 @@ func newParaCorpus(t testing.TB, u *USE, texts []string, docs [][]Passage, stats
 	return c
 }
 
-func (c *paraCorpus) meanVector(u *USE) []float32 {
-	m := make([]float64, u.id.Dimensions)
+func (c *paraCorpus) meanVector(u *USE) []float32 { return meanPassageVector(u.id.Dimensions, c.docs) }
+
+// meanPassageVector is the mean of the vectors (dim dimensions) of every
+// passage of docs.
+func meanPassageVector(dim int, docs [][]Passage) []float32 {
+	m := make([]float64, dim)
 	n := 0
-	for _, ps := range c.docs {
+	for _, ps := range docs {
 		for _, p := range ps {
 			for i, x := range p.Vector {
 				m[i] += float64(x)
@@ -129,16 +134,7 @@ func newParaQueries(t testing.TB, u *USE, c *paraCorpus, qs []string, want []int
 		var unit [3][]float32
 		for k, r := range pr {
 			part := slices.Clone(v[r[0]:r[1]])
-			var n float64
-			for _, x := range part {
-				n += float64(x) * float64(x)
-			}
-			if n > 0 {
-				s := float32(1 / math.Sqrt(n))
-				for i := range part {
-					part[i] *= s
-				}
-			}
+			glove.Normalize(part)
 			unit[k] = part
 		}
 		var best float32

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docrepo/docrepo/pkg/embed/glove"
 	"github.com/docrepo/docrepo/pkg/search/scifact"
 )
 
@@ -138,16 +139,7 @@ func embedParts(t testing.TB, u *USE, texts []string, whole bool, cache string) 
 			t.Fatal(err)
 		}
 		for _, v := range vs {
-			var n float64
-			for _, x := range v {
-				n += float64(x) * float64(x)
-			}
-			if n > 0 {
-				s := float32(1 / math.Sqrt(n))
-				for d := range v {
-					v[d] *= s
-				}
-			}
+			glove.Normalize(v)
 		}
 		p.sem = append(p.sem, vs...)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docrepo/docrepo/pkg/embed/glove"
 	"github.com/docrepo/docrepo/pkg/search/scifact"
 )
 
@@ -269,16 +270,7 @@ func (h halvesEncoder) Embed(ctx context.Context, ids [][]int32) ([][]float32, e
 		}
 	}
 	for i := range out {
-		var n float64
-		for _, x := range out[i] {
-			n += float64(x) * float64(x)
-		}
-		if n > 0 {
-			s := float32(1 / math.Sqrt(n))
-			for d := range out[i] {
-				out[i][d] *= s
-			}
-		}
+		glove.Normalize(out[i])
 	}
 	return out, nil
 }
