@@ -30,8 +30,10 @@ var codeLanes = 1024
 // (issue 23: ~1.5 µs per 64 vectors, the whole of a vector search's CPU at
 // 1 M documents); a column of 1,024 vectors is 16 lines read in order.
 // Vectors are numbered from 0 in the order they are appended; deletions
-// are the caller's (Scan's accept). The codes live in memory only (built
-// from the full-precision vectors at open), so the width is no format.
+// are the caller's (Scan's accept). The codes live in memory; full blocks
+// can be persisted and loaded as records (codesfile.go), which hold the
+// width: a record of another width is refused (and the codes quantised
+// again), so the width is a format of those records.
 //
 // Concurrency: Scans run concurrently with each other and with one
 // Append at a time.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -124,6 +125,10 @@ type Engine struct {
 	// bleve index at the next start).
 	vecErr error
 	closed bool
+	// opened is where Open's time went (tests and benchmarks).
+	opened openTimes
+	// bg counts the goroutines Open started (checkpointCodes).
+	bg sync.WaitGroup
 }
 
 var (
@@ -258,6 +263,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 
 // load opens the index in e.dir and reads the table and the vector index.
 func (e *Engine) load() error {
+	t0 := time.Now()
 	idx, features, err := e.openIndex()
 	if err != nil {
 		return err
@@ -268,19 +274,25 @@ func (e *Engine) load() error {
 		return fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
 	}
 	e.idx, e.features, e.embedder = idx, features, emb
+	t1 := time.Now()
 	e.vecs, err = e.openVectors()
 	if err != nil {
 		_ = idx.Close()
 		return err
 	}
+	t2 := time.Now()
 	e.tab, e.slots = newTable(), newSlotCache()
 	err = loadRecords(idx, e.vecs.holds, e.putLoaded)
 	// What open added to the vector index is logged like any write.
 	e.vecs.log.flush()
 	if err == nil {
-		// Vectors of documents deleted after the last checkpoint (a
-		// crash between a delete and its erasure included) were erased
-		// as their tombstones were read.
+		// Codes read from a file of vectors no document owns are made
+		// those of the vector files again (erased since, see
+		// codesfile.go); then the vectors of documents deleted after the
+		// last checkpoint (a crash between a delete and its erasure
+		// included), erased as their tombstones were read, and the codes
+		// changed are synced.
+		e.vecs.refreshUnowned()
 		if err = e.vecs.syncErased(); err != nil {
 			err = fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
 		}
@@ -290,7 +302,49 @@ func (e *Engine) load() error {
 		_ = idx.Close()
 		return err
 	}
+	t3 := time.Now()
+	e.opened = openTimes{index: t1.Sub(t0), vectors: t2.Sub(t1), records: t3.Sub(t2),
+		codesLoaded: e.vecs.codesLoaded, codesBuilt: e.vecs.codesBuilt, codes: e.vecs.codesTime}
+	if e.dir != "" {
+		slog.Info("bleveengine: opened", "dir", e.dir, "documents", e.tab.live, "took", t3.Sub(t0).Round(time.Millisecond),
+			"index", e.opened.index.Round(time.Millisecond), "vectors", e.opened.vectors.Round(time.Millisecond),
+			"codes", e.opened.codes.Round(time.Millisecond), "records", e.opened.records.Round(time.Millisecond),
+			"codes_loaded", e.opened.codesLoaded, "codes_quantised", e.opened.codesBuilt)
+	}
+	if e.vecs.codesBehind() >= codesCheckpointAt {
+		// Many codes were quantised (an index from before codes files,
+		// or whose file was stale): a checkpoint writes them now, not at
+		// Close or after the next checkpointEvery vectors, so that the
+		// next start, even after a kill, reads them.
+		e.bg.Add(1)
+		go e.checkpointCodes()
+	}
 	return nil
+}
+
+// openTimes is where an Open's time went: opening the bleve index,
+// the vector index (checkpoint, log and codes; codes is the codes' share),
+// and reading the records.
+type openTimes struct {
+	index, vectors, codes, records time.Duration
+	codesLoaded, codesBuilt        int
+}
+
+// checkpointCodes writes a checkpoint (with the codes) unless the engine
+// was closed or written to meanwhile (a write's checkpoint writes them).
+func (e *Engine) checkpointCodes() {
+	defer e.bg.Done()
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	e.mu.RLock()
+	closed := e.closed
+	e.mu.RUnlock()
+	if closed {
+		return
+	}
+	if err := e.checkpoint(); err != nil {
+		slog.Warn("bleveengine: the checkpoint after open failed; the next start quantises the codes again", "dir", e.dir, "error", err)
+	}
 }
 
 // putLoaded puts a record read from the index into the table and matches

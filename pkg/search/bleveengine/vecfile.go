@@ -10,9 +10,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/docrepo/docrepo/pkg/search/ann"
 )
@@ -27,15 +27,18 @@ import (
 //   - STATE: the last checkpoint: its seq, each set's vector count and
 //     whether it has a graph, and every document's vectors (id, and per
 //     target dimension, first vector, count and stamp), with a CRC-32;
-//   - log.<seq>: the changes after checkpoint seq (vlog.go).
+//   - log.<seq>: the changes after checkpoint seq (vlog.go);
+//   - c-<dim>.codes, m-<dim>.codes: each set's int8 codes, block by
+//     block, vouched for by the checkpoint (codesfile.go).
 //
 // A checkpoint syncs the vector files, writes the graphs under the next
-// seq, then STATE aside and renames it over the old one, then starts the
-// log of the new seq: a crash at any point leaves the previous
-// checkpoint and its log whole. It is taken every checkpointEvery
-// appended vectors (which bounds the log a start replays) and at Close;
-// the int8 codes are not stored but quantised again from the vector
-// files at open.
+// seq, appends the codes' new blocks and writes their header, then STATE
+// aside and renames it over the old one, then starts the log of the new
+// seq: a crash at any point leaves the previous checkpoint and its log
+// whole (codes the header vouches for with another STATE are quantised
+// again). It is taken every checkpointEvery appended vectors (which
+// bounds the log a start replays), at Close, and once after an Open that
+// had to quantise many codes.
 //
 // At open the checkpoint is read and its log replayed (vlog.go); then
 // the bleve index is the truth: each document read from it whose vectors
@@ -111,10 +114,16 @@ func (vx *vecIndex) recover() error {
 		if s.graph != nil && s.graph.Len() != int(s.full.n.Load()) {
 			return fmt.Errorf("%w: a graph of %d nodes for %d vectors", errCorrupt, s.graph.Len(), s.full.n.Load())
 		}
-		// Both cores quantise; then the file's pages, read once, leave
-		// the process's resident memory (they stay in the page cache):
-		// searches map back only the vectors they re-rank.
-		s.codes.AppendFrom(int(s.full.n.Load()), s.full.vector, runtime.GOMAXPROCS(0))
+		// The codes of the checkpoint's blocks are read from their
+		// file, the others quantised by both cores; then the vector
+		// file's pages read leave the process's resident memory (they
+		// stay in the page cache): searches map back only the vectors
+		// they re-rank.
+		t := time.Now()
+		loaded, built := vx.openCodes(s)
+		vx.codesLoaded += loaded
+		vx.codesBuilt += built
+		vx.codesTime += time.Since(t)
 	}
 	vx.checkLogged()
 	for _, s := range vx.sets {
@@ -154,6 +163,7 @@ func (vx *vecIndex) readState() error {
 	if crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)) != sum {
 		return fmt.Errorf("%s: %w: checksum", stateFile, errCorrupt)
 	}
+	vx.stateRead, vx.stateSum = true, sum
 	d := decoder{b: body[len(stateMagic):]}
 	vx.seq = d.uvarint()
 	nsets := d.uvarint()
@@ -169,7 +179,7 @@ func (vx *vecIndex) readState() error {
 			return fmt.Errorf("%s: %w", stateFile, errCorrupt)
 		}
 		k := setKey{metadata: metadata, dim: dim}
-		s := &vecSet{key: k, codes: ann.NewCodes(dim)}
+		s := &vecSet{key: k, codes: ann.NewCodes(dim), stateN: n}
 		full, err := openFileStore(vx.storePath(k), dim, n)
 		if err != nil {
 			return err
@@ -253,9 +263,10 @@ func (e *Engine) checkpoint() error {
 }
 
 func (vx *vecIndex) checkpoint() error {
-	if vx.dir == "" || vx.appended == 0 && vx.seq > 0 {
-		// Nothing new: the last checkpoint holds every vector. (Deletes
-		// and rebinds need none: owners follow the bleve index at open.)
+	if vx.dir == "" || vx.appended == 0 && vx.seq > 0 && vx.codesBehind() == 0 {
+		// Nothing new: the last checkpoint holds every vector and the
+		// codes files every full block. (Deletes and rebinds need none:
+		// owners follow the bleve index at open.)
 		return nil
 	}
 	seq := vx.seq + 1
@@ -273,24 +284,40 @@ func (vx *vecIndex) checkpoint() error {
 				return err
 			}
 		}
+		if err := vx.appendCodes(s); err != nil {
+			// The codes stay in memory; the next start quantises them.
+			vx.dropCodesFile(s, err)
+		}
+	}
+	b := append([]byte(nil), stateMagic...)
+	b = binary.AppendUvarint(b, seq)
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		s := vx.sets[k]
+		b = binary.AppendUvarint(b, b2u(k.metadata))
+		b = binary.AppendUvarint(b, uint64(k.dim))
+		b = binary.AppendUvarint(b, uint64(s.full.n.Load()))
+		b = binary.AppendUvarint(b, b2u(s.graph != nil))
+	}
+	b = binary.AppendUvarint(b, uint64(len(vx.docs)))
+	for id, dv := range vx.docs {
+		b = binary.AppendVarint(b, id)
+		b = appendDocVecs(b, dv)
+	}
+	sum := crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))
+	b = binary.LittleEndian.AppendUint32(b, sum)
+	// The codes files name the new STATE before it exists: a crash
+	// before its rename leaves the old STATE, which they no longer
+	// name (their codes are quantised again, never taken for another
+	// checkpoint's).
+	for _, k := range keys {
+		if s := vx.sets[k]; s.cf != nil {
+			if err := vx.vouchCodes(s, seq, sum); err != nil {
+				vx.dropCodesFile(s, err)
+			}
+		}
 	}
 	err := writeFileAtomic(filepath.Join(vx.dir, stateFile), func(w io.Writer) error {
-		b := append([]byte(nil), stateMagic...)
-		b = binary.AppendUvarint(b, seq)
-		b = binary.AppendUvarint(b, uint64(len(keys)))
-		for _, k := range keys {
-			s := vx.sets[k]
-			b = binary.AppendUvarint(b, b2u(k.metadata))
-			b = binary.AppendUvarint(b, uint64(k.dim))
-			b = binary.AppendUvarint(b, uint64(s.full.n.Load()))
-			b = binary.AppendUvarint(b, b2u(s.graph != nil))
-		}
-		b = binary.AppendUvarint(b, uint64(len(vx.docs)))
-		for id, dv := range vx.docs {
-			b = binary.AppendVarint(b, id)
-			b = appendDocVecs(b, dv)
-		}
-		b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
 		_, err := w.Write(b)
 		return err
 	})
@@ -309,6 +336,7 @@ func (vx *vecIndex) checkpoint() error {
 	_ = vx.log.close()
 	_ = os.Remove(vx.logPath(vx.seq))
 	vx.seq, vx.appended = seq, 0
+	vx.stateRead, vx.stateSum = true, sum
 	if vx.log, err = openLog(vx.logPath(seq), 0); err != nil {
 		vx.log = nil
 		slog.Warn("bleveengine: no vector log until the next start", "error", err)
@@ -377,6 +405,7 @@ func (vx *vecIndex) close() {
 		if s.full != nil {
 			_ = s.full.close()
 		}
+		s.cf.close()
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"strconv"
+	"time"
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
@@ -20,7 +21,8 @@ import (
 //   - the full-precision vectors (fullStore: a memory-mapped file, or
 //     memory for an in-memory engine), for re-ranking and the graph;
 //   - int8 codes with a scale per vector, laid out by dimension in blocks
-//     of 64 (ann.Codes), in memory: the exact scan;
+//     of 1,024 (ann.Codes), in memory: the exact scan; the full blocks
+//     are kept in a file too (codesfile.go), so that a start loads them;
 //   - an HNSW graph (ann.Graph) over the full-precision vectors, unless
 //     Options.VectorGraph says otherwise;
 //   - owner: the table slot of each vector (-1: replaced or deleted).
@@ -42,10 +44,14 @@ type vecSet struct {
 	key   setKey
 	full  *fullStore
 	codes *ann.Codes
-	graph *ann.Graph // nil: no graph (exact scans only)
-	owner []int32    // by vector: table slot, -1 when not live; guarded by Engine.mu
-	live  int        // vectors with an owner
-	mean  meanCache  // MeanContentVector's (mean.go)
+	cf    *codesFile // the codes' file (nil: in memory only)
+	// stateN is the set's vector count in the checkpoint read at open
+	// (0 for a set created since).
+	stateN int64
+	graph  *ann.Graph // nil: no graph (exact scans only)
+	owner  []int32    // by vector: table slot, -1 when not live; guarded by Engine.mu
+	live   int        // vectors with an owner
+	mean   meanCache  // MeanContentVector's (mean.go)
 	// rebuilt: the checkpoint's graph was missing or damaged and built
 	// again at open, so the log's graph records (links in the lost
 	// graph) are not replayed: its vectors are added instead.
@@ -85,6 +91,16 @@ type vecIndex struct {
 	// numbers the checkpoints (vecfile.go).
 	appended int
 	seq      uint64
+	// stateRead: a checkpoint was read at open (or written since), and
+	// stateSum is its STATE's checksum (the codes files name it).
+	stateRead bool
+	stateSum  uint32
+	// codesLoaded and codesBuilt count the vectors whose codes open read
+	// from the codes files and quantised from the vector files.
+	codesLoaded, codesBuilt int
+	// persistCodes is persistCodes when the index was opened.
+	persistCodes bool
+	codesTime    time.Duration
 	// log records the changes after checkpoint seq (vlog.go; nil in
 	// memory). At open, replayed counts the vectors replayed from it,
 	// fromLog the documents it bound (checked, then nil), dropped those
@@ -122,7 +138,7 @@ const (
 )
 
 func newVecIndex(dir string, mode GraphMode) *vecIndex {
-	return &vecIndex{sets: map[setKey]*vecSet{}, docs: map[int64]*docVecs{}, graph: mode, dir: dir}
+	return &vecIndex{sets: map[setKey]*vecSet{}, docs: map[int64]*docVecs{}, graph: mode, dir: dir, persistCodes: persistCodes}
 }
 
 // stampOf hashes vectors' values: their bytes in memory, which are their
@@ -220,6 +236,7 @@ func (e *Engine) vecSet(key setKey) *vecSet {
 	if e.wantGraph() {
 		s.graph = ann.New(key.dim, s.full.vector, ann.Config{Seed: uint64(key.dim)})
 	}
+	vx.newCodesFile(s)
 	vx.sets[key] = s
 	if s.full.f != nil {
 		vx.logSet(key, s.graph != nil)
@@ -333,8 +350,12 @@ func (vx *vecIndex) erase(key setKey, r vecRef) {
 	if err := s.full.clear(r.first, r.n); err != nil && vx.eraseErr == nil {
 		vx.eraseErr = err
 	}
+	L := int32(s.codes.Lanes())
 	for i := r.first; i < r.first+r.n; i++ {
 		s.codes.Clear(i)
+		if s.cf != nil && int(i/L) < s.cf.blocks {
+			s.cf.dirty[int(i/L)] = true
+		}
 	}
 	if vx.erased == nil {
 		vx.erased = map[setKey]bool{}
@@ -352,6 +373,13 @@ func (vx *vecIndex) syncErased() error {
 			if serr := s.full.sync(); serr != nil && err == nil {
 				err = fmt.Errorf("erase vectors: %w", serr)
 			}
+		}
+	}
+	// The erased vectors' codes in the codes files (and blocks open
+	// found damaged or refreshed).
+	for _, s := range vx.sets {
+		if cerr := vx.writeDirtyCodes(s); cerr != nil {
+			vx.dropCodesFile(s, cerr)
 		}
 	}
 	vx.erased, vx.eraseErr = nil, nil

@@ -1,0 +1,143 @@
+package ann
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"unsafe"
+)
+
+// A block's record, as a store is persisted and loaded block by block
+// (the caller keeps the records in a file and says which are current):
+// the block's codes as laid out in memory (dim·lanes bytes), then the
+// lanes' scales and squared norms (float32, little-endian), then a CRC-32
+// (Castagnoli) of everything before it. Only full blocks have records: a
+// block's codes change after it is full only by Clear (and Refresh), and
+// its record is then written again.
+
+// BlockRecordSize returns the length of a block's record for vectors of
+// dim values in blocks of lanes vectors.
+func BlockRecordSize(dim, lanes int) int { return dim*lanes + 8*lanes + 4 }
+
+// Lanes returns the number of vectors of a block.
+func (c *Codes) Lanes() int { return c.lanes }
+
+// Dim returns the vectors' dimension.
+func (c *Codes) Dim() int { return c.dim }
+
+// FullBlocks returns the number of blocks that hold lanes vectors.
+func (c *Codes) FullBlocks() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.scale) / c.lanes
+}
+
+// AppendBlockRecord appends the record of full block bi to dst.
+func (c *Codes) AppendBlockRecord(dst []byte, bi int) []byte {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	L := c.lanes
+	if bi < 0 || (bi+1)*L > len(c.scale) {
+		panic(fmt.Sprintf("ann: block %d of %d vectors is not full", bi, len(c.scale)))
+	}
+	start := len(dst)
+	b := c.blocks[bi]
+	dst = append(dst, unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), len(b))...)
+	for _, v := range c.scale[bi*L : (bi+1)*L] {
+		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
+	}
+	for _, v := range c.sqn[bi*L : (bi+1)*L] {
+		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
+	}
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+}
+
+// CheckBlockRecord reports whether rec is a whole, intact block record
+// for the store's dimension and width.
+func (c *Codes) CheckBlockRecord(rec []byte) bool {
+	if len(rec) != BlockRecordSize(c.dim, c.lanes) {
+		return false
+	}
+	n := len(rec) - 4
+	return crc32.Checksum(rec[:n], castagnoli) == binary.LittleEndian.Uint32(rec[n:])
+}
+
+// AppendBlock appends a block read from its record (which it checks) to
+// a store holding whole blocks: the store then holds what appending the
+// block's vectors would have made. The store keeps rec's memory as the
+// block's codes.
+func (c *Codes) AppendBlock(rec []byte) error {
+	if !c.CheckBlockRecord(rec) {
+		return fmt.Errorf("%w: block record", ErrCorrupt)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	L := c.lanes
+	if len(c.scale)%L != 0 {
+		return fmt.Errorf("ann: a block appended after %d vectors, not whole blocks", len(c.scale))
+	}
+	b := unsafe.Slice((*int8)(unsafe.Pointer(&rec[0])), c.dim*L)
+	off := len(b)
+	for l := range L {
+		c.scale = append(c.scale, math.Float32frombits(binary.LittleEndian.Uint32(rec[off+4*l:])))
+	}
+	off += 4 * L
+	for l := range L {
+		c.sqn = append(c.sqn, math.Float32frombits(binary.LittleEndian.Uint32(rec[off+4*l:])))
+	}
+	c.blocks = append(c.blocks, b)
+	return nil
+}
+
+// Refresh makes vector id's code that of v (quantised as Append does)
+// and reports whether it was another: a store loaded from records is
+// brought back to its vectors where they may have changed since (erased).
+func (c *Codes) Refresh(id int32, v []float32) bool {
+	code, scale, sqn := quantize(make([]int8, 0, c.dim), v)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if id < 0 || int(id) >= len(c.scale) {
+		return false
+	}
+	b, lane := c.blocks[int(id)/c.lanes], int(id)%c.lanes
+	same := math.Float32bits(c.scale[id]) == math.Float32bits(scale) && math.Float32bits(c.sqn[id]) == math.Float32bits(sqn)
+	for i, x := range code {
+		if b[i*c.lanes+lane] != x {
+			same = false
+			b[i*c.lanes+lane] = x
+		}
+	}
+	c.scale[id], c.sqn[id] = scale, sqn
+	return !same
+}
+
+// Equal reports whether two stores hold the same codes, scales and norms
+// bit for bit, in the same layout (tests).
+func (c *Codes) Equal(o *Codes) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	if c.dim != o.dim || c.lanes != o.lanes || len(c.scale) != len(o.scale) || len(c.blocks) != len(o.blocks) {
+		return false
+	}
+	for i := range c.scale {
+		if math.Float32bits(c.scale[i]) != math.Float32bits(o.scale[i]) || math.Float32bits(c.sqn[i]) != math.Float32bits(o.sqn[i]) {
+			return false
+		}
+	}
+	n := len(c.scale)
+	for bi := range c.blocks {
+		// Lanes past the last vector are zero in both unless written
+		// by another path; compare the used ones.
+		for d := range c.dim {
+			for l := range min(c.lanes, n-bi*c.lanes) {
+				if c.blocks[bi][d*c.lanes+l] != o.blocks[bi][d*c.lanes+l] {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,317 @@
+package bleveengine
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/docrepo/docrepo/pkg/search/ann"
+	"github.com/docrepo/docrepo/pkg/search/engine"
+)
+
+// codesCorpusDocs: more than two full code blocks of 1,024 vectors in
+// each set (content and metadata).
+const codesCorpusDocs = 2600
+
+// quantisedCodes returns set s's codes quantised from its vector file, as
+// an open without codes files makes them.
+func quantisedCodes(s *vecSet) *ann.Codes {
+	c := ann.NewCodes(s.key.dim)
+	c.AppendFrom(int(s.full.n.Load()), s.full.vector, 2)
+	return c
+}
+
+// openWith opens dir with persistCodes set to persist (restored after),
+// without graphs (the codes are the same with them).
+func openWith(t *testing.T, dir string, persist bool) *Engine {
+	t.Helper()
+	old := persistCodes
+	persistCodes = persist
+	defer func() { persistCodes = old }()
+	e, err := Open(dir, Options{VectorGraph: GraphNever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// codesSearches returns the ids of vector searches of both targets.
+func codesSearches(t *testing.T, e *Engine, c *annCorpus) [][]int64 {
+	t.Helper()
+	var out [][]int64
+	for _, q := range append(slices.Clone(c.short[:8]), c.long[:8]...) {
+		out = append(out, vectorSearch(t, e, q, 10, "content", nil), vectorSearch(t, e, q, 10, "metadata", nil), vectorSearch(t, e, q, 10, "content", []int64{3}))
+	}
+	return out
+}
+
+// checkCodes fails unless every set's codes are those quantised from its
+// vector file, bit for bit, and its codes file (when it has one) holds
+// the records of the blocks in memory: no code of an erased vector left.
+func checkCodes(t *testing.T, e *Engine) {
+	t.Helper()
+	for k, s := range e.vecs.sets {
+		if !s.codes.Equal(quantisedCodes(s)) {
+			t.Fatalf("set %+v: the codes differ from those quantised from the vector file", k)
+		}
+		if s.cf == nil {
+			continue
+		}
+		data, err := os.ReadFile(e.vecs.codesPath(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for bi := range s.cf.blocks {
+			off := codesHeaderSize + bi*s.cf.recLen
+			if off+s.cf.recLen > len(data) || !bytes.Equal(data[off:off+s.cf.recLen], s.codes.AppendBlockRecord(nil, bi)) {
+				t.Fatalf("set %+v: the file's record of block %d is not the block in memory", k, bi)
+			}
+		}
+	}
+}
+
+func flipByte(t *testing.T, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x5a
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCodesFileLoadsTheCodesQuantised: an Open reads the codes the last
+// checkpoint wrote instead of quantising them, and they are bit for bit
+// the codes quantised from the vector files; searches answer the same as
+// an Open that quantises everything. A missing, damaged, cut or stale
+// codes file (another checkpoint's: a binary without codes files wrote
+// since, or a crash between the codes' header and STATE), or one holding
+// codes of vectors erased since, falls back to quantising what it cannot
+// vouch for; the next Open loads every full block again.
+func TestCodesFileLoadsTheCodesQuantised(t *testing.T) {
+	ctx := context.Background()
+	c := newANNCorpus(t, codesCorpusDocs+20)
+	root := t.TempDir()
+	base := filepath.Join(root, "base")
+	e := openWith(t, base, true)
+	if _, err := e.Upsert(ctx, c.docs[:codesCorpusDocs]); err != nil {
+		t.Fatal(err)
+	}
+	before := codesSearches(t, e, c)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recLen := int64(ann.BlockRecordSize(256, 1024))
+	codes := func(dir, set string) string { return filepath.Join(dir, vectorsDir, set+"-256.codes") }
+	const all = 2 * 2 * 1024 // two sets of two full blocks
+	more := func(t *testing.T, dir string, persist bool) {
+		e := openWith(t, dir, persist)
+		if _, err := e.Upsert(ctx, c.docs[codesCorpusDocs:]); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name    string
+		prepare func(t *testing.T, dir string)
+		loaded  int // vectors whose codes the Open reads
+	}{
+		{name: "intact", loaded: all},
+		{name: "no codes files", loaded: 0, prepare: func(t *testing.T, dir string) {
+			for _, set := range []string{"c", "m"} {
+				if err := os.Remove(codes(dir, set)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{name: "a record damaged", loaded: all - 1024, prepare: func(t *testing.T, dir string) {
+			flipByte(t, codes(dir, "c"), codesHeaderSize+recLen+100)
+		}},
+		{name: "a scale damaged", loaded: all - 1024, prepare: func(t *testing.T, dir string) {
+			flipByte(t, codes(dir, "m"), codesHeaderSize+256*1024+2)
+		}},
+		{name: "cut in a record", loaded: all - 1024, prepare: func(t *testing.T, dir string) {
+			if err := os.Truncate(codes(dir, "c"), codesHeaderSize+recLen+10); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "a header damaged", loaded: all - 2048, prepare: func(t *testing.T, dir string) {
+			flipByte(t, codes(dir, "m"), 20)
+		}},
+		{name: "another checkpoint, by a binary without codes files", loaded: 0, prepare: func(t *testing.T, dir string) {
+			more(t, dir, false)
+		}},
+		{name: "STATE from before the checkpoint that wrote the codes", loaded: 0, prepare: func(t *testing.T, dir string) {
+			state := filepath.Join(dir, vectorsDir, stateFile)
+			old, err := os.ReadFile(state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			more(t, dir, true)
+			if err := os.WriteFile(state, old, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "vectors erased by a binary without codes files", loaded: all, prepare: func(t *testing.T, dir string) {
+			e := openWith(t, dir, false)
+			for _, id := range []int64{3, 4, 1500, 2100} {
+				if err := e.Delete(ctx, id, 2); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := e.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, ref := filepath.Join(t.TempDir(), "idx"), filepath.Join(t.TempDir(), "ref")
+			copyDir(t, base, dir)
+			if tt.prepare != nil {
+				tt.prepare(t, dir)
+			}
+			copyDir(t, dir, ref)
+			r := openWith(t, ref, false)
+			want := codesSearches(t, r, c)
+			r.Close()
+			if tt.name == "intact" && !slices.EqualFunc(want, before, slices.Equal) {
+				t.Fatal("searches after a reopen differ from those before")
+			}
+
+			e := openWith(t, dir, true)
+			if got := e.opened.codesLoaded; got != tt.loaded {
+				t.Errorf("the Open read %d vectors' codes, want %d", got, tt.loaded)
+			}
+			// Every vector's code was read, quantised, or appended with
+			// a document the vector index did not hold.
+			if got, n := e.opened.codesLoaded+e.opened.codesBuilt+e.vecs.added, int(e.vecs.sets[setKey{dim: 256}].full.n.Load()+e.vecs.sets[setKey{metadata: true, dim: 256}].full.n.Load()); got != n {
+				t.Errorf("the Open read, quantised or appended %d vectors' codes of %d", got, n)
+			}
+			checkCodes(t, e)
+			if got := codesSearches(t, e, c); !slices.EqualFunc(got, want, slices.Equal) {
+				t.Fatal("searches differ from those of an Open that quantises every code")
+			}
+			if err := e.Close(); err != nil {
+				t.Fatal(err)
+			}
+			e = openWith(t, dir, true)
+			defer e.Close()
+			if got := e.opened.codesLoaded; got != all {
+				t.Errorf("the next Open read %d vectors' codes, want %d", got, all)
+			}
+			checkCodes(t, e)
+			if got := codesSearches(t, e, c); !slices.EqualFunc(got, want, slices.Equal) {
+				t.Fatal("searches of the next Open differ")
+			}
+		})
+	}
+}
+
+// TestCodesFileFollowsErasures: a delete and a changed vector rewrite
+// the codes file's records of the erased vectors' blocks at once (no
+// code of them stays on disk), and the next Open, also after a kill,
+// reads codes that are those of the vector files.
+func TestCodesFileFollowsErasures(t *testing.T) {
+	ctx := context.Background()
+	c := newANNCorpus(t, codesCorpusDocs)
+	dir := filepath.Join(t.TempDir(), "idx")
+	e := openWith(t, dir, true)
+	if _, err := e.Upsert(ctx, c.docs); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openWith(t, dir, true)
+	defer func() { e.Close() }()
+	content := e.vecs.sets[setKey{dim: 256}]
+	refs := *e.vecs.docs[2]
+	if err := e.Delete(ctx, 2, 2); err != nil {
+		t.Fatal(err)
+	}
+	d := c.docs[1500]
+	d.Rev, d.ContentVectors = 2, [][]float32{c.contentByID[7]}
+	old := e.vecs.docs[d.ID].c
+	if _, err := e.Upsert(ctx, []engine.Document{d}); err != nil {
+		t.Fatal(err)
+	}
+	erased := []int32{refs.c.first, old.first}
+	checkCodes(t, e)
+	zero := ann.NewCodes(256)
+	zero.Append(make([]float32, 256))
+	for _, id := range erased {
+		if int(id/1024) >= content.cf.blocks {
+			t.Fatalf("vector %d is not in a block of the file (%d blocks)", id, content.cf.blocks)
+		}
+		one := ann.NewCodes(256)
+		one.Append(content.full.vector(id))
+		if !one.Equal(zero) {
+			t.Fatalf("erased vector %d is not zeros in the vector file", id)
+		}
+	}
+	want := codesSearches(t, e, c)
+	crashed := filepath.Join(t.TempDir(), "crashed")
+	copyDir(t, dir, crashed)
+	k := openWith(t, crashed, true)
+	defer k.Close()
+	if k.opened.codesLoaded == 0 {
+		t.Error("the Open after a kill read no codes")
+	}
+	checkCodes(t, k)
+	if got := codesSearches(t, k, c); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatal("searches after a kill differ")
+	}
+}
+
+// TestOpenWritesTheCodesItQuantised: an Open that quantised many codes
+// (an index from before codes files) writes them by a checkpoint of its
+// own, so that the next start reads them even after a kill.
+func TestOpenWritesTheCodesItQuantised(t *testing.T) {
+	ctx := context.Background()
+	c := newANNCorpus(t, codesCorpusDocs)
+	dir := filepath.Join(t.TempDir(), "idx")
+	e := openWith(t, dir, false)
+	if _, err := e.Upsert(ctx, c.docs); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, vectorsDir, "*.codes")); len(m) != 0 {
+		t.Fatalf("codes files written with persistCodes off: %v", m)
+	}
+	old := codesCheckpointAt
+	codesCheckpointAt = 1024
+	defer func() { codesCheckpointAt = old }()
+	e = openWith(t, dir, true)
+	defer e.Close()
+	if e.opened.codesLoaded != 0 {
+		t.Fatalf("read %d codes from no file", e.opened.codesLoaded)
+	}
+	e.bg.Wait()
+	want := codesSearches(t, e, c)
+	crashed := filepath.Join(t.TempDir(), "crashed")
+	copyDir(t, dir, crashed)
+	k := openWith(t, crashed, true)
+	defer k.Close()
+	if got := k.opened.codesLoaded; got != 2*2*1024 {
+		t.Errorf("the Open after a kill read %d vectors' codes, want %d", got, 2*2*1024)
+	}
+	checkCodes(t, k)
+	if got := codesSearches(t, k, c); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatal("searches after a kill differ")
+	}
+}
