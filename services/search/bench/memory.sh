@@ -25,31 +25,20 @@
 set -euo pipefail
 : "${BENCH_PPROF_BASE:?run through run.sh with BENCH_PPROF=1}"
 n=${SCALE_DOCS:-100000}
-ctl="$BENCH_BIN/docrepoctl"
-bench="$BENCH_BIN/bench"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 dir=${SCALE_DIR:-/tmp/docrepo-memory-$n}
 out="$dir/mem"
 mkdir -p "$out"
 search_pprof=http://127.0.0.1:$((BENCH_PPROF_BASE + 23))
 document_pprof=http://127.0.0.1:$((BENCH_PPROF_BASE + 21))
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-load() { cut -d' ' -f1-3 /proc/loadavg; }
 # cpu PID: user + system CPU seconds of a process.
 cpu() { awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$1/stat"; }
 pidof_svc() { cat "$DOCREPO_PID_DIR/$1.pid"; }
 
 echo "memory: exporting $n documents to $dir/files" >&2
-"$bench" -run export -docs "$n" -export-dir "$dir/files" >&2
-user="mem$(date +%s)"
-"$ctl" user create "$user" --groups "$user" >/dev/null
-token=$("$ctl" key create "$user" --scopes documents_read,documents_write,search)
-export DOCREPO_TOKEN="$token"
-total() {
-	curl -fsS -H "Authorization: Bearer $DOCREPO_TOKEN" -H 'Content-Type: application/json' \
-		-d '{"limit": 1, "select": ["id"]}' "$DOCREPO_URL/apiv2/pub/search" |
-		sed -n 's/.*"total":"\{0,1\}\([0-9]*\).*/\1/p'
-}
+export_corpus "$n" "$dir/files"
+new_user mem
 {
 	echo "export DOCREPO_URL=$DOCREPO_URL DATABASE_URL='$DATABASE_URL' DOCREPO_PID_DIR=$DOCREPO_PID_DIR BENCH_BIN=$BENCH_BIN"
 	echo "export DOCREPO_TOKEN=$token SEARCH_PPROF=$search_pprof DOCUMENT_PPROF=$document_pprof"

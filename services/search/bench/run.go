@@ -52,7 +52,7 @@ func run(ctx context.Context, args []string, out io.Writer, getenv func(string) 
 	fs.StringVar(&s.url, "url", getenv("DOCREPO_URL"), "gateway base URL (env DOCREPO_URL)")
 	fs.StringVar(&s.dbURL, "database-url", getenv("DATABASE_URL"), "Postgres URL of the stack (env DATABASE_URL)")
 	fs.StringVar(&s.scifactDir, "scifact", getenv("DOCREPO_SCIFACT_DIR"), "SciFact folder (default: shared/data/scifact above the working directory)")
-	fs.StringVar(&s.what, "run", "scifact,synthetic", "what to run: scifact, synthetic, ingest, export, probe, switch (comma-separated)")
+	fs.StringVar(&s.what, "run", "scifact,synthetic", "what to run: scifact, synthetic, ingest, export, probe, switch (comma-separated); or total alone: print how many documents search sees for DOCREPO_TOKEN's user, and nothing else")
 	fs.StringVar(&s.exportDir, "export-dir", "", "export: the directory the corpus is written to (for docrepoctl import)")
 	fs.StringVar(&s.folders, "folders", "", "probe: comma-separated ids of the corpus's folders (filters of 10 % and 1 %)")
 	fs.StringVar(&s.probeModes, "probe-modes", "", "probe: only the modes whose names start with one of these comma-separated prefixes (default: all)")
@@ -72,6 +72,12 @@ func run(ctx context.Context, args []string, out io.Writer, getenv func(string) 
 	fs.DurationVar(&s.indexDeadline, "index-deadline", 2*time.Hour, "how long to wait for the indexer to catch up")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if s.what == "total" {
+		if s.url == "" {
+			return errors.New("total: DOCREPO_URL is required")
+		}
+		return printTotal(ctx, s.url, getenv("DOCREPO_TOKEN"), out)
 	}
 	if s.url == "" || s.dbURL == "" {
 		return errors.New("DOCREPO_URL and DATABASE_URL are required (source .data/devstack.env of `make run`, or use run.sh)")

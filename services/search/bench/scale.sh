@@ -51,14 +51,10 @@
 #     BENCH_OUT=services/search/bench/results/scale-100k.txt bash services/search/bench/run.sh
 set -euo pipefail
 n=${SCALE_DOCS:-10000}
-ctl="$BENCH_BIN/docrepoctl"
-bench="$BENCH_BIN/bench"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 dir=${SCALE_DIR:-/tmp/docrepo-scale-$n}
 mkdir -p "$dir/profiles"
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-
-load() { cut -d' ' -f1-3 /proc/loadavg; }
 pprof_url() { echo "http://127.0.0.1:$((BENCH_PPROF_BASE + $1))/debug/pprof/$2"; }
 rss() { grep -E '^(VmRSS|RssAnon|RssFile)' /proc/"$1"/status | tr -s ' \t\n' ' '; }
 measure_only=${SCALE_MEASURE_ONLY:-}
@@ -70,19 +66,9 @@ if [ -n "$measure_only" ]; then
 else
 	tag=${SCALE_TAG:-after-import}
 	echo "scale: exporting $n documents to $dir/files" >&2
-	"$bench" -run export -docs "$n" -export-dir "$dir/files" >&2
-
-	user="scale$(date +%s)"
-	"$ctl" user create "$user" --groups "$user" >/dev/null
-	token=$("$ctl" key create "$user" --scopes documents_read,documents_write,search)
-	export DOCREPO_TOKEN="$token"
+	export_corpus "$n" "$dir/files"
+	new_user scale
 fi
-
-total() {
-	curl -fsS -H "Authorization: Bearer $DOCREPO_TOKEN" -H 'Content-Type: application/json' \
-		-d '{"limit": 1, "select": ["id"]}' "$DOCREPO_URL/apiv2/pub/search" |
-		sed -n 's/.*"total":"\{0,1\}\([0-9]*\).*/\1/p'
-}
 
 if [ -z "$measure_only" ]; then
 	echo "scale: importing" >&2
