@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -516,7 +515,7 @@ func (e *Engine) newIndex(dir string) (bleve.Index, error) {
 // and passes each to put. Vectors that known says the vector index holds
 // already (by their stored bytes) are not decoded: the record has
 // keepVectors set instead.
-func loadRecords(idx bleve.Index, known func(id int64, stored []byte) bool, put func(*record) error) error {
+func loadRecords(idx bleve.Index, known func(id int64, s vecStamps) bool, put func(*record) error) error {
 	adv, err := idx.Advanced()
 	if err != nil {
 		return err
@@ -572,7 +571,7 @@ func loadRecords(idx bleve.Index, known func(id int64, stored []byte) bool, put 
 				cvec, mvec, err = decodeVectors(f.Value())
 				cdim = len(cvec)
 			case fieldPassages:
-				if known(id, f.Value()) {
+				if known(id, stampsOf(f.Value())) {
 					rec.keepVectors = true
 					return
 				}
@@ -600,11 +599,14 @@ func loadRecords(idx bleve.Index, known func(id int64, stored []byte) bool, put 
 // documents read by number, their stored fields visited in place (no
 // lookup of each id in the id dictionary, no document objects), the
 // segments decoded by GOMAXPROCS goroutines while put takes the records
-// in turn.
-func loadSegments(snap *scorch.IndexSnapshot, known func(id int64, stored []byte) bool, put func(*record) error) error {
+// in turn. The workers hash a document's stored vectors (vecStamps)
+// instead of copying them; the consumer decides whether the vector index
+// holds them (known reads the vector index, which put changes) and reads
+// them again from the segment, to decode, only when it does not.
+func loadSegments(snap *scorch.IndexSnapshot, known func(id int64, s vecStamps) bool, put func(*record) error) error {
 	segs := snap.Segments()
 	type batch struct {
-		recs []record
+		docs []segmentDoc
 		err  error
 	}
 	out := make(chan batch, 4)
@@ -616,25 +618,25 @@ func loadSegments(snap *scorch.IndexSnapshot, known func(id int64, stored []byte
 		go func() {
 			defer wg.Done()
 			for ss := range next {
-				var recs []record
+				var docs []segmentDoc
 				var err error
 				it := ss.DocNumbersLive().Iterator()
 				for it.HasNext() && err == nil {
-					var rec record
-					rec, err = readSegmentDoc(ss, uint64(it.Next()))
-					recs = append(recs, rec)
-					if len(recs) == 1024 || err != nil {
+					var d segmentDoc
+					d, err = readSegmentDoc(ss, uint64(it.Next()))
+					docs = append(docs, d)
+					if len(docs) == 1024 || err != nil {
 						select {
-						case out <- batch{recs, err}:
+						case out <- batch{docs, err}:
 						case <-done:
 							return
 						}
-						recs = nil
+						docs = nil
 					}
 				}
-				if len(recs) > 0 {
+				if len(docs) > 0 {
 					select {
-					case out <- batch{recs: recs}:
+					case out <- batch{docs: docs}:
 					case <-done:
 						return
 					}
@@ -661,20 +663,19 @@ func loadSegments(snap *scorch.IndexSnapshot, known func(id int64, stored []byte
 		close(done)
 		wg.Wait()
 	}()
-	var err error
 	for b := range out {
 		if b.err != nil {
 			return b.err
 		}
-		for i := range b.recs {
-			r := &b.recs[i]
-			if r.stored != nil {
-				if known(r.id, r.stored) {
+		for i := range b.docs {
+			d := &b.docs[i]
+			r := &d.rec
+			if d.passages {
+				if known(r.id, d.stamps) {
 					r.keepVectors = true
-				} else if r.cvec, r.cdim, r.mvec, err = decodePassageVectors(r.stored); err != nil {
+				} else if err := d.decodePassages(); err != nil {
 					return fmt.Errorf("bleveengine: document %d: %w", r.id, err)
 				}
-				r.stored = nil
 			}
 			if err := put(r); err != nil {
 				return err
@@ -684,36 +685,68 @@ func loadSegments(snap *scorch.IndexSnapshot, known func(id int64, stored []byte
 	return nil
 }
 
+// segmentDoc is a document read by loadSegments: its record, and when it
+// has a stored vectors field of format 3, the field's stamps and where to
+// read it again.
+type segmentDoc struct {
+	rec      record
+	passages bool
+	stamps   vecStamps
+	ss       *scorch.SegmentSnapshot
+	num      uint64
+}
+
+// decodePassages reads the document's stored vectors field (format 3)
+// again and decodes it into the record.
+func (d *segmentDoc) decodePassages() error {
+	var derr error
+	found := false
+	err := d.ss.VisitDocument(d.num, func(field string, _ byte, value []byte, _ []uint64) bool {
+		if field == fieldPassages {
+			d.rec.cvec, d.rec.cdim, d.rec.mvec, derr = decodePassageVectors(value)
+			found = true
+			return false
+		}
+		return true
+	})
+	switch {
+	case err != nil:
+		return err
+	case derr != nil:
+		return derr
+	case !found:
+		return fmt.Errorf("%w: the stored vectors went", errCorrupt)
+	}
+	return nil
+}
+
 // readSegmentDoc reads the record and vectors of document num of a
-// segment; format 3 vectors are left encoded in record.stored.
-func readSegmentDoc(ss *scorch.SegmentSnapshot, num uint64) (record, error) {
+// segment; format 3 vectors are only hashed (segmentDoc).
+func readSegmentDoc(ss *scorch.SegmentSnapshot, num uint64) (segmentDoc, error) {
 	ext, err := ss.DocID(num)
 	if err != nil {
-		return record{}, err
+		return segmentDoc{}, err
 	}
 	id, err := parseDocID(string(ext))
 	if err != nil {
-		return record{}, err
+		return segmentDoc{}, err
 	}
-	var rec record
+	d := segmentDoc{ss: ss, num: num}
 	var recErr error
 	found := false
 	var cvec, mvec []float32
 	var cdim int
-	var stored []byte
 	err = ss.VisitDocument(num, func(field string, _ byte, value []byte, _ []uint64) bool {
 		var err error
 		switch field {
 		case fieldRecord:
-			rec, recErr = decodeRecord(id, value)
+			d.rec, recErr = decodeRecord(id, value)
 			found = true
 		case fieldVectors:
 			cvec, mvec, err = decodeVectors(value)
 			cdim = len(cvec)
 		case fieldPassages:
-			// Decoded (or not) by the consumer: known reads the vector
-			// index, which put changes.
-			stored = slices.Clone(value)
+			d.passages, d.stamps = true, stampsOf(value)
 		}
 		if err != nil && recErr == nil {
 			recErr = err
@@ -724,13 +757,13 @@ func readSegmentDoc(ss *scorch.SegmentSnapshot, num uint64) (record, error) {
 		err = recErr
 	}
 	if err != nil {
-		return record{}, fmt.Errorf("bleveengine: document %d: %w", id, err)
+		return segmentDoc{}, fmt.Errorf("bleveengine: document %d: %w", id, err)
 	}
 	if !found {
-		return record{}, fmt.Errorf("bleveengine: document %d: %w: no record", id, errCorrupt)
+		return segmentDoc{}, fmt.Errorf("bleveengine: document %d: %w: no record", id, errCorrupt)
 	}
-	rec.cvec, rec.cdim, rec.mvec, rec.stored = cvec, cdim, mvec, stored
-	return rec, nil
+	d.rec.cvec, d.rec.cdim, d.rec.mvec = cvec, cdim, mvec
+	return d, nil
 }
 
 func docID(id int64) string { return strconv.FormatInt(id, 10) }

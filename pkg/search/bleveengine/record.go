@@ -72,8 +72,6 @@ type record struct {
 	// keepVectors: read at open, its vectors are those the vector index
 	// holds already (cvec and mvec are then nil, not decoded).
 	keepVectors bool
-	// stored holds the encoded vectors field while a record is loaded.
-	stored []byte
 
 	// lens are the content's token counts in the stemmed, exact and grams
 	// fields (for BM25's average field length); hasLens is false for

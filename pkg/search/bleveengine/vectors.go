@@ -151,35 +151,55 @@ func stampOf(v []float32) uint64 {
 	return xxhash.Sum64(unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*4))
 }
 
-// holds reports whether the index holds exactly the vectors of a stored
-// vectors field (format 3) for document id, so that open need not decode
-// them.
-func (vx *vecIndex) holds(id int64, stored []byte) bool {
-	d := vx.docs[id]
-	if d == nil || len(stored) == 0 || stored[0] != vectorsVersion {
-		return false
+// vecStamps is what holds compares of a stored vectors field (format 3):
+// the passages' count and dimension and the hash of their bytes, the
+// metadata vector's dimension and the hash of its bytes; ok is false for
+// a field that does not parse.
+type vecStamps struct {
+	ok           bool
+	n, dim, mdim uint64
+	c, m         uint64
+}
+
+// stampsOf returns the stamps of a stored vectors field. Hashing the
+// stored bytes gives stampOf's value: they are the vectors' bytes in
+// memory on the little-endian machines the engine runs on.
+func stampsOf(stored []byte) vecStamps {
+	if len(stored) == 0 || stored[0] != vectorsVersion {
+		return vecStamps{}
 	}
 	dec := decoder{b: stored[1:]}
 	n, dim := dec.uvarint(), dec.uvarint()
 	if dec.err != nil || n*dim > uint64(len(dec.b))/4 {
-		return false
+		return vecStamps{}
 	}
 	c := dec.bytes(4 * n * dim)
 	mdim := dec.uvarint()
 	if dec.err != nil || mdim > uint64(len(dec.b))/4 {
-		return false
+		return vecStamps{}
 	}
 	m := dec.bytes(4 * mdim)
 	if dec.err != nil || len(dec.b) != 0 {
+		return vecStamps{}
+	}
+	return vecStamps{ok: true, n: n, dim: dim, mdim: mdim, c: xxhash.Sum64(c), m: xxhash.Sum64(m)}
+}
+
+// holds reports whether the index holds exactly the vectors of a stored
+// vectors field (format 3) for document id, by its stamps, so that open
+// need not decode them.
+func (vx *vecIndex) holds(id int64, s vecStamps) bool {
+	d := vx.docs[id]
+	if d == nil || !s.ok {
 		return false
 	}
-	match := func(r vecRef, b []byte, n, dim uint64) bool {
+	match := func(r vecRef, h, n, dim uint64) bool {
 		if n == 0 || dim == 0 {
 			return r.n == 0
 		}
-		return uint64(r.n) == n && uint64(r.dim) == dim && r.stamp == xxhash.Sum64(b)
+		return uint64(r.n) == n && uint64(r.dim) == dim && r.stamp == h
 	}
-	return match(d.c, c, n, dim) && match(d.m, m, min(mdim, 1), mdim)
+	return match(d.c, s.c, s.n, s.dim) && match(d.m, s.m, min(s.mdim, 1), s.mdim)
 }
 
 // vectorsOf returns the stored vectors of a document reference
