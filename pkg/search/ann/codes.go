@@ -18,6 +18,21 @@ const blockSize = 64
 // of other widths to compare.
 var codeLanes = 1024
 
+// superBlocks is the most blocks one allocation (a superblock) holds.
+// Within a superblock of g blocks a column is g·lanes adjacent bytes, the
+// column's part of block j of the superblock at j·lanes: a scan of the
+// superblock's blocks in order reads each of the query's columns as one
+// stream. With a separate allocation per block (issue 23, before) each
+// block's column was its own 1 KiB stream on a page of its own, so a
+// sparse query's 36 columns cost 36 TLB misses and restarts of the
+// prefetcher per 1,024 vectors: 4.0-4.4 ms of CPU per scan of 300 k
+// random vectors, against 1.6-2.6 in superblocks of 8 to 64 blocks and
+// 1.7-2.4 in blocks of 64 Ki vectors (three rounds, load 25). The
+// superblocks grow (1, 1, 2, 4, ... blocks up to superBlocks), so a small
+// store stays small and at most one superblock (24 MiB at 768
+// dimensions) is partly empty. A variable: tests and benchmarks compare.
+var superBlocks = 32
+
 // Codes holds int8-quantised vectors of one dimension for exact scans,
 // laid out by dimension within blocks of c.lanes vectors: component i of
 // the block's vectors are c.lanes adjacent bytes. A sparse query (a short
@@ -28,7 +43,10 @@ var codeLanes = 1024
 // cache line, and a sparse query's few dozen lines per block, spread over
 // the block's 48 KiB and 12 pages, each cost a cache and often a TLB miss
 // (issue 23: ~1.5 µs per 64 vectors, the whole of a vector search's CPU at
-// 1 M documents); a column of 1,024 vectors is 16 lines read in order.
+// 1 M documents); a column of 1,024 vectors is 16 lines read in order,
+// and the blocks of a superblock (superBlocks) put their columns side by
+// side, so a scan streams each column through many blocks. A block's
+// bytes are therefore not contiguous: codeBlock gives its stride.
 // Vectors are numbered from 0 in the order they are appended; deletions
 // are the caller's (Scan's accept). The codes live in memory; full blocks
 // can be persisted and loaded as records (codesfile.go), which hold the
@@ -42,9 +60,36 @@ type Codes struct {
 	lanes int
 
 	mu     sync.RWMutex
-	blocks [][]int8  // dim·lanes each
+	blocks []codeBlock
 	scale  []float32 // v ≈ scale·code
 	sqn    []float32 // squared norm of the dequantised vector
+	supers int       // blocks of the superblocks allocated, for its last one's room (newBlock)
+	super  []int8    // the last superblock
+	next   int       // its blocks handed out
+	alloc  int64     // bytes of the superblocks
+}
+
+// codeBlock is a block's codes in its superblock: component d of its
+// vector in lane l is b[d·stride+l].
+type codeBlock struct {
+	b      []int8
+	stride int
+}
+
+// newBlock returns the store's next block, in the last superblock or a
+// new one. The caller holds mu (or owns the store).
+func (c *Codes) newBlock() codeBlock {
+	L := c.lanes
+	g := len(c.super) / max(1, c.dim*L)
+	if c.next == g {
+		g = min(max(superBlocks, 1), max(1, len(c.blocks)))
+		c.super = make([]int8, c.dim*g*L)
+		c.next = 0
+		c.alloc += int64(len(c.super))
+	}
+	b := codeBlock{b: c.super[c.next*L:], stride: g * L}
+	c.next++
+	return b
 }
 
 // NewCodes returns an empty store for vectors of dim values.
@@ -61,7 +106,7 @@ func (c *Codes) Len() int {
 func (c *Codes) Bytes() int64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return int64(len(c.blocks))*int64(c.dim*c.lanes) + 8*int64(len(c.scale))
+	return c.alloc + 8*int64(len(c.scale))
 }
 
 // Append quantises v (of the store's dimension) and returns its number.
@@ -72,11 +117,11 @@ func (c *Codes) Append(v []float32) int32 {
 	id := len(c.scale)
 	lane := id % c.lanes
 	if lane == 0 {
-		c.blocks = append(c.blocks, make([]int8, c.dim*c.lanes))
+		c.blocks = append(c.blocks, c.newBlock())
 	}
 	b := c.blocks[len(c.blocks)-1]
 	for i, x := range code {
-		b[i*c.lanes+lane] = x
+		b.b[i*b.stride+lane] = x
 	}
 	c.scale = append(c.scale, scale)
 	c.sqn = append(c.sqn, sqn)
@@ -102,7 +147,7 @@ func (c *Codes) AppendFrom(n int, vec func(int32) []float32, workers int) {
 	nb := (n + L - 1) / L
 	first := len(c.blocks)
 	for range nb {
-		c.blocks = append(c.blocks, make([]int8, c.dim*L))
+		c.blocks = append(c.blocks, c.newBlock())
 	}
 	c.scale = append(c.scale, make([]float32, n)...)
 	c.sqn = append(c.sqn, make([]float32, n)...)
@@ -119,7 +164,7 @@ func (c *Codes) AppendFrom(n int, vec func(int32) []float32, workers int) {
 					var scale, sqn float32
 					code, scale, sqn = quantize(code[:0], vec(int32(i)))
 					for d, x := range code {
-						b[d*L+lane] = x
+						b.b[d*b.stride+lane] = x
 					}
 					c.scale[base+i], c.sqn[base+i] = scale, sqn
 				}
@@ -140,7 +185,7 @@ func (c *Codes) Clear(id int32) {
 	}
 	b, lane := c.blocks[int(id)/c.lanes], int(id)%c.lanes
 	for i := range c.dim {
-		b[i*c.lanes+lane] = 0
+		b.b[i*b.stride+lane] = 0
 	}
 	c.scale[id], c.sqn[id] = 0, 0
 }
@@ -209,13 +254,13 @@ func (c *Codes) scanPart(q *Query, k int, accept func(id int32) bool, ids []int3
 			if q.sparse {
 				var s float32
 				for j, i := range q.idx {
-					s += q.val[j] * float32(b[int(i)*L+lane])
+					s += q.val[j] * float32(b.b[int(i)*b.stride+lane])
 				}
 				offer(id, s)
 				continue
 			}
 			for i := range code {
-				code[i] = b[i*L+lane]
+				code[i] = b.b[i*b.stride+lane]
 			}
 			offer(id, q.dot(code))
 		}
@@ -230,7 +275,7 @@ func (c *Codes) scanPart(q *Query, k int, accept func(id int32) bool, ids []int3
 		// lane g·blockSize) of block bi that are eligible (lanesOK) and
 		// nearer than the heap's worst; their distances are computed by
 		// the block kernel, or finished from the column sums (wide).
-		group := func(bi, g int, b []int8, lanesOK uint64, wide bool) {
+		group := func(bi, g int, b codeBlock, lanesOK uint64, wide bool) {
 			base := bi*L + g*blockSize
 			lanes := min(blockSize, n-base)
 			worst := float32(math.Inf(1))
@@ -242,11 +287,11 @@ func (c *Codes) scanPart(q *Query, k int, accept func(id int32) bool, ids []int3
 			case wide:
 				mask = kn.finish(&sums, (*[blockSize]float32)(colSums[g*blockSize:]), c.scale[base:base+blockSize], c.sqn[base:base+blockSize], q.norm, worst)
 			case lanes == blockSize:
-				mask = kn.block(&sums, b[g*blockSize:], L, idx, val, c.scale[base:base+blockSize], c.sqn[base:base+blockSize], q.norm, worst)
+				mask = kn.block(&sums, b.b[g*blockSize:], b.stride, idx, val, c.scale[base:base+blockSize], c.sqn[base:base+blockSize], q.norm, worst)
 			default:
 				// The last vectors, fewer than a group: as before the
 				// columns, by the portable kernel.
-				mask = blockDistances(&sums, b[g*blockSize:], L, idx, val, c.scale[base:base+lanes], c.sqn[base:base+lanes], q.norm, worst)
+				mask = blockDistances(&sums, b.b[g*blockSize:], b.stride, idx, val, c.scale[base:base+lanes], c.sqn[base:base+lanes], q.norm, worst)
 			}
 			mask &= lanesOK
 			for ; mask != 0; mask &= mask - 1 {
@@ -299,7 +344,8 @@ func (c *Codes) scanPart(q *Query, k int, accept func(id int32) bool, ids []int3
 				cs := colSums[:full*blockSize]
 				clear(cs)
 				for j, i := range idx {
-					kn.column(cs, val[j], b[int(i)*L:int(i)*L+full*blockSize])
+					off := int(i) * b.stride
+					kn.column(cs, val[j], b.b[off:off+full*blockSize])
 				}
 			}
 			for g := range (used + blockSize - 1) / blockSize {
@@ -394,21 +440,25 @@ func addColumns(sums []float32, w float32, col []int8) {
 	}
 }
 
-// WithLanes returns a copy of the store in blocks of lanes vectors (a
-// multiple of blockSize): the same scans, another layout (benchmarks
-// compare widths side by side).
-func (c *Codes) WithLanes(lanes int) *Codes {
+// WithLayout returns a copy of the store in blocks of lanes vectors (a
+// multiple of blockSize) and superblocks of up to supers blocks: the same
+// scans, another layout (benchmarks compare layouts side by side; lanes
+// 1,024 and supers 1 is the layout before superblocks).
+func (c *Codes) WithLayout(lanes, supers int) *Codes {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	old := superBlocks
+	superBlocks = supers
+	defer func() { superBlocks = old }()
 	out := &Codes{dim: c.dim, lanes: lanes, scale: slices.Clone(c.scale), sqn: slices.Clone(c.sqn)}
 	for id := range len(c.scale) {
 		lane := id % lanes
 		if lane == 0 {
-			out.blocks = append(out.blocks, make([]int8, c.dim*lanes))
+			out.blocks = append(out.blocks, out.newBlock())
 		}
 		b, from, fl := out.blocks[len(out.blocks)-1], c.blocks[id/c.lanes], id%c.lanes
 		for i := range c.dim {
-			b[i*lanes+lane] = from[i*c.lanes+fl]
+			b.b[i*b.stride+lane] = from.b[i*from.stride+fl]
 		}
 	}
 	return out

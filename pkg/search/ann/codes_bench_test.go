@@ -3,6 +3,9 @@ package ann
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -72,14 +75,32 @@ func BenchmarkCodesScan(b *testing.B) {
 
 // codesOfWidth returns a store of the vectors in blocks of lanes vectors.
 func codesOfWidth(lanes int, vecs [][]float32) *Codes {
-	old := codeLanes
-	codeLanes = lanes
-	defer func() { codeLanes = old }()
+	return codesOfLayout(lanes, superBlocks, vecs)
+}
+
+// codesOfLayout returns a store of the vectors appended one at a time in
+// blocks of lanes vectors and superblocks of up to supers blocks.
+func codesOfLayout(lanes, supers int, vecs [][]float32) *Codes {
+	oldL, oldS := codeLanes, superBlocks
+	codeLanes, superBlocks = lanes, supers
+	defer func() { codeLanes, superBlocks = oldL, oldS }()
 	c := NewCodes(len(vecs[0]))
 	for _, v := range vecs {
 		c.Append(v)
 	}
 	return c
+}
+
+// codeOf returns vector id's codes (tests).
+func (c *Codes) codeOf(id int32) []int8 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	b, lane := c.blocks[int(id)/c.lanes], int(id)%c.lanes
+	out := make([]int8, c.dim)
+	for d := range out {
+		out[d] = b.b[d*b.stride+lane]
+	}
+	return out
 }
 
 // kernelSets returns the portable kernels and, when different, the ones
@@ -107,4 +128,52 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkCodesLayout: a sparse query (36 non-zero components) scanned
+// over DOCREPO_ANN_CODES_N random 768-dimension vectors (default 300,000),
+// one part, with each block its own allocation (superblocks of 1, as
+// before) and in superblocks of up to superBlocks blocks, in three rounds
+// alternating the two (the machine is shared and noisy: compare rounds):
+//
+//	GOEXPERIMENT=simd go test ./search/ann -run XXX -bench CodesLayout -benchtime 30x
+func BenchmarkCodesLayout(b *testing.B) {
+	n := 300000
+	if s := os.Getenv("DOCREPO_ANN_CODES_N"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	base := NewCodes(768)
+	v := make([]float32, 768)
+	for range n {
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		base.Append(v)
+	}
+	sparse := make([]float32, 768)
+	for range 36 {
+		sparse[r.IntN(768)] = float32(r.NormFloat64())
+	}
+	pq := NewQuery(sparse)
+	stores := []*Codes{base.WithLayout(codeLanes, 1), base}
+	want := stores[0].Scan(pq, 232, nil, nil)
+	for round := range 3 {
+		for _, c := range stores {
+			if got := c.Scan(pq, 232, nil, nil); !slices.Equal(got, want) {
+				b.Fatal("the layouts' scans differ")
+			}
+			name := "separate"
+			if c != stores[0] {
+				name = fmt.Sprintf("superblocks=%d", superBlocks)
+			}
+			b.Run(fmt.Sprintf("round=%d/%s", round, name), func(b *testing.B) {
+				c0 := cpuTime()
+				for b.Loop() {
+					c.Scan(pq, 232, nil, nil)
+				}
+				b.ReportMetric(float64((cpuTime()-c0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			})
+		}
+	}
 }

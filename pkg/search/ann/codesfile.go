@@ -10,7 +10,9 @@ import (
 
 // A block's record, as a store is persisted and loaded block by block
 // (the caller keeps the records in a file and says which are current):
-// the block's codes as laid out in memory (dim·lanes bytes), then the
+// the block's codes by dimension (dim columns of lanes bytes: the layout
+// of a block that is its own allocation; in memory a superblock's blocks
+// interleave their columns), then the
 // lanes' scales and squared norms (float32, little-endian), then a CRC-32
 // (Castagnoli) of everything before it. Only full blocks have records: a
 // block's codes change after it is full only by Clear (and Refresh), and
@@ -43,7 +45,10 @@ func (c *Codes) AppendBlockRecord(dst []byte, bi int) []byte {
 	}
 	start := len(dst)
 	b := c.blocks[bi]
-	dst = append(dst, unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), len(b))...)
+	for d := range c.dim {
+		col := b.b[d*b.stride : d*b.stride+L]
+		dst = append(dst, unsafe.Slice((*byte)(unsafe.Pointer(&col[0])), L)...)
+	}
 	for _, v := range c.scale[bi*L : (bi+1)*L] {
 		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
 	}
@@ -65,8 +70,8 @@ func (c *Codes) CheckBlockRecord(rec []byte) bool {
 
 // AppendBlock appends a block read from its record (which it checks) to
 // a store holding whole blocks: the store then holds what appending the
-// block's vectors would have made. The store keeps rec's memory as the
-// block's codes.
+// block's vectors would have made. The codes are copied into the store's
+// superblock (rec may be reused).
 func (c *Codes) AppendBlock(rec []byte) error {
 	if !c.CheckBlockRecord(rec) {
 		return fmt.Errorf("%w: block record", ErrCorrupt)
@@ -77,8 +82,12 @@ func (c *Codes) AppendBlock(rec []byte) error {
 	if len(c.scale)%L != 0 {
 		return fmt.Errorf("ann: a block appended after %d vectors, not whole blocks", len(c.scale))
 	}
-	b := unsafe.Slice((*int8)(unsafe.Pointer(&rec[0])), c.dim*L)
-	off := len(b)
+	codes := unsafe.Slice((*int8)(unsafe.Pointer(&rec[0])), c.dim*L)
+	b := c.newBlock()
+	for d := range c.dim {
+		copy(b.b[d*b.stride:d*b.stride+L], codes[d*L:(d+1)*L])
+	}
+	off := len(codes)
 	for l := range L {
 		c.scale = append(c.scale, math.Float32frombits(binary.LittleEndian.Uint32(rec[off+4*l:])))
 	}
@@ -103,9 +112,9 @@ func (c *Codes) Refresh(id int32, v []float32) bool {
 	b, lane := c.blocks[int(id)/c.lanes], int(id)%c.lanes
 	same := math.Float32bits(c.scale[id]) == math.Float32bits(scale) && math.Float32bits(c.sqn[id]) == math.Float32bits(sqn)
 	for i, x := range code {
-		if b[i*c.lanes+lane] != x {
+		if b.b[i*b.stride+lane] != x {
 			same = false
-			b[i*c.lanes+lane] = x
+			b.b[i*b.stride+lane] = x
 		}
 	}
 	c.scale[id], c.sqn[id] = scale, sqn
@@ -113,7 +122,7 @@ func (c *Codes) Refresh(id int32, v []float32) bool {
 }
 
 // Equal reports whether two stores hold the same codes, scales and norms
-// bit for bit, in the same layout (tests).
+// bit for bit, in blocks of the same width (tests).
 func (c *Codes) Equal(o *Codes) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -133,7 +142,8 @@ func (c *Codes) Equal(o *Codes) bool {
 		// by another path; compare the used ones.
 		for d := range c.dim {
 			for l := range min(c.lanes, n-bi*c.lanes) {
-				if c.blocks[bi][d*c.lanes+l] != o.blocks[bi][d*c.lanes+l] {
+				cb, ob := c.blocks[bi], o.blocks[bi]
+				if cb.b[d*cb.stride+l] != ob.b[d*ob.stride+l] {
 					return false
 				}
 			}

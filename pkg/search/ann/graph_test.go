@@ -329,13 +329,14 @@ func TestBlockKernelsAgree(t *testing.T) {
 		idx, val := pq.nzIdx()
 		for vi := 0; vi+blockSize <= len(docs); vi += blockSize {
 			bi := vi / blockSize
-			b := c.blocks[vi/L][vi%L:]
+			blk := c.blocks[vi/L]
+			b, stride := blk.b[vi%L:], blk.stride
 			sc, sq := c.scale[vi:vi+blockSize], c.sqn[vi:vi+blockSize]
 			var want, got [blockSize]float32
-			blockDistances(&want, b, L, idx, val, sc, sq, pq.norm, float32(math.Inf(1)))
+			blockDistances(&want, b, stride, idx, val, sc, sq, pq.norm, float32(math.Inf(1)))
 			worst := want[bi%blockSize] // some lanes nearer, some not
-			wantMask := blockDistances(&want, b, L, idx, val, sc, sq, pq.norm, worst)
-			gotMask := ks[1].block(&got, b, L, idx, val, sc, sq, pq.norm, worst)
+			wantMask := blockDistances(&want, b, stride, idx, val, sc, sq, pq.norm, worst)
+			gotMask := ks[1].block(&got, b, stride, idx, val, sc, sq, pq.norm, worst)
 			for l := range got {
 				if diff := math.Abs(float64(got[l] - want[l])); diff > 1e-4*max(1, float64(want[l])) {
 					t.Fatalf("query %d group %d lane %d: %s distance %v, go %v", qi, bi, l, ks[1].name, got[l], want[l])
@@ -398,13 +399,23 @@ func TestCodeWidthsAgree(t *testing.T) {
 		}
 	}
 	accept := func(id int32) bool { return id%3 != 1 }
-	stores := map[int]*Codes{}
-	for _, w := range []int{64, 256, 1024} {
-		stores[w] = codesOfWidth(w, docs)
+	// The reference: blocks of 64, each its own allocation; then wider
+	// blocks and superblocks of several blocks (the columns of a
+	// superblock's blocks adjacent), as appended, and copied to the layout
+	// from a store of another one.
+	type layout struct{ lanes, supers int }
+	ref := layout{64, 1}
+	layouts := []layout{ref, {256, 1}, {1024, 1}, {64, 8}, {256, 2}, {1024, 64}}
+	stores := map[layout]*Codes{}
+	for _, l := range layouts {
+		stores[l] = codesOfLayout(l.lanes, l.supers, docs)
 		for id := int32(5); id < int32(len(docs)); id += 97 {
-			stores[w].Clear(id)
+			stores[l].Clear(id)
 		}
 	}
+	copied := layout{1024, 3}
+	stores[copied] = stores[layout{256, 2}].WithLayout(copied.lanes, copied.supers)
+	layouts = append(layouts, copied)
 	for _, k := range kernelSets() {
 		restore := useKernels(k)
 		for qi, q := range queries {
@@ -429,13 +440,13 @@ func TestCodeWidthsAgree(t *testing.T) {
 				scans["eligible "+name] = func(c *Codes) []Result { return c.ScanEligible(pq, 40, el, 0, 1) }
 			}
 			for name, scan := range scans {
-				want := scan(stores[64])
+				want := scan(stores[ref])
 				if len(want) == 0 {
 					t.Fatalf("%s query %d %s: no result", k.name, qi, name)
 				}
-				for _, w := range []int{256, 1024} {
-					if got := scan(stores[w]); !slices.Equal(got, want) {
-						t.Fatalf("%s query %d %s: blocks of %d give\n%v\nblocks of 64\n%v", k.name, qi, name, w, got, want)
+				for _, l := range layouts[1:] {
+					if got := scan(stores[l]); !slices.Equal(got, want) {
+						t.Fatalf("%s query %d %s: blocks of %d in superblocks of %d give\n%v\nblocks of 64\n%v", k.name, qi, name, l.lanes, l.supers, got, want)
 					}
 				}
 			}
@@ -475,10 +486,13 @@ func TestAppendFromIsAppend(t *testing.T) {
 			if !slices.Equal(got.scale, want.scale) || !slices.Equal(got.sqn, want.sqn) || len(got.blocks) != len(want.blocks) {
 				t.Fatalf("scales, norms or blocks differ (%d blocks, want %d)", len(got.blocks), len(want.blocks))
 			}
-			for i := range got.blocks {
-				if !slices.Equal(got.blocks[i], want.blocks[i]) {
-					t.Fatalf("block %d differs", i)
+			for i := range int32(len(docs)) {
+				if !slices.Equal(got.codeOf(i), want.codeOf(i)) {
+					t.Fatalf("vector %d's codes differ", i)
 				}
+			}
+			if got.Bytes() != want.Bytes() {
+				t.Fatalf("%d bytes, appended one at a time %d", got.Bytes(), want.Bytes())
 			}
 		})
 	}

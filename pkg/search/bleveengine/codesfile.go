@@ -141,8 +141,8 @@ func (vx *vecIndex) openCodes(s *vecSet) (loaded, built int) {
 	// after them (records a crashed checkpoint appended are written
 	// again by the next).
 	r := bufio.NewReaderSize(io.NewSectionReader(cf.f, codesHeaderSize, int64(vouched)*int64(cf.recLen)), 1<<20)
+	rec := make([]byte, cf.recLen) // AppendBlock copies it
 	for bi := range vouched {
-		rec := make([]byte, cf.recLen)
 		if _, err := io.ReadFull(r, rec); err == nil && s.codes.AppendBlock(rec) == nil {
 			cf.loaded++
 			continue

@@ -41,7 +41,7 @@ func BenchmarkLatency(b *testing.B) {
 	newCodes := map[*vecSet]*ann.Codes{}
 	oldCodes := map[*vecSet]*ann.Codes{}
 	for _, s := range e.vecs.sets {
-		newCodes[s], oldCodes[s] = s.codes, s.codes.WithLanes(64)
+		newCodes[s], oldCodes[s] = s.codes, s.codes.WithLayout(1024, 1)
 	}
 	runtime.GC()
 	setCodes := func(fast bool) func() {
