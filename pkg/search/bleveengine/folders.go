@@ -67,17 +67,7 @@ func (t *table) folderSlots(filters []dsl.Clause) (slots []int32, ok bool) {
 		return nil, false
 	}
 	for _, c := range filters {
-		var vals []dsl.Value
-		switch c := c.(type) {
-		case *dsl.Compare:
-			if c.Op == dsl.OpEq && c.Field.Name == "filesbelongto" && c.Field.Type == dsl.TypeInt {
-				vals = []dsl.Value{c.Value}
-			}
-		case *dsl.In:
-			if c.Op == dsl.OpIn && c.Field.Name == "filesbelongto" && c.Field.Type == dsl.TypeInt {
-				vals = c.Values
-			}
-		}
+		vals := folderValues(c)
 		if vals == nil {
 			continue
 		}
@@ -96,4 +86,44 @@ func (t *table) folderSlots(filters []dsl.Clause) (slots []int32, ok bool) {
 		}
 	}
 	return slots, ok
+}
+
+// folderValues returns the folders a filter conjunct requires a document
+// to be in (any of them: filesbelongto eq or in), nil when it is no such
+// conjunct.
+func folderValues(c dsl.Clause) []dsl.Value {
+	switch c := c.(type) {
+	case *dsl.Compare:
+		if c.Op == dsl.OpEq && c.Field.Name == "filesbelongto" && c.Field.Type == dsl.TypeInt {
+			return []dsl.Value{c.Value}
+		}
+	case *dsl.In:
+		if c.Op == dsl.OpIn && c.Field.Name == "filesbelongto" && c.Field.Type == dsl.TypeInt {
+			return c.Values
+		}
+	}
+	return nil
+}
+
+// folderSet returns the slots of the live documents in any of the folders
+// filter conjunct c requires, as a bitset, and the length of the folders'
+// lists (a document in two of them counted twice); ok is false when c is
+// no folder filter. A slot is in the set exactly when its document is live
+// and passes c: the folder index holds the live documents by their
+// filesbelongto values, which is what c tests. Unlike folderSlots the
+// folders' lists are not merged and sorted.
+func (t *table) folderSet(c dsl.Clause) (set bitset, count int, ok bool) {
+	vals := folderValues(c)
+	if !folderDriver || t.folders == nil || vals == nil {
+		return nil, 0, false
+	}
+	set = newBitset(len(t.recs))
+	for _, v := range vals {
+		list := t.folders[v.Int]
+		for _, s := range list {
+			set.set(int(s))
+		}
+		count += len(list)
+	}
+	return set, count, true
 }

@@ -20,9 +20,14 @@ import (
 //   - metarange (a type and three months, newest first): the record scan
 //     (columnFilters off) against the metadata columns;
 //   - the vector modes (unfiltered, a user who sees 10 %, ten folders of a
-//     hundred, fts + vector): the int8 codes in blocks of 64 vectors
-//     against blocks of ann's default width (the engine's codes are copied
-//     to the old width once; the two are swapped between rounds).
+//     hundred, fts + vector): before, each code block of 1,024 vectors its
+//     own allocation, every candidate's record read (eligibility) and
+//     its vectors found by the documents' map (re-ranking), and a folder
+//     filter's eligible documents read record by record; after, blocks
+//     side by side in superblocks (ann.superBlocks), the eligible
+//     documents as sets of slots (eligibleBySet) and candidates' vectors
+//     by the set's owners (rerankByOwner). The engine's codes are copied
+//     to the old layout once; the two are swapped between rounds.
 //
 // Per mode, 100 requests run in rounds alternating old and new (old then
 // new, new then old) after an uncounted warm-up round of both; every
@@ -52,10 +57,12 @@ func BenchmarkLatency(b *testing.B) {
 				s.codes = oldCodes[s]
 			}
 		}
+		eligibleBySet, rerankByOwner = fast, fast
 		return func() {
 			for s, c := range newCodes {
 				s.codes = c
 			}
+			eligibleBySet, rerankByOwner = true, true
 		}
 	}
 	r := rand.New(rand.NewPCG(7, 7))

@@ -70,8 +70,22 @@ func (run *searchRun) nearest(q []float32, k int, metadata bool, elig eligibilit
 		s := owner[vid]
 		return s >= 0 && eligible(s, &recs[s])
 	}
+	es, err := run.eligibleSet()
+	if err != nil {
+		return nil, err
+	}
+	if es != nil {
+		// The eligible documents are a set of slots: no record is read.
+		accept = func(vid int32) bool {
+			if int(vid) >= len(owner) {
+				return false
+			}
+			s := owner[vid]
+			return s >= 0 && es.has(int(s))
+		}
+	}
 	pq := ann.NewQuery(q)
-	var slots []int32
+	var slots []docCand
 	if set.graph != nil && !pq.Sparse() && !forceScan && (forceWalk || run.walkPays(set, k, eligible)) {
 		slots = run.walk(set, pq, k, accept)
 	}
@@ -85,6 +99,31 @@ func (run *searchRun) nearest(q []float32, k int, metadata bool, elig eligibilit
 		}
 	}
 	return run.rerank(set, q, slots, k, metadata), nil
+}
+
+// eligibleBySet enables eligibleSet and the folder filters' eligible
+// vectors without records (eligibleVectors); the tests and BenchmarkLatency
+// turn it off to compare with reading each candidate's record.
+var eligibleBySet = true
+
+// eligibleSet returns the slots of the eligible documents when eligibility
+// is visibility alone and known as a set (eligibleSlots: every live
+// document, or those of the caller's statistics view), so that a vector
+// scan's candidates are accepted by a bit instead of their records: an
+// unfiltered vector search otherwise read the record (~560 bytes, a
+// likely cache miss) of every vector nearer than the heap's worst, a few
+// thousand per search and ~0.8 ms of its 3.8 ms of CPU at 200 k documents
+// (issue 23). It returns nil when records must be read.
+func (run *searchRun) eligibleSet() (bitset, error) {
+	if !eligibleBySet || run.req == nil || len(run.plan.Filters) > 0 {
+		return nil, nil
+	}
+	if !run.req.Unrestricted && run.view == nil {
+		if _, err := run.stats(); err != nil {
+			return nil, err
+		}
+	}
+	return run.eligibleSlots(), nil
 }
 
 // walkPays estimates whether walking the graph costs less than scanning
@@ -150,7 +189,7 @@ func walkEf(k int) int { return max(efSearch, walkBreadth*k) }
 // at the end of the k it found were the walk's least certain (on the use
 // embedder's passages of a tenth of SciFact's abstracts it found 0.972
 // of the exact 100 nearest, the grouped walk 1.000).
-func (run *searchRun) walk(set *vecSet, q *ann.Query, k int, accept func(int32) bool) []int32 {
+func (run *searchRun) walk(set *vecSet, q *ann.Query, k int, accept func(int32) bool) []docCand {
 	if legacyWalk {
 		return run.walkPassages(set, q, k, accept)
 	}
@@ -171,7 +210,7 @@ func (run *searchRun) walk(set *vecSet, q *ann.Query, k int, accept func(int32) 
 // walkPassages is the walk before documents were grouped in it (tests
 // measure both side by side): a breadth of passages, doubled until the
 // passages found hold k documents.
-func (run *searchRun) walkPassages(set *vecSet, q *ann.Query, k int, accept func(int32) bool) []int32 {
+func (run *searchRun) walkPassages(set *vecSet, q *ann.Query, k int, accept func(int32) bool) []docCand {
 	for ef := max(efSearch, 2*k); ; ef *= 2 {
 		rs, visits := set.graph.Search(q, ann.SearchOptions{Ef: ef, Accept: accept, MaxVisits: maxWalkVisits})
 		walkVisits.Add(int64(visits))
@@ -192,7 +231,7 @@ func (run *searchRun) walkPassages(set *vecSet, q *ann.Query, k int, accept func
 //
 // vids, when not nil, is the eligible vectors (eligibleVectors): only
 // they are scanned, and accept is not called.
-func (run *searchRun) scanCodes(set *vecSet, q *ann.Query, k int, accept func(int32) bool, vids bitset) ([]int32, error) {
+func (run *searchRun) scanCodes(set *vecSet, q *ann.Query, k int, accept func(int32) bool, vids bitset) ([]docCand, error) {
 	n := set.codes.Len()
 	parts := 1
 	if n >= minParallelScan {
@@ -235,26 +274,63 @@ func (run *searchRun) scanCodes(set *vecSet, q *ann.Query, k int, accept func(in
 	}
 }
 
-// distinctSlots returns the owners of the results, each once, in order.
-func distinctSlots(set *vecSet, rs []ann.Result) []int32 {
+// docCand is a candidate document: its slot and one of its vectors.
+type docCand struct {
+	slot, vid int32
+}
+
+// distinctSlots returns the owners of the results, each once, in order,
+// with the vector by which each first appears.
+func distinctSlots(set *vecSet, rs []ann.Result) []docCand {
 	seen := make(map[int32]bool, len(rs))
-	out := make([]int32, 0, len(rs))
+	out := make([]docCand, 0, len(rs))
 	for _, r := range rs {
 		if s := set.owner[r.ID]; s >= 0 && !seen[s] {
 			seen[s] = true
-			out = append(out, s)
+			out = append(out, docCand{slot: s, vid: r.ID})
 		}
 	}
 	return out
 }
 
+// rerankByOwner enables finding a candidate's vectors by the set's owners
+// around the vector it was found by (a document's vectors in a set are
+// consecutive, and only they have its slot as owner) instead of by its
+// record's id and the documents' map: two cache misses and a map look-up
+// per candidate, a fifth of the re-ranking's CPU (issue 23). The tests and
+// BenchmarkLatency turn it off to compare.
+var rerankByOwner = true
+
 // rerank orders candidate documents by the exact distance of their
 // nearest passage (ties by id) and keeps k.
-func (run *searchRun) rerank(set *vecSet, q []float32, slots []int32, k int, metadata bool) []neighbour {
+func (run *searchRun) rerank(set *vecSet, q []float32, cands []docCand, k int, metadata bool) []neighbour {
 	recs := run.tab.recs
 	docs := run.e.vecs.docs
-	out := make([]neighbour, 0, len(slots))
-	for _, s := range slots {
+	owner := set.owner
+	ids := run.tab.ids
+	if !compactSlots || len(ids) < len(recs) {
+		ids = nil
+	}
+	out := make([]neighbour, 0, len(cands))
+	for _, c := range cands {
+		s := c.slot
+		if rerankByOwner {
+			lo, hi := c.vid, c.vid+1
+			for lo > 0 && owner[lo-1] == s {
+				lo--
+			}
+			for int(hi) < len(owner) && owner[hi] == s {
+				hi++
+			}
+			id := int64(0)
+			if ids != nil {
+				id = ids[s]
+			} else {
+				id = recs[s].id
+			}
+			out = append(out, neighbour{slot: s, id: id, d2: float32(set.minDist(q, vecRef{first: lo, n: hi - lo}))})
+			continue
+		}
 		id := recs[s].id
 		d := docs[id]
 		if d == nil {
@@ -314,7 +390,6 @@ func (run *searchRun) eligibleVectors(set *vecSet, elig eligibility) (bitset, er
 		}
 		visible = v.visible // nil: the caller sees every live document
 	}
-	folder, byFolder := t.folderSlots(run.plan.Filters)
 	nVisible := -1
 	if visible != nil {
 		nVisible = 0
@@ -326,7 +401,33 @@ func (run *searchRun) eligibleVectors(set *vecSet, elig eligibility) (bitset, er
 	// The eligible slots: listed (few) or as a bitset.
 	var list []int32
 	var slotSet bitset
+	var folder []int32
+	byFolder, folderOnly := false, false
+	if eligibleBySet && len(run.plan.Filters) == 1 {
+		// The one filter is a folder filter: its set of live documents,
+		// less those the caller does not see, is the eligible documents,
+		// with no record read (the probe's 10 % filter, ten folders, read
+		// 10 % of the records: 6.7 ms of a search's 8.9 at 200 k).
+		var n int
+		if slotSet, n, folderOnly = t.folderSet(run.plan.Filters[0]); folderOnly {
+			if visible != nil {
+				for w := range slotSet {
+					if w < len(visible) {
+						slotSet[w] &= visible[w]
+					} else {
+						slotSet[w] = 0
+					}
+				}
+				n = min(n, nVisible)
+			}
+			nVisible = n
+		}
+	}
+	if !folderOnly {
+		folder, byFolder = t.folderSlots(run.plan.Filters)
+	}
 	switch {
+	case folderOnly:
 	case byFolder && (nVisible < 0 || len(folder) <= nVisible):
 		for _, s := range folder {
 			if int(s) < len(t.recs) && elig.ok(s, &t.recs[s]) {

@@ -274,6 +274,13 @@ func dirBytes(dir string) uint64 {
 // (every one when nil) nearest to q by exact float64 distance of their
 // nearest passage, ties by id.
 func exactScan(e *Engine, q []float32, k int, groups []int64) []int64 {
+	return exactScanWhere(e, q, k, func(r *record) bool {
+		return groups == nil || slices.ContainsFunc(r.groups, func(g int64) bool { return slices.Contains(groups, g) })
+	})
+}
+
+// exactScanWhere is exactScan among the live documents admit admits.
+func exactScanWhere(e *Engine, q []float32, k int, admit func(r *record) bool) []int64 {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	set := e.vecs.sets[setKey{dim: len(q)}]
@@ -287,7 +294,7 @@ func exactScan(e *Engine, q []float32, k int, groups []int64) []int64 {
 			continue
 		}
 		r := &e.tab.recs[slot]
-		if groups != nil && !slices.ContainsFunc(r.groups, func(g int64) bool { return slices.Contains(groups, g) }) {
+		if r.deleted || !admit(r) {
 			continue
 		}
 		d := ann.L2(q, set.full.vector(int32(vid)))
