@@ -207,6 +207,12 @@ type searcherBuilder struct {
 	stats          *statsView
 	maxPrefixTerms int
 	prefixTerms    *int // terms expanded so far by the query's prefixes (shared by its fts clauses)
+	// ineligible, when not nil, reports whether the document of a global
+	// number is known to be ineligible for the search (not visible to a
+	// restricted caller): the positional searcher skips it before reading
+	// its positions. Such documents never reach the results (scan tests
+	// eligibility first), so this changes the cost only.
+	ineligible func(num uint64) bool
 }
 
 // singleTerm reports whether parts hold one term only, at the first
@@ -312,10 +318,14 @@ func (b *searcherBuilder) positional(clauses [][]posTerm, exact [][]string, slop
 		pp = planPairs(exact)
 	}
 	s, err := newSegPosSearcher(b.ctx, b.r, clauses, pp, slop, b.stats, opts)
-	if err != nil || s != nil {
-		return s, err
+	if err != nil {
+		return nil, err
 	}
-	return newPosSearcher(b.ctx, b.r, clauses, slop, b.stats, opts)
+	if s == nil {
+		return newPosSearcher(b.ctx, b.r, clauses, slop, b.stats, opts)
+	}
+	s.ineligible = b.ineligible
+	return s, nil
 }
 
 // pairFirst enables the pair field's use by segPosSearcher (the tests

@@ -323,6 +323,11 @@ func (t *table) isLive(slot int32) bool {
 	return t.liveSlots.has(int(slot))
 }
 
+// skipIneligible enables skipping, in phrases and NEAR, the documents a
+// restricted caller cannot see before their positions are read (the
+// tests turn it off to compare).
+var skipIneligible = true
+
 // compactSlots enables reading table.liveSlots and table.ids instead of
 // records, and recycling match lists (the tests turn it off to compare).
 var compactSlots = true
@@ -656,6 +661,22 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 	b := &searcherBuilder{
 		ctx: ctx, r: run.r, an: run.e.an, grams: run.e.features.grams, pairs: run.e.features.pairs, stats: view,
 		maxPrefixTerms: run.e.opts.MaxPrefixTerms, prefixTerms: &run.prefixTerms,
+	}
+	if skipIneligible && !run.req.Unrestricted && view.visible != nil {
+		if elig := run.eligibleSlots(); elig != nil {
+			// A caller who sees only some documents: those it cannot see
+			// are never results (scan tests eligibility before the fts
+			// clauses), so phrases and NEAR need not read their
+			// positions. Only documents whose slot the cache knows are
+			// skipped; the others are checked and dropped later, as
+			// before. (A caller who sees every live document has nothing
+			// to skip: deleted ones are not in the postings read.)
+			res := run.res
+			b.ineligible = func(num uint64) bool {
+				slot, ok := res.cachedSlot(num)
+				return ok && !elig.has(int(slot))
+			}
+		}
 	}
 	s, err := b.build(qn, scoring)
 	if err != nil {

@@ -63,11 +63,16 @@ type segPosSearcher struct {
 	freq   []uint64
 	norm   []float64
 	choice []int // nearWindows' scratch
+
+	// ineligible, when not nil, names documents (by global number) known
+	// to be ineligible for the search: they are skipped before their
+	// positions, frequencies and norms are read (searcherBuilder's).
+	ineligible func(num uint64) bool
 }
 
 // newSegPosSearcher returns a segPosSearcher for the clauses, or nil when r
 // is not a scorch snapshot (posSearcher is used then).
-func newSegPosSearcher(ctx context.Context, r index.IndexReader, clauses [][]posTerm, pp pairPlan, slop int, stats collectionStats, opts search.SearcherOptions) (search.Searcher, error) {
+func newSegPosSearcher(ctx context.Context, r index.IndexReader, clauses [][]posTerm, pp pairPlan, slop int, stats collectionStats, opts search.SearcherOptions) (*segPosSearcher, error) {
 	snap, ok := r.(*scorch.IndexSnapshot)
 	if !ok || !segPositional {
 		return nil, nil
@@ -253,6 +258,10 @@ func (s *segPosSearcher) Next(ctx *search.SearchContext) (*search.DocumentMatch,
 				}
 			}
 			d := uint64(s.cand.Next())
+			if s.ineligible != nil && s.ineligible(s.bases[s.si]+d) {
+				// Never in the results: its positions are not read.
+				continue
+			}
 			ok, err := s.check(d)
 			if err != nil {
 				return nil, err

@@ -109,3 +109,23 @@ func (rs *resolver) slot(iid index.IndexInternalID) (int32, bool, error) {
 	}
 	return s, true, nil
 }
+
+// cachedSlot returns the table slot of the document of global number num
+// when the cache knows it (no stored field is read: false otherwise).
+func (rs *resolver) cachedSlot(num uint64) (int32, bool) {
+	if rs.segs == nil {
+		return 0, false
+	}
+	i := sort.Search(len(rs.bases), func(x int) bool { return rs.bases[x] > num }) - 1
+	if i < 0 {
+		return 0, false
+	}
+	local := num - rs.bases[i]
+	if local >= uint64(len(rs.segs[i].slots)) {
+		return 0, false
+	}
+	if v := rs.segs[i].slots[local].Load(); v > 0 {
+		return v - 1, true
+	}
+	return 0, false
+}

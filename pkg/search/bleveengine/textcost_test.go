@@ -15,11 +15,20 @@ import (
 // setFastPaths turns the cheaper search paths of issue 23 on or off
 // (off: the paths they replace), returning a function restoring them.
 func setFastPaths(on bool) func() {
-	pos, folders, compact, pairs, cols := segPositional, folderDriver, compactSlots, pairFirst, columnFilters
-	segPositional, folderDriver, compactSlots, pairFirst, columnFilters = on, on, on, on, on
+	pos, folders, compact, pairs, cols, skip := segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible
+	segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible = on, on, on, on, on, on
 	return func() {
-		segPositional, folderDriver, compactSlots, pairFirst, columnFilters = pos, folders, compact, pairs, cols
+		segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible = pos, folders, compact, pairs, cols, skip
 	}
+}
+
+// setSkipIneligible turns the skipping of documents a restricted caller
+// cannot see in phrases and NEAR on or off, returning a function
+// restoring it.
+func setSkipIneligible(on bool) func() {
+	old := skipIneligible
+	skipIneligible = on
+	return func() { skipIneligible = old }
 }
 
 // setColumnFilters turns the metadata columns' use on or off, returning a
@@ -202,6 +211,8 @@ func BenchmarkTextCost(b *testing.B) {
 		toggle = setPairFirst
 	case "columns":
 		toggle = setColumnFilters
+	case "visible":
+		toggle = setSkipIneligible
 	}
 	for _, who := range scaleFilters[:2] {
 		name := map[string]string{"none": "unrestricted", "10%": "user10%"}[who.name]
