@@ -84,7 +84,8 @@ type Request struct {
 	QueryVector []float32
 	// Rerank, when not nil, is a second stage for a vector-only search's
 	// nearest documents, by their content (the use embedder's, for short
-	// queries). The embedded engine applies it; OpenSearch ignores it.
+	// queries). Both engines apply it (Rerank.Distance); PrepareVector
+	// sets it.
 	Rerank *Rerank
 }
 
@@ -203,9 +204,8 @@ type DocFreqs interface {
 // VectorMean is implemented by engines that can give the mean of the
 // content vectors they hold of a length: the search service shifts a use
 // query away from it (pkg/embed, EmbedQueriesWithCorpus), taking off each
-// passage's similarity to the corpus as a whole (hubness). The embedded
-// engine implements it; OpenSearch does not (its queries are not
-// shifted).
+// passage's similarity to the corpus as a whole (hubness). Both engines
+// implement it.
 type VectorMean interface {
 	// MeanContentVector returns the mean of the live content vectors of
 	// length dim of the documents req's caller can see (GroupIDs,

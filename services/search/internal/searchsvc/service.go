@@ -36,71 +36,9 @@ var metricLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 }, []string{"mode", "outcome"})
 
 // textEmbedder is what the service needs of an embedder: the same one the
-// indexer uses (pkg/embed).
-type textEmbedder interface {
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
-}
-
-// queryEmbedder is implemented by embedders whose model embeds search
-// queries differently from documents (pkg/embed's local embedder, with a
-// query prefix such as e5's "query: ").
-type queryEmbedder interface {
-	EmbedQueries(ctx context.Context, queries []string) ([][]float32, error)
-}
-
-// statsQueryEmbedder is implemented by embedders that weight a query's
-// words by how common they are among the documents searched (pkg/embed's
-// use embedder).
-type statsQueryEmbedder interface {
-	EmbedQueriesWithStats(ctx context.Context, queries []string, stats embed.WordStats) ([][]float32, error)
-}
-
-// corpusQueryEmbedder is implemented by embedders that also shift a
-// query away from the mean content vector of the index (pkg/embed's use
-// embedder, against hubs).
-type corpusQueryEmbedder interface {
-	EmbedQueriesWithCorpus(ctx context.Context, queries []string, stats embed.WordStats, mean embed.MeanVector) ([][]float32, error)
-	Dimensions() int
-}
-
-// embedQueries embeds search queries with emb, as queries where the
-// embedder makes the difference; for the content target, with the
-// statistics of the documents req's caller can see in eng when both the
-// embedder and the engine take part; for the metadata target, as metadata
-// where the embedder embeds metadata apart (the use embedder's metadata
-// vectors hold only the lexical half, so a query weighted towards meaning
-// would have nothing left to compare with them).
-func embedQueries(ctx context.Context, emb textEmbedder, eng engine.Engine, queries []string, req *engine.Request) ([][]float32, error) {
-	if me, ok := emb.(embed.MetadataEmbedder); ok && req != nil && req.Plan.Vector != nil && req.Plan.Vector.Target == dsl.TargetMetadata {
-		return me.EmbedMetadata(ctx, queries)
-	}
-	if se, ok := emb.(statsQueryEmbedder); ok && req != nil && req.Plan.Vector != nil && req.Plan.Vector.Target == dsl.TargetContent {
-		if df, ok := eng.(engine.DocFreqs); ok {
-			stats := func(ctx context.Context, words []string) ([]int64, int64, error) {
-				return df.DocFreqs(ctx, *req, words)
-			}
-			if ce, ok := emb.(corpusQueryEmbedder); ok {
-				if vm, ok := eng.(engine.VectorMean); ok {
-					return ce.EmbedQueriesWithCorpus(ctx, queries, stats, func(ctx context.Context) ([]float32, error) {
-						return vm.MeanContentVector(ctx, *req, ce.Dimensions())
-					})
-				}
-			}
-			return se.EmbedQueriesWithStats(ctx, queries, stats)
-		}
-	}
-	if q, ok := emb.(queryEmbedder); ok {
-		return q.EmbedQueries(ctx, queries)
-	}
-	return emb.Embed(ctx, queries)
-}
-
-// contentReranker is implemented by embedders that give a search's
-// nearest documents a second stage by their content (pkg/embed's use
-// embedder, for short queries; nil when the query gets none).
-type contentReranker interface {
-	Reranker(query string) *embed.Rerank
-}
+// indexer uses (pkg/embed). Query vectors and the second stage are built
+// by engine.PrepareVector, the query side both engines share.
+type textEmbedder = engine.TextEmbedder
 
 // pinner is implemented by engine.Switchable: an engine that a rebuild
 // can replace, pinned for the calls of one search.
@@ -251,21 +189,11 @@ func (s *Service) Search(ctx context.Context, req *searchv1.SearchRequest) (*sea
 			outcome = s.failure(ctx, err)
 			return nil, s.searchError(ctx, err, "engine embedder")
 		}
-		vecs, err := embedQueries(ctx, emb, eng, []string{plan.Vector.Query}, &ereq)
-		if err == nil && len(vecs) != 1 {
-			err = errors.New("embedder returned no vector")
-		}
-		if err != nil {
+		if err := engine.PrepareVector(ctx, emb, eng, &ereq); err != nil {
 			outcome = s.failure(ctx, err)
 			return nil, s.searchError(ctx, err, "embed query")
 		}
-		ereq.QueryVector = vecs[0]
-		if cr, ok := emb.(contentReranker); ok && plan.Vector.Target == dsl.TargetContent {
-			if r := cr.Reranker(plan.Vector.Query); r != nil {
-				ereq.Rerank = &engine.Rerank{Depth: r.Depth, Weight: r.Weight, Score: r.Score}
-			}
-		}
-		if zeroVector(vecs[0]) {
+		if zeroVector(ereq.QueryVector) {
 			// Nothing to be near: a query of stop words or punctuation
 			// only embeds to the zero vector, equidistant from every
 			// normalised vector; k arbitrary "nearest" documents would be

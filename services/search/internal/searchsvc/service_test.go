@@ -251,7 +251,7 @@ func TestQueriesEmbeddedAsQueries(t *testing.T) {
 			if tc.hideQueryForm {
 				s.emb = struct{ textEmbedder }{p}
 			}
-			if _, err := embedQueries(context.Background(), s.emb, nil, []string{"heart attack"}, nil); err != nil {
+			if _, err := engine.EmbedQueries(context.Background(), s.emb, nil, []string{"heart attack"}, nil); err != nil {
 				t.Fatal(err)
 			}
 			if p.queries != tc.wantQueries || p.documents != tc.wantDocuments {
