@@ -220,6 +220,25 @@
 // it) but has no token there; and documents written with empty content
 // before DocFreqs count in N until rewritten or reindexed.
 //
+// # Query shift and second stage (golden-tested)
+//
+// The query side is shared with the embedded engine (engine.PrepareVector
+// builds the query vector and the second stage once, for either engine),
+// so a use query is shifted and re-scored alike here. MeanContentVector
+// (engine.VectorMean, mean.go) takes the mean of the caller's passage
+// vectors with one size-0 search: the visibility filter and documents
+// with passages as the query in a fixed-seed random_score order, a
+// sampler of at most meanSample documents per shard, a nested
+// aggregation over the passages and a scripted_metric summing their
+// knn_vector doc values; the mean is kept per recorded embedder and
+// visibility and taken again once the documents with passages change by
+// an eighth (a size-0 count checks that). A vector-only search with
+// engine.Rerank (rerank.go) fetches the content of the first Depth of
+// its k hits (a terms search on id, content from _source) and re-scores
+// the hits with Rerank.Distance before sorting and paging them: the
+// second stage is Go code (a GloVe word alignment) that no rescore
+// script could run. See docs/design.md §6, "Query-side parity".
+//
 // # Writes and versioning
 //
 // Upsert sends bulk index actions with version = Rev and version_type

@@ -723,6 +723,19 @@ func (em *emulator) search(ix *emuIndex, req map[string]any) (map[string]any, er
 		// filter, in order, counting the query's hits it matches.
 		res := map[string]any{}
 		for name, spec := range aggs {
+			if sampler, ok := spec.(map[string]any)["sampler"].(map[string]any); ok {
+				// MeanContentVector's: sampler > nested > scripted_metric.
+				docs := make([]*emuDoc, 0, len(hits))
+				for _, h := range hits[:min(len(hits), int(num(sampler["shard_size"])))] {
+					docs = append(docs, h.d)
+				}
+				v, err := emuMeanAgg(docs, spec.(map[string]any))
+				if err != nil {
+					return nil, err
+				}
+				res[name] = v
+				continue
+			}
 			fs, ok := spec.(map[string]any)["filters"].(map[string]any)["filters"].([]any)
 			if !ok || len(spec.(map[string]any)) != 1 {
 				return nil, fmt.Errorf("unsupported aggregation %s: %v", name, spec)
@@ -887,6 +900,27 @@ func (c *emuCtx) eval(q map[string]any, d *emuDoc) (bool, float64, error) {
 			return c.evalBool(raw.(map[string]any), d)
 		case "term", "terms", "range", "wildcard", "prefix", "match", "match_phrase", "span_near", "span_term":
 			return c.leaf(kind, raw.(map[string]any), d)
+		case "nested":
+			// A nested query (outside knn) matches a document with at
+			// least one object at its path; only match_all inside
+			// (MeanContentVector's filter).
+			body := raw.(map[string]any)
+			inner, _ := body["query"].(map[string]any)
+			if _, ok := inner["match_all"]; !ok || len(inner) != 1 {
+				return false, 0, fmt.Errorf("unsupported nested query %v", body)
+			}
+			objs, _ := d.src[body["path"].(string)].([]any)
+			return len(objs) > 0, 1, nil
+		case "function_score":
+			// Only MeanContentVector's random order: the hits of its
+			// query (their order is the emulator's, by id; a sample of
+			// every document is the same in any order).
+			body := raw.(map[string]any)
+			if _, ok := body["random_score"]; !ok || body["boost_mode"] != "replace" {
+				return false, 0, fmt.Errorf("unsupported function_score %v", body)
+			}
+			ok, _, err := c.eval(body["query"].(map[string]any), d)
+			return ok, 0, err
 		case "exists":
 			// A field with any non-null value exists, "" included (a
 			// text field's norm is written even without tokens).
@@ -1401,4 +1435,59 @@ func (c *emuCtx) highlight(q map[string]any, d *emuDoc, hl map[string]any) []str
 // htmlEncode escapes like OpenSearch's html highlight encoder.
 func htmlEncode(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#x27;", "/", "&#x2F;").Replace(s)
+}
+
+// emuMeanAgg evaluates MeanContentVector's aggregation over the sampled
+// documents: a nested aggregation over the passages, then the scripts'
+// sum of the vectors of length params.dim (in float64, document by
+// document, passage by passage), which it checks are the package's.
+func emuMeanAgg(docs []*emuDoc, spec map[string]any) (map[string]any, error) {
+	subs, _ := spec["aggs"].(map[string]any)
+	if len(subs) != 1 || len(spec) != 2 {
+		return nil, fmt.Errorf("unsupported sampler aggregation %v", spec)
+	}
+	out := map[string]any{"doc_count": len(docs)}
+	for nname, nraw := range subs {
+		nspec := nraw.(map[string]any)
+		path, _ := nspec["nested"].(map[string]any)["path"].(string)
+		msubs, _ := nspec["aggs"].(map[string]any)
+		if path == "" || len(msubs) != 1 {
+			return nil, fmt.Errorf("unsupported nested aggregation %v", nspec)
+		}
+		for mname, mraw := range msubs {
+			sm, _ := mraw.(map[string]any)["scripted_metric"].(map[string]any)
+			if sm["init_script"] != meanInit || sm["map_script"] != meanMap || sm["combine_script"] != meanCombine || sm["reduce_script"] != meanReduce {
+				return nil, fmt.Errorf("unsupported scripted_metric %v", sm)
+			}
+			params := sm["params"].(map[string]any)
+			field, _ := params["field"].(string)
+			sub, ok := strings.CutPrefix(field, path+".")
+			if !ok {
+				return nil, fmt.Errorf("scripted_metric field %s is not under the nested path %s", field, path)
+			}
+			dim := int(num(params["dim"]))
+			sum := make([]float64, dim)
+			var n, passages int64
+			for _, d := range docs {
+				objs, _ := d.src[path].([]any)
+				for _, o := range objs {
+					passages++
+					v, _ := o.(map[string]any)[sub].([]any)
+					if len(v) != dim {
+						continue
+					}
+					for i, x := range v {
+						sum[i] += float64(float32(num(x)))
+					}
+					n++
+				}
+			}
+			sumOut := make([]any, dim)
+			for i, x := range sum {
+				sumOut[i] = x
+			}
+			out[nname] = map[string]any{"doc_count": passages, mname: map[string]any{"value": map[string]any{"sum": sumOut, "n": n}}}
+		}
+	}
+	return out, nil
 }

@@ -37,6 +37,9 @@ type Engine struct {
 
 	embMu sync.Mutex
 	emb   embedderCache // see Embedder
+
+	meansMu sync.Mutex
+	means   map[string]*meanCache // see MeanContentVector
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -342,6 +345,11 @@ func (e *Engine) Search(ctx context.Context, req engine.Request) (engine.Result,
 			return engine.Result{}, err
 		}
 		hits := r.Hits.Hits
+		if req.Rerank.Active() {
+			if err := e.rerank(ctx, req.Rerank, hits); err != nil {
+				return engine.Result{}, err
+			}
+		}
 		if err := p.sortHits(hits); err != nil {
 			return engine.Result{}, err
 		}

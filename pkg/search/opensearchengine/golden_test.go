@@ -339,3 +339,49 @@ func TestDocFreqsBodiesMatchGolden(t *testing.T) {
 	body, slots, _ := docFreqsBody(engine.Request{GroupIDs: defaultGroups}, []string{"the", "--"}, 0)
 	golden(t, "docfreqs_stopwords_only", obj{"search": body, "slots": slots})
 }
+
+// TestQuerySideBodiesMatchGolden pins the searches of the query side
+// OpenSearch shares with the embedded engine: MeanContentVector's count
+// and mean (the caller's visibility filter and documents with passages;
+// a fixed-seed random order, a sampler of meanSample documents per shard,
+// a nested aggregation over the passages and the scripted_metric summing
+// their vectors), and the second stage's fetch of the first Depth hits'
+// content.
+func TestQuerySideBodiesMatchGolden(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		body obj
+	}{
+		{name: "mean_groups", body: meanBody(engine.Request{GroupIDs: []int64{7, 3, 7}}, 4, 1500*time.Millisecond)},
+		{name: "mean_unrestricted", body: meanBody(engine.Request{Unrestricted: true}, 4, 0)},
+		{name: "mean_count_groups", body: meanCountBody(engine.Request{GroupIDs: []int64{7, 3, 7}}, 1500*time.Millisecond)},
+		{name: "mean_count_unrestricted", body: meanCountBody(engine.Request{Unrestricted: true}, 0)},
+		{name: "rerank_contents", body: contentsBody([]int64{11, 5, 42}, 1500*time.Millisecond)},
+		{name: "rerank_contents_one", body: contentsBody([]int64{9}, 0)},
+	} {
+		t.Run(c.name, func(t *testing.T) { golden(t, "queryside_"+c.name, c.body) })
+	}
+}
+
+// TestMeanKey: the mean cache is kept per embedder recorded, vector
+// length and visibility (groups in any order or repeated are the same
+// visibility; unrestricted is its own).
+func TestMeanKey(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		emb  string
+		req  engine.Request
+		dim  int
+		want string
+	}{
+		{name: "unrestricted", emb: "use/x", req: engine.Request{Unrestricted: true}, dim: 4, want: "use/x/4/*"},
+		{name: "groups sorted and distinct", req: engine.Request{GroupIDs: []int64{7, 3, 7}}, dim: 4, want: "/4/3,7"},
+		{name: "unrestricted wins over groups", req: engine.Request{Unrestricted: true, GroupIDs: []int64{1}}, dim: 8, want: "/8/*"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := meanKey(c.emb, c.req, c.dim); got != c.want {
+				t.Errorf("meanKey = %q, want %q", got, c.want)
+			}
+		})
+	}
+}

@@ -647,3 +647,22 @@ func TestIntegrationRebuildSwitchesTheAliasAndCleansUp(t *testing.T) {
 		}
 	})
 }
+
+// TestIntegrationQuerySideMatchesTheEmbeddedEngine: on a real OpenSearch,
+// MeanContentVector (the scripted_metric over the passages' doc values)
+// gives the embedded engine's mean for each visibility and is taken again
+// after a change of an eighth, and a vector-only search with a second
+// stage ranks and scores as the embedded engine does
+// (testMeanAndSecondStage); with the use model present, the shared query
+// side gives both engines the identical query vector for short and long
+// queries and the same ranking (testQuerySide).
+func TestIntegrationQuerySideMatchesTheEmbeddedEngine(t *testing.T) {
+	integrationConfig(t, 4, 4) // skips without OPENSEARCH_URL
+	t.Run("mean and second stage", func(t *testing.T) {
+		testMeanAndSecondStage(t, newIntegrationEngine(t, 4, 4))
+	})
+	t.Run("use query side", func(t *testing.T) {
+		u := parityUSE(t)
+		testQuerySide(t, u, newIntegrationEngine(t, u.Dimensions(), 4))
+	})
+}
