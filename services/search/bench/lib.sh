@@ -22,5 +22,31 @@ new_user() {
 	export DOCREPO_TOKEN="$token"
 }
 # total: how many documents search sees for DOCREPO_TOKEN's user (through
-# pkg/client; asked once, fails while the gateway or search is down).
-total() { "$bench" -run total; }
+# pkg/client; asked once, fails while the gateway or search is down, and
+# when the answer is not a count, e.g. from a kept stack's older bench
+# binary that has no -run total).
+total() {
+	local t
+	t=$("$bench" -run total) || return 1
+	case "$t" in
+	'' | *[!0-9]*)
+		echo "total: $bench -run total answered '$t', not a count" >&2
+		return 1
+		;;
+	esac
+	echo "$t"
+}
+# wait_back PIDFN PID BEFORE: waits until PIDFN (a command printing the
+# search process's pid) names a process other than PID and search answers
+# BEFORE documents again; gives up after BENCH_WAIT_S seconds (default
+# 600) with a message instead of waiting for ever.
+wait_back() {
+	local deadline=$((SECONDS + ${BENCH_WAIT_S:-600}))
+	while [ "$($1)" = "$2" ] || [ "$(total 2>/dev/null || echo 0)" != "$3" ]; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			echo "wait_back: search (pid $2 before) not answering $3 documents after ${BENCH_WAIT_S:-600} s" >&2
+			return 1
+		fi
+		sleep 0.2
+	done
+}

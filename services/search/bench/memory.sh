@@ -111,7 +111,7 @@ before=$(total)
 pid=$(pidof_svc search)
 t0=$(now)
 kill -TERM "$pid"
-while [ "$(pidof_svc search)" = "$pid" ] || [ "$(total 2>/dev/null || echo 0)" != "$before" ]; do sleep 0.2; done
+wait_back "pidof_svc search" "$pid" "$before"
 echo "restart: searches answer again after $(since "$t0") s (load $(load))"
 sleep 10
 snapshot after-restart

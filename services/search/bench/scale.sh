@@ -57,6 +57,7 @@ dir=${SCALE_DIR:-/tmp/docrepo-scale-$n}
 mkdir -p "$dir/profiles"
 pprof_url() { echo "http://127.0.0.1:$((BENCH_PPROF_BASE + $1))/debug/pprof/$2"; }
 rss() { grep -E '^(VmRSS|RssAnon|RssFile)' /proc/"$1"/status | tr -s ' \t\n' ' '; }
+search_pid() { cat "$DOCREPO_PID_DIR/search.pid"; }
 measure_only=${SCALE_MEASURE_ONLY:-}
 if [ -n "$measure_only" ]; then
 	# shellcheck disable=SC1091
@@ -132,7 +133,7 @@ if [ -n "$measure_only" ]; then
 		pid=$(cat "$DOCREPO_PID_DIR/search.pid")
 		t0=$(now)
 		kill -TERM "$pid"
-		while [ "$(cat "$DOCREPO_PID_DIR/search.pid")" = "$pid" ] || [ "$(total 2>/dev/null || echo 0)" != "$before" ]; do sleep 0.2; done
+		wait_back search_pid "$pid" "$before"
 		pid=$(cat "$DOCREPO_PID_DIR/search.pid")
 		echo "swap: search binary replaced by $SCALE_SWAP_SEARCH ($(go version -m "$BENCH_BIN/search" 2>/dev/null | sed -n 's/.*vcs.revision=//p' | cut -c1-7)); start-up after SIGTERM: searches answer again after $(since "$t0") s (load $(load))"
 		echo "search process after start-up (pid $pid), no query yet: $(rss "$pid")"
@@ -173,7 +174,7 @@ for sig in KILL TERM; do
 	pid=$(cat "$DOCREPO_PID_DIR/search.pid")
 	t0=$(now)
 	kill -"$sig" "$pid"
-	while [ "$(cat "$DOCREPO_PID_DIR/search.pid")" = "$pid" ] || [ "$(total 2>/dev/null || echo 0)" != "$before" ]; do sleep 0.2; done
+	wait_back search_pid "$pid" "$before"
 	echo "start-up after SIG$sig: searches answer again after $(since "$t0") s (supervisor restart delay included; load $(cut -d' ' -f1-3 /proc/loadavg))"
 	pid=$(cat "$DOCREPO_PID_DIR/search.pid")
 	echo "search process after start-up (pid $pid): $(rss "$pid")"
