@@ -45,15 +45,7 @@ func reranked(d2 []float64, texts []string, rr *Rerank) []int {
 // with the second stage than the floor, which the nearest vectors alone
 // miss (both logged).
 func TestUSERerankFloor(t *testing.T) {
-	dir := useModelDir(t)
-	cfg := floorConfig(dir)
-	u, err := NewUSE(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ok, why := u.GloVeStatus(); !ok {
-		t.Skipf("the second stage needs the GloVe vectors: %v", why)
-	}
+	u, cfg := newFloorUSE(t, "the second stage needs")
 	ctx := context.Background()
 	pq, hq, pd, docs, nabs := floorCorpus(t)
 	start := time.Now()
@@ -182,15 +174,7 @@ func floorCorpus(t *testing.T) (pq, hq, pd, docs []string, abstracts int) {
 // (often common) words. The floors are the defaults' figures, which the
 // settings before them miss.
 func TestUSEShortQueryFloor(t *testing.T) {
-	dir := useModelDir(t)
-	cfg := floorConfig(dir)
-	u, err := NewUSE(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ok, why := u.GloVeStatus(); !ok {
-		t.Skipf("the defaults' short queries need the GloVe vectors: %v", why)
-	}
+	u, cfg := newFloorUSE(t, "the defaults' short queries need")
 	ctx := context.Background()
 	pq, hq, pd, docs, _ := floorCorpus(t)
 	dv, err := u.Embed(ctx, docs)
@@ -256,4 +240,20 @@ func floorConfig(dir string) USEConfig {
 		GloVeDir: os.Getenv("DOCREPO_USE_GLOVE_DIR"), GloVeWeight: DefaultUSEGloVeWeight,
 		QueryGloVeWeight: DefaultUSEQueryGloVeWeight, ShortQueryGloVeWeight: DefaultUSEShortQueryGloVeWeight,
 		RerankWeight: DefaultUSERerankWeight, RerankDepth: DefaultUSERerankDepth}
+}
+
+// newFloorUSE is the floor tests' embedder with floorConfig's defaults,
+// and that configuration; the test is skipped, saying what needs
+// them does, when the GloVe vectors are absent.
+func newFloorUSE(t *testing.T, what string) (*USE, USEConfig) {
+	t.Helper()
+	cfg := floorConfig(useModelDir(t))
+	u, err := NewUSE(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := u.GloVeStatus(); !ok {
+		t.Skipf("%s the GloVe vectors: %v", what, why)
+	}
+	return u, cfg
 }
