@@ -242,7 +242,7 @@ func (e *Engine) NewGeneration(ctx context.Context) (*Generation, error) {
 	}
 	cfg := e.cfg
 	cfg.Index = g.index
-	g.eng = &Engine{cfg: cfg, c: e.c, dims: e.dims, log: e.log, generation: true}
+	g.eng = &Engine{cfg: cfg, c: e.c, dims: e.dims, log: e.log, generation: true, meanRecount: e.meanRecount}
 	e.log.Info("opensearch rebuild: created the new index; searches use the current one until the switch",
 		"index", g.index, "alias", alias, "current", g.old)
 	return g, nil

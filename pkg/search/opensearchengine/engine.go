@@ -40,6 +40,8 @@ type Engine struct {
 
 	meansMu sync.Mutex
 	means   map[string]*meanCache // see MeanContentVector
+	// meanRecount: meanRecount, or another interval in tests.
+	meanRecount time.Duration
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -59,9 +61,10 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		cfg: cfg,
-		c:   c,
-		log: cfg.Logger,
+		cfg:         cfg,
+		c:           c,
+		log:         cfg.Logger,
+		meanRecount: meanRecount,
 		dims: map[dsl.VectorTarget]int{
 			dsl.TargetContent:  cfg.Dimensions,
 			dsl.TargetMetadata: cfg.MetadataDimensions,

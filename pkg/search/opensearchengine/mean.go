@@ -140,12 +140,23 @@ func (r *searchResponse) meanOf(dim int) ([]float32, error) {
 // meanCache is the last mean taken for one visibility and vector length,
 // and how many documents with passages it covered: it is taken again once
 // they have grown or shrunk by an eighth (as the embedded engine's).
+// counted is when they were last counted.
 type meanCache struct {
-	mu   sync.Mutex
-	v    []float32
-	docs int64
-	ok   bool
+	mu      sync.Mutex
+	v       []float32
+	docs    int64
+	ok      bool
+	counted time.Time
 }
+
+// meanRecount is how long a mean is served without counting the
+// documents it covers again: a count is a round trip, and every vector
+// search of the use embedder asks for the mean, so counting on each one
+// would add a request to every search and queue concurrent searches of
+// one visibility behind each other's counts. A change of an eighth of
+// the documents within a few seconds shifts the mean by little; it is
+// taken again at the next count.
+const meanRecount = 5 * time.Second
 
 // maxMeanCaches bounds the visibilities whose means are kept; past it
 // they are all forgotten (taken again when asked).
@@ -194,10 +205,11 @@ func (e *Engine) meanEntry(key string) *meanCache {
 // (the visibility filter of every search, so no query's shift depends on
 // documents the caller cannot see), from at most meanSample documents per
 // shard drawn in a fixed random order (meanBody); nil when there are
-// none. A mean is kept per embedder recorded and visibility, and taken again once the documents
-// with passages it covers have changed by an eighth: each call costs one
-// size-0 count (meanCountBody) while it holds, and the aggregation when
-// it does not.
+// none. A mean is kept per embedder recorded and visibility, and taken
+// again once the documents with passages it covers have changed by an
+// eighth: a call within e.meanRecount of the last count is served from
+// the cache, a later one costs one size-0 count (meanCountBody) while
+// the mean holds, and the aggregation when it does not.
 func (e *Engine) MeanContentVector(ctx context.Context, req engine.Request, dim int) ([]float32, error) {
 	if err := e.check(); err != nil {
 		return nil, err
@@ -215,12 +227,16 @@ func (e *Engine) MeanContentVector(ctx context.Context, req engine.Request, dim 
 	c := e.meanEntry(meanKey(emb, req, dim))
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.ok && time.Since(c.counted) < e.meanRecount {
+		return slices.Clone(c.v), nil
+	}
 	if c.ok {
 		r, err := e.search(ctx, meanCountBody(req, e.timeout(ctx)))
 		if err != nil {
 			return nil, fmt.Errorf("opensearchengine: mean vector: %w", err)
 		}
 		if n := totalOf(r); 8*abs64(n-c.docs) <= c.docs {
+			c.counted = time.Now()
 			return slices.Clone(c.v), nil
 		}
 	}
@@ -232,7 +248,7 @@ func (e *Engine) MeanContentVector(ctx context.Context, req engine.Request, dim 
 	if err != nil {
 		return nil, err
 	}
-	c.v, c.docs, c.ok = m, totalOf(r), true
+	c.v, c.docs, c.ok, c.counted = m, totalOf(r), true, time.Now()
 	return slices.Clone(m), nil
 }
 

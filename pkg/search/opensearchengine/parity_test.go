@@ -235,7 +235,8 @@ func maxAbsDiff(a, b []float32) float64 {
 // behind all three). The mean is taken again once the documents with passages
 // have changed by an eighth.
 func TestEnginesAgreeOnMeanAndSecondStage(t *testing.T) {
-	srv := httptest.NewServer(newEmulator())
+	emu := newEmulator()
+	srv := httptest.NewServer(emu)
 	t.Cleanup(srv.Close)
 	oe, err := New(context.Background(), Config{Addresses: []string{srv.URL}, Index: "parity4", Dimensions: 4, Refresh: RefreshWaitFor, RetryBackoff: time.Millisecond})
 	if err != nil {
@@ -243,6 +244,22 @@ func TestEnginesAgreeOnMeanAndSecondStage(t *testing.T) {
 	}
 	t.Cleanup(func() { oe.Close() })
 	testMeanAndSecondStage(t, oe)
+	t.Run("no request within the recount interval", func(t *testing.T) {
+		ctx := context.Background()
+		req := engine.Request{Unrestricted: true}
+		if _, err := oe.MeanContentVector(ctx, req, 4); err != nil {
+			t.Fatal(err)
+		}
+		sent := len(emu.log())
+		for range 3 {
+			if _, err := oe.MeanContentVector(ctx, req, 4); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := len(emu.log()) - sent; n != 0 {
+			t.Errorf("three means within the recount interval sent %d requests, want 0", n)
+		}
+	})
 }
 
 // testMeanAndSecondStage is TestEnginesAgreeOnMeanAndSecondStage with oe,
@@ -339,6 +356,8 @@ func testMeanAndSecondStage(t *testing.T, oe *Engine) {
 	}
 	t.Run("mean taken again after a change of an eighth", func(t *testing.T) {
 		req := engine.Request{GroupIDs: []int64{1}}
+		oe.meanRecount = time.Hour
+		t.Cleanup(func() { oe.meanRecount = meanRecount })
 		before, err := oe.MeanContentVector(ctx, req, 4)
 		if err != nil {
 			t.Fatal(err)
@@ -349,6 +368,16 @@ func testMeanAndSecondStage(t *testing.T, oe *Engine) {
 				t.Fatal(err)
 			}
 		}
+		// Within the recount interval the mean is served as it was,
+		// without counting the documents again.
+		cached, err := oe.MeanContentVector(ctx, req, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if maxAbsDiff(cached, before) > 0 {
+			t.Errorf("mean within the recount interval %v, want the cached %v", cached, before)
+		}
+		oe.meanRecount = 0
 		after, err := oe.MeanContentVector(ctx, req, 4)
 		if err != nil {
 			t.Fatal(err)
