@@ -233,8 +233,7 @@
 // knn_vector doc values; the mean is kept per recorded embedder and
 // visibility and taken again once the documents with passages change by
 // an eighth (a size-0 count, at most every meanRecount, checks that). A
-// vector-only search with
-// engine.Rerank (rerank.go) fetches the content of the first Depth of
+// vector-only search with engine.Rerank (rerank.go) fetches the content of the first Depth of
 // its k hits (a terms search on id, content from _source) and re-scores
 // the hits with Rerank.Distance before sorting and paging them: the
 // second stage is Go code (a GloVe word alignment) that no rescore

@@ -248,29 +248,37 @@ func buildRequest(t *testing.T, c searchCase) engine.Request {
 	if err := json.Unmarshal([]byte(c.body), &m); err != nil {
 		t.Fatalf("%s: body: %v", c.name, err)
 	}
-	dreq, err := dsl.RequestFromMap(m)
-	if err != nil {
-		t.Fatalf("%s: %v", c.name, err)
-	}
-	q, err := dsl.Parse(dreq)
-	if err != nil {
-		t.Fatalf("%s: %v", c.name, err)
-	}
-	pl, err := q.Plan()
-	if err != nil {
-		t.Fatalf("%s: %v", c.name, err)
-	}
-	req := engine.Request{Query: q, Plan: pl, Unrestricted: c.unrestricted, GroupIDs: c.groups}
+	req := parseRequest(t, c.name, m)
+	req.Unrestricted, req.GroupIDs = c.unrestricted, c.groups
 	if c.groups == nil && !c.unrestricted {
 		req.GroupIDs = defaultGroups
 	}
-	if pl.Vector != nil {
-		req.QueryVector = make([]float32, testDims[pl.Vector.Target])
+	if req.Plan.Vector != nil {
+		req.QueryVector = make([]float32, testDims[req.Plan.Vector.Target])
 		for i := range req.QueryVector {
 			req.QueryVector[i] = float32(i+1) / 8
 		}
 	}
 	return req
+}
+
+// parseRequest parses the search body m (named name in failures) as the
+// search service does: the request, its query and the query's plan.
+func parseRequest(t *testing.T, name string, m map[string]any) engine.Request {
+	t.Helper()
+	dreq, err := dsl.RequestFromMap(m)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	q, err := dsl.Parse(dreq)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	pl, err := q.Plan()
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return engine.Request{Query: q, Plan: pl}
 }
 
 // TestSearchBodiesMatchGolden writes, per case, the mode and every request body the

@@ -13,7 +13,6 @@ import (
 
 	"github.com/docrepo/docrepo/pkg/embed"
 	"github.com/docrepo/docrepo/pkg/search/bleveengine"
-	"github.com/docrepo/docrepo/pkg/search/dsl"
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
 
@@ -195,23 +194,13 @@ func testQuerySide(t *testing.T, u *embed.USE, oe *Engine) {
 // parityRequest is a vector-only search for query (every hit).
 func parityRequest(t *testing.T, query string, unrestricted bool, groups []int64) engine.Request {
 	t.Helper()
-	dr, err := dsl.RequestFromMap(map[string]any{
+	req := parseRequest(t, "vector "+query, map[string]any{
 		"where":  map[string]any{"vector": map[string]any{"target": "content", "query": query}},
 		"select": []any{"id"},
 		"limit":  float64(len(parityDocs)),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := dsl.Parse(dr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := q.Plan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return engine.Request{Query: q, Plan: plan, GroupIDs: groups, Unrestricted: unrestricted}
+	req.GroupIDs, req.Unrestricted = groups, unrestricted
+	return req
 }
 
 func maxAbsDiff(a, b []float32) float64 {
