@@ -71,9 +71,15 @@ var formatKey = []byte("docrepo.bleveengine.format")
 // (it stays format 3; its phrases are found as before) until it is
 // rebuilt (docrepoctl reindex, or Reset): the pair field is used only
 // when every document of the index has it, and a format 4 index is
-// refused by an engine that would write documents without it.
+// refused by an engine that would write documents without it. "5" adds
+// the window pairs of common terms and the version of C each document was
+// analysed with (fields "n" and "nv", the common terms under commonKey;
+// window.go). Opening a format 4 index makes it format 5: its documents
+// have no version, so NEAR checks their positions as before, and the
+// documents written from then on get window pairs.
 const (
-	format         = "4"
+	format         = "5"
+	formatPairs    = "4"
 	formatPassages = "3"
 	formatGrams    = "2"
 	formatNoGram   = "1"
@@ -83,10 +89,13 @@ const (
 type indexFeatures struct {
 	grams bool // the common grams field (format 2 and later)
 	pairs bool // the pair field (format 4)
+	// window: the window pairs of common terms and the version markers
+	// (format 5; format 4 indexes are made format 5 at open).
+	window bool
 }
 
 // allFeatures are a new index's.
-var allFeatures = indexFeatures{grams: true, pairs: true}
+var allFeatures = indexFeatures{grams: true, pairs: true, window: true}
 
 // embedderKey holds the identity of the embedder whose vectors the index
 // holds (JSON of embed.Identity), as SetEmbedder recorded it.
@@ -111,6 +120,12 @@ type Engine struct {
 	// abandonBatch). While there are any, an index reader may hold
 	// content the table does not: term counts read then are not cached.
 	unput atomic.Int64
+
+	// common is the current version of C (window.go); sinceCommon
+	// counts the documents written since growCommon last looked for new
+	// common terms (guarded by writeMu).
+	common      atomic.Pointer[commonSet]
+	sinceCommon int
 
 	mu       sync.RWMutex // guards the fields below; Search holds it shared
 	idx      bleve.Index
@@ -273,6 +288,14 @@ func (e *Engine) load() error {
 		return fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
 	}
 	e.idx, e.features, e.embedder = idx, features, emb
+	common, err := readCommon(idx)
+	if err != nil {
+		_ = idx.Close()
+		return fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
+	}
+	e.common.Store(common)
+	// The first write looks for new common terms.
+	e.sinceCommon = commonRule.checkEvery
 	t1 := time.Now()
 	e.vecs, err = e.openVectors()
 	if err != nil {
@@ -434,6 +457,13 @@ func (e *Engine) openIndex() (bleve.Index, indexFeatures, error) {
 		case string(got) == formatGrams:
 			// Format 3 reads format 2 documents; new ones get passages.
 			err = idx.SetInternal(formatKey, []byte(formatPassages))
+		case string(got) == formatPairs:
+			// Format 5 reads format 4 documents (no version: NEAR
+			// checks their positions); new ones get window pairs.
+			if err = idx.SetInternal(formatKey, []byte(format)); err == nil {
+				slog.Info("bleveengine: format 4 index made format 5: documents written from now on get NEAR window pairs; reindex to give them to all", "dir", e.dir)
+				got = []byte(format)
+			}
 		case string(got) != format && string(got) != formatPassages && string(got) != formatNoGram:
 			err = fmt.Errorf("format %q, want %q: rebuild the index", got, format)
 		}
@@ -441,7 +471,7 @@ func (e *Engine) openIndex() (bleve.Index, indexFeatures, error) {
 			_ = idx.Close()
 			return nil, indexFeatures{}, fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
 		}
-		return idx, indexFeatures{grams: string(got) != formatNoGram, pairs: string(got) == format}, nil
+		return idx, indexFeatures{grams: string(got) != formatNoGram, pairs: string(got) == format, window: string(got) == format}, nil
 	}
 	entries, err := os.ReadDir(e.dir)
 	switch {
@@ -803,9 +833,13 @@ func (e *Engine) Upsert(ctx context.Context, docs []engine.Document) (engine.Wri
 	if err := checkPassages("upsert", docs); err != nil {
 		return engine.WriteResult{}, err
 	}
+	if err := e.growCommon(idx); err != nil {
+		return engine.WriteResult{}, fmt.Errorf("bleveengine: upsert: %w", err)
+	}
 	u := &upsert{e: e, idx: idx, docs: docs}
 	u.choose()
 	err = u.writeChunks(ctx, u.chunks())
+	e.sinceCommon += u.res.Written
 	if err == nil {
 		err = e.maybeCheckpoint()
 	}
@@ -1093,6 +1127,13 @@ func (e *Engine) contentFields(content string) []*document.TextField {
 		out = append(out, document.NewTextFieldCustom(fieldPairs, nil, []byte(content),
 			index.IndexField, e.an.pairs))
 	}
+	if c := e.common.Load(); e.features.window && c.window != nil {
+		// The window pairs and the version of C they were made with
+		// (window.go); only their documents are read.
+		out = append(out,
+			document.NewTextFieldCustom(fieldWindow, nil, []byte(content), index.IndexField, c.window),
+			document.NewTextFieldCustom(fieldWindowVer, nil, []byte(c.marker), index.IndexField, markerAnalyzer))
+	}
 	return out
 }
 
@@ -1101,7 +1142,7 @@ func (e *Engine) contentFields(content string) []*document.TextField {
 func (e *Engine) analyseContent(content string) docTerms {
 	t := docTerms{known: true, fields: map[string]index.TokenFrequencies{}}
 	for _, f := range e.contentFields(content) {
-		if f.Name() == fieldPairs {
+		if n := f.Name(); n == fieldPairs || n == fieldWindow || n == fieldWindowVer {
 			// Pairs are never scored: the statistics views do not count them.
 			continue
 		}
@@ -1253,6 +1294,20 @@ func (e *Engine) Reset(ctx context.Context) error {
 		e.closed = true
 		return fmt.Errorf("bleveengine: reset: %w", err)
 	}
+	// The rebuilt index starts with the current common terms (reindex
+	// writes every document again, each with all of C's window pairs).
+	common := e.common.Load()
+	if !features.window {
+		common = newCommonSet(nil)
+	} else if common.version() > 0 {
+		if err := writeCommon(idx, common); err != nil {
+			vecs.close()
+			_ = idx.Close()
+			e.closed = true
+			return fmt.Errorf("bleveengine: reset: %w", err)
+		}
+	}
+	e.common.Store(common)
 	e.vecs = vecs
 	e.idx, e.features, e.tab, e.slots, e.embedder = idx, features, newTable(), newSlotCache(), nil
 	return nil
