@@ -199,11 +199,14 @@ var (
 
 // searcherBuilder builds bleve searchers for translated nodes.
 type searcherBuilder struct {
-	ctx            context.Context
-	r              index.IndexReader
-	an             *analyzers
-	grams          bool // the index has the common grams field
-	pairs          bool // the index has the pair field (every document)
+	ctx   context.Context
+	r     index.IndexReader
+	an    *analyzers
+	grams bool // the index has the common grams field
+	pairs bool // the index has the pair field (every document)
+	// window is the index's current set of common terms when it has the
+	// window pairs (format 5), else nil.
+	window         *commonSet
 	stats          *statsView
 	maxPrefixTerms int
 	prefixTerms    *int // terms expanded so far by the query's prefixes (shared by its fts clauses)
@@ -256,7 +259,7 @@ func (b *searcherBuilder) build(q *qnode, opts search.SearcherOptions) (search.S
 			// stemming analysis, e-mail, is a phrase of stems.)
 			exact = [][]string{q.terms}
 		}
-		return b.positional([][]posTerm{parts}, exact, 0, opts)
+		return b.positional([][]posTerm{parts}, exact, 0, windowPlan{}, opts)
 	case qPrefix:
 		return b.prefix(q, opts)
 	case qNear:
@@ -264,7 +267,7 @@ func (b *searcherBuilder) build(q *qnode, opts search.SearcherOptions) (search.S
 		for i, c := range q.clauses {
 			clauses[i] = b.an.phraseParts(q.field, c, b.grams)
 		}
-		return b.positional(clauses, q.clauses, q.slop, opts)
+		return b.positional(clauses, q.clauses, q.slop, planWindow(b.window, q.clauses, q.slop), opts)
 	case qAny:
 		kids, err := b.buildAll(q.kids, opts)
 		if err != nil {
@@ -311,13 +314,14 @@ func (b *searcherBuilder) build(q *qnode, opts search.SearcherOptions) (search.S
 // exact are the clauses' exact tokens by position ("" = any token), the
 // clauses being their parts (phraseParts), or nil when the clauses are not
 // of exact tokens; with the pair field they give segPosSearcher the pairs
-// every match holds.
-func (b *searcherBuilder) positional(clauses [][]posTerm, exact [][]string, slop int, opts search.SearcherOptions) (search.Searcher, error) {
+// every match holds. wp is what the window pairs tell of a NEAR's
+// clauses (planWindow).
+func (b *searcherBuilder) positional(clauses [][]posTerm, exact [][]string, slop int, wp windowPlan, opts search.SearcherOptions) (search.Searcher, error) {
 	var pp pairPlan
 	if b.pairs && exact != nil {
 		pp = planPairs(exact)
 	}
-	s, err := newSegPosSearcher(b.ctx, b.r, clauses, pp, slop, b.stats, opts)
+	s, err := newSegPosSearcher(b.ctx, b.r, clauses, pp, wp, slop, b.stats, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -372,6 +376,72 @@ func planPairs(clauses [][]string) pairPlan {
 		pp.decisive = len(clauses) > 1 && c[0] != ""
 	}
 	return pp
+}
+
+// windowFirst enables the window pairs' use by segPosSearcher (the tests
+// and benchmarks turn it off to compare with the positions alone).
+var windowFirst = true
+
+// windowPlan is what the window pairs (window.go) tell of the clauses of
+// a NEAR: constraints every match of a recent enough version satisfies,
+// and whether the only constraint is the whole rule.
+type windowPlan struct {
+	cons []windowCons
+	// decisive: two clauses of one word each, distinct, within the
+	// window: a document of version ≥ cons[0].since matches exactly
+	// when it holds one of cons[0].terms.
+	decisive bool
+}
+
+// windowCons is one pair of single-word clauses of a NEAR: every match
+// of a version ≥ since holds one of terms (the pair's window tokens at
+// the gaps a match allows).
+type windowCons struct {
+	terms []string
+	since int
+}
+
+// planWindow returns the window plan of a NEAR's clauses of exact tokens
+// ("" = any token) within slop, given the index's common terms c (nil:
+// none). In a match the clauses span at most slop + Σ len tokens, so two
+// single-word clauses are at most G = slop + Σ len - 2 tokens apart (slop
+// for two single words): when G ≤ windowMax, every pair of distinct
+// single-word clauses both in C constrains the documents of the versions
+// holding both.
+func planWindow(c *commonSet, clauses [][]string, slop int) windowPlan {
+	if c == nil || !windowFirst || len(clauses) < 2 || c.version() == 0 {
+		return windowPlan{}
+	}
+	total := 0
+	for _, cl := range clauses {
+		total += len(cl)
+	}
+	g := slop + total - 2
+	if slop < 0 || g > windowMax {
+		return windowPlan{}
+	}
+	var words []string
+	for _, cl := range clauses {
+		if len(cl) == 1 && cl[0] != "" && !slices.Contains(words, cl[0]) {
+			words = append(words, cl[0])
+		}
+	}
+	var wp windowPlan
+	for i := range words {
+		for j := i + 1; j < len(words); j++ {
+			since := c.pairSince(words[i], words[j])
+			if since == 0 {
+				continue
+			}
+			wc := windowCons{since: since}
+			for gap := 0; gap <= g; gap++ {
+				wc.terms = append(wc.terms, windowTerm(words[i], words[j], gap))
+			}
+			wp.cons = append(wp.cons, wc)
+		}
+	}
+	wp.decisive = len(clauses) == 2 && len(clauses[0]) == 1 && len(clauses[1]) == 1 && len(wp.cons) == 1
+	return wp
 }
 
 func (b *searcherBuilder) buildAll(qs []*qnode, opts search.SearcherOptions) ([]search.Searcher, error) {

@@ -662,6 +662,9 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 		ctx: ctx, r: run.r, an: run.e.an, grams: run.e.features.grams, pairs: run.e.features.pairs, stats: view,
 		maxPrefixTerms: run.e.opts.MaxPrefixTerms, prefixTerms: &run.prefixTerms,
 	}
+	if run.e.features.window {
+		b.window = run.e.common.Load()
+	}
 	if skipIneligible && !run.req.Unrestricted && view.visible != nil {
 		if elig := run.eligibleSlots(); elig != nil {
 			// A caller who sees only some documents: those it cannot see

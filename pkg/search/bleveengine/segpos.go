@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
@@ -36,6 +37,13 @@ var segPositional = true
 // pair, and a phrase of two words needs no position at all (its pair is
 // the rule): its matches are the pair's documents, read for their
 // terms' frequencies and norms only (to score them).
+//
+// With the window pairs (windowPlan), the documents of a version holding a
+// pair of single-word clauses must hold one of its window tokens; for a
+// NEAR of two words within the window those documents need no position at
+// all: the matches are the window tokens' documents (scored from the
+// terms' frequencies and norms) and the documents of older versions
+// (checked by their positions).
 type segPosSearcher struct {
 	ctx     context.Context
 	checked int // candidates checked since the context was
@@ -53,16 +61,25 @@ type segPosSearcher struct {
 	// decisive: holding the pairs is the rule (pairPlan.decisive); the
 	// term iterators are then read without locations.
 	decisive bool
+	// win are the window constraints (windowPlan), winDecisive whether
+	// the first is the rule for the documents of its versions.
+	win         []windowCons
+	winDecisive bool
 
-	si     int // current segment; len(segs) when done
-	open   bool
-	its    []segment.PostingsIterator
-	cand   roaring.IntPeekable
-	pos    [][]int
-	start  [][]int
-	freq   []uint64
-	norm   []float64
-	choice []int // nearWindows' scratch
+	si   int // current segment; len(segs) when done
+	open bool
+	its  []segment.PostingsIterator
+	cand roaring.IntPeekable
+	// decided are the current segment's documents the window pairs
+	// decide (winDecisive), its0 the term iterators without locations
+	// that read their frequencies and norms (when scored).
+	decided *roaring.Bitmap
+	its0    []segment.PostingsIterator
+	pos     [][]int
+	start   [][]int
+	freq    []uint64
+	norm    []float64
+	choice  []int // nearWindows' scratch
 
 	// ineligible, when not nil, names documents (by global number) known
 	// to be ineligible for the search: they are skipped before their
@@ -72,12 +89,13 @@ type segPosSearcher struct {
 
 // newSegPosSearcher returns a segPosSearcher for the clauses, or nil when r
 // is not a scorch snapshot (posSearcher is used then).
-func newSegPosSearcher(ctx context.Context, r index.IndexReader, clauses [][]posTerm, pp pairPlan, slop int, stats collectionStats, opts search.SearcherOptions) (*segPosSearcher, error) {
+func newSegPosSearcher(ctx context.Context, r index.IndexReader, clauses [][]posTerm, pp pairPlan, wp windowPlan, slop int, stats collectionStats, opts search.SearcherOptions) (*segPosSearcher, error) {
 	snap, ok := r.(*scorch.IndexSnapshot)
 	if !ok || !segPositional {
 		return nil, nil
 	}
-	s := &segPosSearcher{ctx: ctx, segs: snap.Segments(), slop: slop, scored: opts.Score != "none", decisive: pp.decisive}
+	s := &segPosSearcher{ctx: ctx, segs: snap.Segments(), slop: slop, scored: opts.Score != "none", decisive: pp.decisive,
+		win: wp.cons, winDecisive: wp.decisive}
 	var base uint64
 	for _, ss := range s.segs {
 		s.bases = append(s.bases, base)
@@ -163,6 +181,9 @@ func newSegPosSearcher(ctx context.Context, r index.IndexReader, clauses [][]pos
 	}
 	n := len(s.terms)
 	s.its = make([]segment.PostingsIterator, n)
+	if s.winDecisive {
+		s.its0 = make([]segment.PostingsIterator, n)
+	}
 	s.pos = make([][]int, n)
 	s.freq = make([]uint64, n)
 	s.norm = make([]float64, n)
@@ -222,6 +243,9 @@ func (s *segPosSearcher) openSeg() error {
 		var it segment.PostingsIterator
 		if pl != nil {
 			it = pl.Iterator(true, true, !s.decisive, nil)
+			if s.its0 != nil {
+				s.its0[i] = pl.Iterator(true, true, false, nil)
+			}
 		}
 		s.its[i] = it
 		if ok {
@@ -229,12 +253,101 @@ func (s *segPosSearcher) openSeg() error {
 		}
 	}
 	s.open = true
+	s.decided = nil
 	if bm == nil || bm.IsEmpty() {
 		s.cand = nil
 		return nil
 	}
+	if len(s.win) > 0 {
+		var err error
+		if bm, err = s.windowed(bm); err != nil {
+			return err
+		}
+	}
 	s.cand = bm.Iterator()
 	return nil
+}
+
+// windowed applies the window constraints to the candidates bm of the
+// current segment: a document of a version holding a constraint's pair
+// stays only if it holds one of its window tokens; with winDecisive those
+// holding the first constraint's tokens are decided (s.decided) and the
+// candidates are they and the documents of older versions.
+func (s *segPosSearcher) windowed(bm *roaring.Bitmap) (*roaring.Bitmap, error) {
+	ss := s.segs[s.si]
+	wd, err := ss.Segment().Dictionary(fieldWindow)
+	if err != nil {
+		return nil, err
+	}
+	vd, err := ss.Segment().Dictionary(fieldWindowVer)
+	if err != nil {
+		return nil, err
+	}
+	// The segment's version markers, read once.
+	type marked struct {
+		v    int
+		docs *roaring.Bitmap
+	}
+	var markers []marked
+	it := vd.AutomatonIterator(nil, nil, nil)
+	for {
+		de, err := it.Next()
+		if err != nil {
+			return nil, err
+		}
+		if de == nil {
+			break
+		}
+		v, err := strconv.Atoi(de.Term)
+		if err != nil {
+			continue
+		}
+		docs, err := docsOf(vd, de.Term, ss.Deleted())
+		if err != nil {
+			return nil, err
+		}
+		if docs != nil {
+			markers = append(markers, marked{v, docs})
+		}
+	}
+	for ci, c := range s.win {
+		recent := roaring.New()
+		for _, m := range markers {
+			if m.v >= c.since {
+				recent.Or(m.docs)
+			}
+		}
+		held := roaring.New()
+		for _, t := range c.terms {
+			docs, err := docsOf(wd, t, ss.Deleted())
+			if err != nil {
+				return nil, err
+			}
+			if docs != nil {
+				held.Or(docs)
+			}
+		}
+		if ci == 0 && s.winDecisive {
+			bm.AndNot(recent)
+			held.And(recent)
+			bm.Or(held)
+			s.decided = held
+			continue
+		}
+		recent.AndNot(held)
+		bm.AndNot(recent)
+	}
+	return bm, nil
+}
+
+// docsOf returns the documents holding term in dictionary d (deleted ones
+// excluded), nil when none do.
+func docsOf(d segment.TermDictionary, term string, deleted *roaring.Bitmap) (*roaring.Bitmap, error) {
+	pl, err := d.PostingsList([]byte(term), deleted, nil)
+	if err != nil || pl == nil {
+		return nil, err
+	}
+	return actual(pl.Iterator(false, false, false, nil)), nil
 }
 
 // internalID encodes a global document number as scorch does.
@@ -262,7 +375,13 @@ func (s *segPosSearcher) Next(ctx *search.SearchContext) (*search.DocumentMatch,
 				// Never in the results: its positions are not read.
 				continue
 			}
-			ok, err := s.check(d)
+			var ok bool
+			var err error
+			if s.decided != nil && s.decided.Contains(uint32(d)) {
+				ok, err = s.readScores(d, s.its0)
+			} else {
+				ok, err = s.check(d)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -289,21 +408,13 @@ func (s *segPosSearcher) Next(ctx *search.SearchContext) (*search.DocumentMatch,
 // holds them all) and applies the position rule; when the pairs decide,
 // it only reads the terms' frequencies and norms (for scoring).
 func (s *segPosSearcher) check(d uint64) (bool, error) {
-	if s.decisive && !s.scored {
-		return true, nil
+	if s.decisive {
+		return s.readScores(d, s.its)
 	}
 	for i, it := range s.its {
-		p, err := it.Advance(d)
-		if err != nil {
+		p, err := s.at(i, it, d)
+		if err != nil || p == nil {
 			return false, err
-		}
-		if p == nil || p.Number() != d {
-			// Cannot happen: d is in every term's bitmap.
-			return false, nil
-		}
-		s.freq[i], s.norm[i] = p.Frequency(), p.Norm()
-		if s.decisive {
-			continue
 		}
 		ps := s.pos[i][:0]
 		for _, l := range p.Locations() {
@@ -313,9 +424,6 @@ func (s *segPosSearcher) check(d uint64) (bool, error) {
 			slices.Sort(ps)
 		}
 		s.pos[i] = ps
-	}
-	if s.decisive {
-		return true, nil
 	}
 	for i, c := range s.clauses {
 		s.start[i] = phraseStartsIdx(c, s.pos, s.start[i][:0])
@@ -327,6 +435,33 @@ func (s *segPosSearcher) check(d uint64) (bool, error) {
 		s.choice = make([]int, len(s.start))
 	}
 	return nearWindowsIn(s.choice, s.start, s.lens, s.slop, nil), nil
+}
+
+// readScores reads the frequency and norm of every term in local
+// document d, a match (the pairs or the window pairs decided), from the
+// term iterators its, when the search is scored.
+func (s *segPosSearcher) readScores(d uint64, its []segment.PostingsIterator) (bool, error) {
+	if !s.scored {
+		return true, nil
+	}
+	for i, it := range its {
+		if p, err := s.at(i, it, d); err != nil || p == nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// at advances term i's iterator it to local document d and records the
+// term's frequency and norm there; nil if d lacks the term (cannot
+// happen: the candidates hold every term).
+func (s *segPosSearcher) at(i int, it segment.PostingsIterator, d uint64) (segment.Posting, error) {
+	p, err := it.Advance(d)
+	if err != nil || p == nil || p.Number() != d {
+		return nil, err
+	}
+	s.freq[i], s.norm[i] = p.Frequency(), p.Norm()
+	return p, nil
 }
 
 func (s *segPosSearcher) Advance(ctx *search.SearchContext, id index.IndexInternalID) (*search.DocumentMatch, error) {

@@ -15,10 +15,10 @@ import (
 // setFastPaths turns the cheaper search paths of issue 23 on or off
 // (off: the paths they replace), returning a function restoring them.
 func setFastPaths(on bool) func() {
-	pos, folders, compact, pairs, cols, skip := segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible
-	segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible = on, on, on, on, on, on
+	pos, folders, compact, pairs, cols, skip, window := segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst
+	segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst = on, on, on, on, on, on, on
 	return func() {
-		segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible = pos, folders, compact, pairs, cols, skip
+		segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst = pos, folders, compact, pairs, cols, skip, window
 	}
 }
 
@@ -45,6 +45,14 @@ func setPairFirst(on bool) func() {
 	old := pairFirst
 	pairFirst = on
 	return func() { pairFirst = old }
+}
+
+// setWindowFirst turns the window pairs' use on or off, returning a
+// function restoring it.
+func setWindowFirst(on bool) func() {
+	old := windowFirst
+	windowFirst = on
+	return func() { windowFirst = old }
 }
 
 // TestFastPathsAgree runs phrase, NEAR and metadata searches on a small

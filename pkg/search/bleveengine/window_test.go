@@ -3,8 +3,11 @@ package bleveengine
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/docrepo/docrepo/pkg/search/engine"
@@ -70,8 +73,8 @@ func withCommonRule(t *testing.T, minDocs uint64, limit, checkEvery int) {
 	t.Cleanup(func() { commonRule = old })
 }
 
-// docsOf returns the number of documents holding term in field.
-func docsOf(t *testing.T, e *Engine, field, term string) uint64 {
+// indexedDocs returns the number of documents holding term in field.
+func indexedDocs(t *testing.T, e *Engine, field, term string) uint64 {
 	t.Helper()
 	adv, err := e.idx.Advanced()
 	if err != nil {
@@ -120,7 +123,7 @@ func TestCommonSetGrowsAndPersists(t *testing.T) {
 	if v := e.common.Load().version(); v != 0 {
 		t.Fatalf("version %d before any term reached 3 documents", v)
 	}
-	if n := docsOf(t, e, fieldWindow, "alpha beta 0"); n != 0 {
+	if n := indexedDocs(t, e, fieldWindow, "alpha beta 0"); n != 0 {
 		t.Errorf("%d documents with a window pair before C had terms", n)
 	}
 	// The next write looks: alpha and beta joined (version 1).
@@ -129,10 +132,10 @@ func TestCommonSetGrowsAndPersists(t *testing.T) {
 	if c.version() != 1 || !slices.Equal(c.versions[0], []string{"alpha", "beta"}) {
 		t.Fatalf("C after the second write: %q", c.versions)
 	}
-	if n := docsOf(t, e, fieldWindow, "alpha beta 0"); n != 1 {
+	if n := indexedDocs(t, e, fieldWindow, "alpha beta 0"); n != 1 {
 		t.Errorf("window pair alpha beta 0 in %d documents, want 1", n)
 	}
-	if n := docsOf(t, e, fieldWindowVer, "1"); n != 2 {
+	if n := indexedDocs(t, e, fieldWindowVer, "1"); n != 2 {
 		t.Errorf("%d documents of version 1, want 2", n)
 	}
 	// gamma reached 3 documents: version 2; delta never joins (the cap).
@@ -142,7 +145,7 @@ func TestCommonSetGrowsAndPersists(t *testing.T) {
 	if c.version() != 2 || !slices.Equal(c.versions[1], []string{"gamma"}) || c.size() != 3 {
 		t.Fatalf("C after the fourth write: %q", c.versions)
 	}
-	if n := docsOf(t, e, fieldWindow, "beta gamma 1"); n != 1 {
+	if n := indexedDocs(t, e, fieldWindow, "beta gamma 1"); n != 1 {
 		t.Errorf("window pair beta gamma 1 in %d documents, want 1", n)
 	}
 	if err := e.Close(); err != nil {
@@ -161,10 +164,10 @@ func TestCommonSetGrowsAndPersists(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(e, "alpha gamma")
-	if n := docsOf(t, e, fieldWindow, "alpha gamma 0"); n != 1 {
+	if n := indexedDocs(t, e, fieldWindow, "alpha gamma 0"); n != 1 {
 		t.Errorf("after Reset: window pair alpha gamma 0 in %d documents, want 1", n)
 	}
-	if n := docsOf(t, e, fieldWindowVer, "2"); n != 1 {
+	if n := indexedDocs(t, e, fieldWindowVer, "2"); n != 1 {
 		t.Errorf("after Reset: %d documents of version 2, want 1", n)
 	}
 	if err := e.Close(); err != nil {
@@ -222,10 +225,171 @@ func TestFormat4IndexGetsWindows(t *testing.T) {
 	if _, err := e.Upsert(ctx, []engine.Document{{ID: 10, Rev: 1, Content: "blue red"}}); err != nil {
 		t.Fatal(err)
 	}
-	if n := docsOf(t, e, fieldWindow, "blue red 0"); n != 1 {
+	if n := indexedDocs(t, e, fieldWindow, "blue red 0"); n != 1 {
 		t.Errorf("window pair blue red 0 in %d documents, want 1 (the new one)", n)
 	}
-	if n := docsOf(t, e, fieldWindowVer, "1"); n != 1 {
+	if n := indexedDocs(t, e, fieldWindowVer, "1"); n != 1 {
 		t.Errorf("%d documents of version 1, want 1", n)
+	}
+}
+
+func TestPlanWindow(t *testing.T) {
+	c := newCommonSet([][]string{{"a", "b"}, {"c"}})
+	tests := []struct {
+		name     string
+		clauses  [][]string
+		slop     int
+		since    []int // per constraint
+		gaps     int   // window tokens per constraint (G + 1)
+		decisive bool
+	}{
+		{name: "two common words", clauses: [][]string{{"a"}, {"b"}}, slop: 5, since: []int{1}, gaps: 6, decisive: true},
+		{name: "a later version", clauses: [][]string{{"c"}, {"a"}}, slop: 10, since: []int{2}, gaps: 11, decisive: true},
+		{name: "beyond the window", clauses: [][]string{{"a"}, {"b"}}, slop: 11},
+		{name: "a word outside C", clauses: [][]string{{"a"}, {"x"}}, slop: 3},
+		{name: "the same word", clauses: [][]string{{"a"}, {"a"}}, slop: 3},
+		{name: "three words", clauses: [][]string{{"a"}, {"b"}, {"c"}}, slop: 2, since: []int{1, 2, 2}, gaps: 4},
+		{name: "three words, one outside C", clauses: [][]string{{"a"}, {"x"}, {"c"}}, slop: 2, since: []int{2}, gaps: 4},
+		{name: "three words beyond the window", clauses: [][]string{{"a"}, {"b"}, {"c"}}, slop: 10},
+		{name: "a phrase beside two words", clauses: [][]string{{"x", "y"}, {"a"}, {"b"}}, slop: 1, since: []int{1}, gaps: 4},
+		{name: "a phrase beside one word", clauses: [][]string{{"a", "b"}, {"c"}}, slop: 1},
+		{name: "a word twice and another", clauses: [][]string{{"a"}, {"b"}, {"a"}}, slop: 0, since: []int{1}, gaps: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			wp := planWindow(c, tc.clauses, tc.slop)
+			if len(wp.cons) != len(tc.since) || wp.decisive != tc.decisive {
+				t.Fatalf("plan %+v, want %d constraints, decisive %v", wp, len(tc.since), tc.decisive)
+			}
+			for i, wc := range wp.cons {
+				if wc.since != tc.since[i] || len(wc.terms) != tc.gaps {
+					t.Errorf("constraint %d: %+v, want since %d and %d terms", i, wc, tc.since[i], tc.gaps)
+				}
+			}
+		})
+	}
+	if wp := planWindow(newCommonSet(nil), [][]string{{"a"}, {"b"}}, 1); len(wp.cons) != 0 {
+		t.Errorf("plan without common terms: %+v", wp)
+	}
+}
+
+// TestWindowPairsAgree compares NEAR searches with the window pairs and
+// with the positions alone (windowFirst off) on a corpus of skewed words
+// whose C grew over several versions while it was written, with documents
+// of no version (written before C had terms, and by an engine without the
+// window pairs, as a format 4 index holds them), updates and deletes,
+// over several segments: every engine.Result (total, hits, order,
+// scores) must be the same, for unrestricted and restricted callers; the
+// queries pair words in and out of C, the same word twice, at distances
+// 0 to 15, with three clauses and with phrase clauses.
+func TestWindowPairsAgree(t *testing.T) {
+	withCommonRule(t, 60, 6, 20)
+	ctx := context.Background()
+	e := newTestEngine(t, t.TempDir()+"/index", Options{})
+	r := rand.New(rand.NewPCG(21, 22))
+	vocab := strings.Fields("the of tax report annual paid due late fee invoice zebra quasar ochre")
+	// Word i drawn with a weight of 1/(i+1): the words reach C's
+	// document frequency one after another as the corpus grows.
+	var cum []float64
+	sum := 0.0
+	for i := range vocab {
+		sum += 1 / float64(i+1)
+		cum = append(cum, sum)
+	}
+	text := func(n int) string {
+		ws := make([]string, n)
+		for i := range ws {
+			j, _ := slices.BinarySearch(cum, r.Float64()*sum)
+			ws[i] = vocab[min(j, len(vocab)-1)]
+		}
+		return strings.Join(ws, " ")
+	}
+	doc := func(id, rev int64) engine.Document {
+		return engine.Document{ID: id, Rev: rev, GroupIDs: []int64{id % 5}, FolderIDs: []int64{id % 3}, Content: text(3 + r.IntN(20))}
+	}
+	next := int64(1)
+	write := func(n int) {
+		t.Helper()
+		var docs []engine.Document
+		for range n {
+			docs = append(docs, doc(next, 1))
+			next++
+		}
+		if _, err := e.Upsert(ctx, docs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for b := range 28 {
+		// One batch is written as an engine without window pairs would.
+		e.features.window = b != 14
+		write(20)
+	}
+	e.features.window = true
+	for id := int64(1); id < next; id += 7 {
+		if _, err := e.Upsert(ctx, []engine.Document{doc(id, 2)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id := int64(3); id < next; id += 11 {
+		if err := e.Delete(ctx, id, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := e.common.Load()
+	if c.version() < 3 || c.size() != 6 {
+		t.Fatalf("C %q: want at least three versions, six terms", c.versions)
+	}
+	if indexedDocs(t, e, fieldWindowVer, "1") == 0 || indexedDocs(t, e, fieldWindowVer, c.marker) == 0 {
+		t.Fatalf("no documents of versions 1 and %s", c.marker)
+	}
+	var queries []string
+	words := vocab[:9]
+	for i, a := range words {
+		for _, b := range words[i:] {
+			for _, n := range []int{0, 1, 3, 5, 10, 11, 15} {
+				queries = append(queries, fmt.Sprintf(`*N%d"%s %s"`, n, a, b))
+			}
+			queries = append(queries, fmt.Sprintf(`*N"%s %s"`, b, a))
+		}
+	}
+	queries = append(queries,
+		`*N2"the of tax"`, `*N4"of tax of"`, `*N1"tax report the"`, `*N8"the of tax"`,
+		`*NP3"annual report" "the"`, `*NP1"of" "tax" "the"`, `*NP2"the of" "tax report"`, `*N3"the-of tax"`,
+		`report *N3"the of"`, `the -*N2"tax of"`, `*N2"the of" OR *N0"tax report"`)
+	callers := []struct {
+		name string
+		req  engine.Request
+	}{
+		{"unrestricted", engine.Request{Unrestricted: true}},
+		{"groups 1,3", engine.Request{GroupIDs: []int64{1, 3}}},
+	}
+	decided, matched := 0, 0
+	for _, cl := range callers {
+		for _, q := range queries {
+			req := cl.req
+			req.Query = queryOf(t, fmt.Sprintf(`{"where": {"fts": {"query": %q}}, "limit": 40}`, q))
+			want, got, werr, gerr := searchOldNew(ctx, e, req, setWindowFirst)
+			if werr != nil || gerr != nil {
+				t.Fatalf("%s %s: %v, %v", cl.name, q, werr, gerr)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s %s:\n got %+v\nwant %+v", cl.name, q, got, want)
+			}
+			if want.Total > 0 {
+				matched++
+			}
+		}
+	}
+	for i, a := range words {
+		for _, b := range words[i+1:] {
+			if planWindow(c, [][]string{{a}, {b}}, 5).decisive {
+				decided++
+			}
+		}
+	}
+	// The comparison means something only when most searches match and
+	// the window pairs decide some of them.
+	if matched < len(queries) || decided < 10 {
+		t.Fatalf("%d of %d searches matched, %d pairs decided by window pairs", matched, 2*len(queries), decided)
 	}
 }
