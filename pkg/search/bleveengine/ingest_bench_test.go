@@ -90,6 +90,12 @@ func BenchmarkIngestSmallBatches(b *testing.B) {
 // for up to 30 s), and the disk per document of the bleve index (the
 // vector files apart, unchanged).
 //
+// DOCREPO_BENCH_FIELD=window compares the window pairs (format 5) instead:
+// without them and with them, C growing as the index does (from 25,000
+// documents on); DOCREPO_BENCH_COMMON_TERMS=K starts C with the K most
+// frequent words of the generator instead (a large index's C from the
+// first document: the cost per document at that scale).
+//
 //	DOCREPO_BENCH_DOCS=20000 go test ./search/bleveengine -run XXX \
 //	-bench PairFieldWrite -benchtime 1x
 func BenchmarkPairFieldWrite(b *testing.B) {
@@ -116,7 +122,20 @@ func BenchmarkPairFieldWrite(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		e.features.pairs = pairs
+		field := os.Getenv("DOCREPO_BENCH_FIELD")
+		if field == "window" {
+			e.features.window = pairs
+			if k, _ := strconv.Atoi(os.Getenv("DOCREPO_BENCH_COMMON_TERMS")); pairs && k > 0 {
+				c := newCommonSet([][]string{gen.vocab[:k]})
+				if err := writeCommon(e.idx, c); err != nil {
+					b.Fatal(err)
+				}
+				e.common.Store(c)
+			}
+		} else {
+			field = "pairs"
+			e.features.pairs = pairs
+		}
 		runtime.GC()
 		cpu0, t0 := processCPU(), time.Now()
 		for i := 0; i < n; i += 1000 {
@@ -131,8 +150,8 @@ func BenchmarkPairFieldWrite(b *testing.B) {
 			b.Fatal(err)
 		}
 		all, vecs := dirBytes(dir), dirBytes(filepath.Join(dir, "vectors"))
-		scaleLog(b, "pairs %-5v: %d documents in %v, CPU %.3f ms/doc in the upserts, %.3f ms/doc with the merges after them (idle reached: %v); bleve index %.0f B/doc (vectors apart: %.0f B/doc); load average %s",
-			pairs, n, time.Since(t0).Round(time.Second), float64(upserts.Microseconds())/1000/float64(n), float64(cpu.Microseconds())/1000/float64(n), idle,
+		scaleLog(b, "%s %-5v (C: %d terms): %d documents in %v, CPU %.3f ms/doc in the upserts, %.3f ms/doc with the merges after them (idle reached: %v); bleve index %.0f B/doc (vectors apart: %.0f B/doc); load average %s",
+			field, pairs, e.common.Load().size(), n, time.Since(t0).Round(time.Second), float64(upserts.Microseconds())/1000/float64(n), float64(cpu.Microseconds())/1000/float64(n), idle,
 			float64(all-vecs)/float64(n), float64(vecs)/float64(n), loadAvg())
 	}
 }

@@ -617,6 +617,13 @@ func probeModes(gen *scaleGen, r *rand.Rand) []probeMode {
 			return fmt.Sprintf(`{"where": {"and": [{"eq": {"field": "doc_type", "value": %q}}, {"gte": {"field": "date", "value": %q}}, {"lt": {"field": "date", "value": %q}}]}, "sort": [{"field": "date", "direction": "desc"}]}`,
 				scaleTypes[r.IntN(len(scaleTypes))], d.Format("2006-01-02"), d.AddDate(0, 3, 0).Format("2006-01-02"))
 		}},
+		// The through-the-stack probe's NEAR: two words of a document six
+		// positions apart (services/search/bench/probe.go).
+		{"near6", false, func() string {
+			ws := strings.Fields(gen.doc(r.IntN(1000)).Content)
+			i := r.IntN(len(ws) - 10)
+			return `{"where": ` + fts(`*N5"`+ws[i]+" "+ws[i+6]+`"`) + `}`
+		}},
 	}
 }
 
@@ -627,7 +634,11 @@ func probeModes(gen *scaleGen, r *rand.Rand) []probeMode {
 // p99 of each search's wall time and of its CPU time, the process's
 // getrusage around it, and the mean CPU), then 8 clients at once, 25
 // searches each (wall p50, p95, p99), with the load average beside each
-// line. DOCREPO_BENCH_WHO (unrestricted or user10%) runs one of the two.
+// line. DOCREPO_BENCH_WHO (unrestricted or user10%) runs one of the two,
+// DOCREPO_BENCH_MODES (comma-separated names) some modes (the queries
+// are the same either way). The NEAR modes run twice on the same
+// requests: with the window pairs, then without (windowFirst off, the
+// position path; "-window").
 //
 //	DOCREPO_BENCH_INDEX=/tmp/idx go test ./search/bleveengine -run XXX \
 //	-bench ScaleModes -benchtime 1x
@@ -644,6 +655,7 @@ func BenchmarkScaleModes(b *testing.B) {
 		if w := os.Getenv("DOCREPO_BENCH_WHO"); w != "" && w != who.name {
 			continue
 		}
+		only := onlyModes()
 		for _, m := range modes {
 			reqs := make([]engine.Request, 300)
 			for i := range reqs {
@@ -652,42 +664,61 @@ func BenchmarkScaleModes(b *testing.B) {
 					reqs[i].QueryVector = gen.queryVector(r, word()+" "+word()+" "+word())
 				}
 			}
-			var hits atomic.Int64
-			run := func(req engine.Request) time.Duration {
-				t0 := time.Now()
-				res, err := e.Search(context.Background(), req)
-				if err != nil {
-					b.Error(err)
-				}
-				hits.Add(res.Total)
-				return time.Since(t0)
+			if len(only) > 0 && !only[m.name] {
+				continue
 			}
-			runtime.GC()
-			var seq, seqCPU []time.Duration
-			cpu0 := cpuTime()
-			for _, req := range reqs[:100] {
-				c0 := cpuTime()
-				seq = append(seq, run(req))
-				seqCPU = append(seqCPU, cpuTime()-c0)
+			runModes(b, e, who.name, m.name, reqs)
+			if strings.HasPrefix(m.name, "near") {
+				restore := setWindowFirst(false)
+				runModes(b, e, who.name, m.name+" -window", reqs)
+				restore()
 			}
-			cpu := (cpuTime() - cpu0) / 100
-			conc := make([][]time.Duration, 8)
-			var wg sync.WaitGroup
-			for c := range conc {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for _, req := range reqs[100+25*c : 125+25*c] {
-						conc[c] = append(conc[c], run(req))
-					}
-				}()
-			}
-			wg.Wait()
-			all := slices.Concat(conc...)
-			scaleLog(b, "%-12s %-13s seq wall %s ms, CPU %s ms (mean %5.1f); 8 clients wall %s ms; %.0f hits/search; load average %s",
-				who.name, m.name, percentiles(seq), percentiles(seqCPU), ms1(cpu), percentiles(all), float64(hits.Load())/300, loadAvg())
 		}
 	}
+	lagInProcess(b, e, gen)
+}
+
+// runModes runs reqs on e, 100 one after another and 8 clients × 25 at
+// once, and logs the latencies of mode as BenchmarkScaleModes describes.
+func runModes(b *testing.B, e *Engine, who, mode string, reqs []engine.Request) {
+	var hits atomic.Int64
+	run := func(req engine.Request) time.Duration {
+		t0 := time.Now()
+		res, err := e.Search(context.Background(), req)
+		if err != nil {
+			b.Error(err)
+		}
+		hits.Add(res.Total)
+		return time.Since(t0)
+	}
+	runtime.GC()
+	var seq, seqCPU []time.Duration
+	cpu0 := cpuTime()
+	for _, req := range reqs[:100] {
+		c0 := cpuTime()
+		seq = append(seq, run(req))
+		seqCPU = append(seqCPU, cpuTime()-c0)
+	}
+	cpu := (cpuTime() - cpu0) / 100
+	conc := make([][]time.Duration, 8)
+	var wg sync.WaitGroup
+	for c := range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, req := range reqs[100+25*c : 125+25*c] {
+				conc[c] = append(conc[c], run(req))
+			}
+		}()
+	}
+	wg.Wait()
+	all := slices.Concat(conc...)
+	scaleLog(b, "%-12s %-13s seq wall %s ms, CPU %s ms (mean %5.1f); 8 clients wall %s ms; %.0f hits/search; load average %s",
+		who, mode, percentiles(seq), percentiles(seqCPU), ms1(cpu), percentiles(all), float64(hits.Load())/300, loadAvg())
+}
+
+// lagInProcess measures the index lag of BenchmarkScaleModes.
+func lagInProcess(b *testing.B, e *Engine, gen *scaleGen) {
 	// Index lag in process: one new document per Upsert, which returns
 	// once the document is durable and searchable; the documents are
 	// deleted again afterwards (tombstones stay, the live count does not

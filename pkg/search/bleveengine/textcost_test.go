@@ -203,7 +203,8 @@ func TestFastPathsAgree(t *testing.T) {
 // one path only (for -cpuprofile). DOCREPO_BENCH_COMPARE=pairs makes the
 // old path every fast path but the pair field's (setPairFirst), so that
 // the pair field is measured alone; =columns the same for the metadata
-// columns (setColumnFilters). Besides the mean, each path's p50,
+// columns (setColumnFilters), =window for the window pairs
+// (setWindowFirst). Besides the mean, each path's p50,
 // p95 and p99 of the CPU time of single searches (getrusage around each)
 // are logged.
 //
@@ -221,6 +222,8 @@ func BenchmarkTextCost(b *testing.B) {
 		toggle = setColumnFilters
 	case "visible":
 		toggle = setSkipIneligible
+	case "window":
+		toggle = setWindowFirst
 	}
 	for _, who := range scaleFilters[:2] {
 		name := map[string]string{"none": "unrestricted", "10%": "user10%"}[who.name]

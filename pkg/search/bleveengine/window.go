@@ -285,3 +285,26 @@ func (e *Engine) growCommon(idx bleve.Index) error {
 		"added", len(terms), "common_terms", next.size(), "documents", live)
 	return nil
 }
+
+// InheritCommon starts e's common terms (window.go) with from's, so that a
+// rebuild writing every document into e (a new generation) gives each
+// document the window pairs of the current C instead of growing C again
+// from nothing. It does nothing when e lacks the window pairs or already
+// has common terms, and must be called before e holds documents.
+func (e *Engine) InheritCommon(from *Engine) error {
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	idx, err := e.writer()
+	if err != nil {
+		return err
+	}
+	c := from.common.Load()
+	if !e.features.window || e.common.Load().version() > 0 || c.version() == 0 {
+		return nil
+	}
+	if err := writeCommon(idx, c); err != nil {
+		return fmt.Errorf("bleveengine: record common terms: %w", err)
+	}
+	e.common.Store(c)
+	return nil
+}

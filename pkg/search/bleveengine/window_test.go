@@ -393,3 +393,48 @@ func TestWindowPairsAgree(t *testing.T) {
 		t.Fatalf("%d of %d searches matched, %d pairs decided by window pairs", matched, 2*len(queries), decided)
 	}
 }
+
+// TestInheritCommon: a new generation started with the current engine's
+// common terms writes its first documents with their window pairs; an
+// engine that has common terms keeps its own.
+func TestInheritCommon(t *testing.T) {
+	ctx := context.Background()
+	cur := newTestEngine(t, "", Options{InMemory: true})
+	c := newCommonSet([][]string{{"red", "blue"}, {"green"}})
+	cur.common.Store(c)
+	next := newTestEngine(t, filepath.Join(t.TempDir(), "gen-2"), Options{})
+	if err := next.InheritCommon(cur); err != nil {
+		t.Fatal(err)
+	}
+	if got := next.common.Load(); !slices.EqualFunc(got.versions, c.versions, slices.Equal) {
+		t.Fatalf("inherited %q, want %q", got.versions, c.versions)
+	}
+	if _, err := next.Upsert(ctx, []engine.Document{{ID: 1, Rev: 1, Content: "green x red"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := indexedDocs(t, next, fieldWindow, "green red 1"); n != 1 {
+		t.Errorf("window pair green red 1 in %d documents, want 1", n)
+	}
+	if n := indexedDocs(t, next, fieldWindowVer, "2"); n != 1 {
+		t.Errorf("%d documents of version 2, want 1", n)
+	}
+	other := newTestEngine(t, "", Options{InMemory: true})
+	other.common.Store(newCommonSet([][]string{{"x"}, {"y"}, {"z"}}))
+	if err := next.InheritCommon(other); err != nil {
+		t.Fatal(err)
+	}
+	if got := next.common.Load(); got.version() != 2 {
+		t.Errorf("an engine with common terms took another's: %q", got.versions)
+	}
+	if err := next.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reopened, err := Open(next.dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	if got := reopened.common.Load(); !slices.EqualFunc(got.versions, c.versions, slices.Equal) {
+		t.Errorf("read back %q, want %q", got.versions, c.versions)
+	}
+}

@@ -273,6 +273,14 @@ func embeddedRebuild(root string, opts bleveengine.Options, sw *engine.Switchabl
 		if err != nil {
 			return nil, err
 		}
+		if cur, ok := sw.Current().(*bleveengine.Engine); ok {
+			// The rebuilt documents get the window pairs of the
+			// current common terms (NEAR of common words).
+			if err := e.InheritCommon(cur); err != nil {
+				_ = e.Close()
+				return nil, err
+			}
+		}
 		return &generationTarget{root: root, name: name, e: e, sw: sw, current: current, log: log}, nil
 	}
 }
