@@ -701,6 +701,28 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 		s = conj
 	}
 	defer s.Close()
+	// add records a match of the fts clause: a document written to the
+	// index but not yet to the table has no slot yet and is skipped.
+	add := func(slot int32, ok bool, score float64) {
+		if ok && run.tab.isLive(slot) && math.IsNaN(leaf.scores[slot]) {
+			leaf.scores[slot] = score
+			leaf.slots = append(leaf.slots, slot)
+		}
+	}
+	if ps, ok := s.(*segPosSearcher); ok {
+		// A phrase or NEAR alone: its matches straight from the
+		// segments (it shares the snapshot, so the resolver's segments
+		// are its own).
+		err := ps.eachMatch(func(seg int, local, num uint64, score float64) error {
+			slot, ok, err := run.res.slotAt(seg, local, num)
+			add(slot, ok, score)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		return leaf, run.checkCtx()
+	}
 	sctx := &search.SearchContext{
 		DocumentMatchPool: search.NewDocumentMatchPool(s.DocumentMatchPoolSize(), 0),
 		IndexReader:       run.r,
@@ -718,16 +740,11 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 		if dm == nil {
 			break
 		}
-		// A document written to the index but not yet to the table has no
-		// slot yet; it is skipped.
 		slot, ok, err := run.res.slot(dm.IndexInternalID)
 		if err != nil {
 			return nil, err
 		}
-		if ok && run.tab.isLive(slot) && math.IsNaN(leaf.scores[slot]) {
-			leaf.scores[slot] = dm.Score
-			leaf.slots = append(leaf.slots, slot)
-		}
+		add(slot, ok, dm.Score)
 		sctx.DocumentMatchPool.Put(dm)
 	}
 	return leaf, nil

@@ -356,10 +356,23 @@ func internalID(dst index.IndexInternalID, num uint64) index.IndexInternalID {
 }
 
 func (s *segPosSearcher) Next(ctx *search.SearchContext) (*search.DocumentMatch, error) {
+	d, score, ok, err := s.nextMatch()
+	if err != nil || !ok {
+		return nil, err
+	}
+	dm := ctx.DocumentMatchPool.Get()
+	dm.IndexInternalID = internalID(dm.IndexInternalID, s.bases[s.si]+d)
+	dm.Score = score
+	return dm, nil
+}
+
+// nextMatch finds the next match: its local number in the current segment
+// (s.si) and its score; false at the end.
+func (s *segPosSearcher) nextMatch() (d uint64, score float64, ok bool, err error) {
 	for s.si < len(s.segs) {
 		if !s.open {
 			if err := s.openSeg(); err != nil {
-				return nil, err
+				return 0, 0, false, err
 			}
 		}
 		for s.cand != nil && s.cand.HasNext() {
@@ -367,7 +380,7 @@ func (s *segPosSearcher) Next(ctx *search.SearchContext) (*search.DocumentMatch,
 			// search's deadline is checked here too.
 			if s.checked++; s.checked%checkEvery == 0 {
 				if err := s.ctx.Err(); err != nil {
-					return nil, err
+					return 0, 0, false, err
 				}
 			}
 			d := uint64(s.cand.Next())
@@ -383,25 +396,39 @@ func (s *segPosSearcher) Next(ctx *search.SearchContext) (*search.DocumentMatch,
 				ok, err = s.check(d)
 			}
 			if err != nil {
-				return nil, err
+				return 0, 0, false, err
 			}
 			if !ok {
 				continue
 			}
-			dm := ctx.DocumentMatchPool.Get()
-			dm.IndexInternalID = internalID(dm.IndexInternalID, s.bases[s.si]+d)
-			dm.Score = 0
+			score := 0.0
 			if s.scored {
 				for i := range s.terms {
-					dm.Score += s.scorers[i].score(s.freq[i], s.norm[i])
+					score += s.scorers[i].score(s.freq[i], s.norm[i])
 				}
 			}
-			return dm, nil
+			return d, score, true, nil
 		}
 		s.si++
 		s.open = false
 	}
-	return nil, nil
+	return 0, 0, false, nil
+}
+
+// eachMatch calls fn with every match from here on, in order: its
+// segment's index in the snapshot, its local and global numbers and its
+// score. It is Next without a DocumentMatch per match (a NEAR of common
+// words may match most of the index).
+func (s *segPosSearcher) eachMatch(fn func(seg int, local, num uint64, score float64) error) error {
+	for {
+		d, score, ok, err := s.nextMatch()
+		if err != nil || !ok {
+			return err
+		}
+		if err := fn(s.si, d, s.bases[s.si]+d, score); err != nil {
+			return err
+		}
+	}
 }
 
 // check reads the positions of every term in local document d (which

@@ -110,6 +110,19 @@ func (rs *resolver) slot(iid index.IndexInternalID) (int32, bool, error) {
 	return s, true, nil
 }
 
+// slotAt is slot for the document of local number local in the
+// snapshot's segment seg (global number num), without finding the
+// segment.
+func (rs *resolver) slotAt(seg int, local, num uint64) (int32, bool, error) {
+	if rs.segs != nil && seg < len(rs.segs) && local < uint64(len(rs.segs[seg].slots)) {
+		if v := rs.segs[seg].slots[local].Load(); v > 0 {
+			return v - 1, true, nil
+		}
+	}
+	var buf [8]byte
+	return rs.slot(internalID(buf[:0], num))
+}
+
 // cachedSlot returns the table slot of the document of global number num
 // when the cache knows it (no stored field is read: false otherwise).
 func (rs *resolver) cachedSlot(num uint64) (int32, bool) {
