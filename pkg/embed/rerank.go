@@ -67,6 +67,10 @@ type queryAlignment struct {
 	vecs [][]float32 // unit vectors of the query's words
 	w    []float64   // their weights
 	cos  map[int][]float32
+	// Each query word's synonyms' words (unit vectors) and the factor
+	// of their cosines (synonyms.go).
+	alts    [][][]float32
+	altCoef float32
 }
 
 func newQueryAlignment(tab *glove.Table, q []alignWord) *queryAlignment {
@@ -78,8 +82,34 @@ func newQueryAlignment(tab *glove.Table, q []alignWord) *queryAlignment {
 	return a
 }
 
+// withSynonyms lets each query word that is a word of one of units
+// align with that unit's synonyms' words too, their cosines times coef.
+func (a *queryAlignment) withSynonyms(q []alignWord, units []synUnit, coef float64) *queryAlignment {
+	alts := map[string][][]float32{}
+	for _, s := range units {
+		var vs [][]float32
+		for _, w := range alignWords(a.tab, synonymText([]synUnit{s})) {
+			vs = append(vs, a.tab.Vector(w.rank))
+		}
+		for _, w := range s.words {
+			alts[w] = append(alts[w], vs...)
+		}
+	}
+	a.alts = make([][][]float32, len(q))
+	any := false
+	for i, x := range q {
+		a.alts[i] = alts[a.tab.Word(x.rank)]
+		any = any || len(a.alts[i]) > 0
+	}
+	if !any {
+		a.alts = nil
+	}
+	a.altCoef = float32(coef)
+	return a
+}
+
 // cosines returns the cosines of the word of rank r with the query's
-// words.
+// words (each the best of the word's and, times altCoef, its synonyms').
 func (a *queryAlignment) cosines(r int) []float32 {
 	if c, ok := a.cos[r]; ok {
 		return c
@@ -87,6 +117,11 @@ func (a *queryAlignment) cosines(r int) []float32 {
 	c := make([]float32, len(a.vecs))
 	for i, qv := range a.vecs {
 		c[i] = a.tab.Dot(r, qv)
+		if a.alts != nil {
+			for _, av := range a.alts[i] {
+				c[i] = max(c[i], a.altCoef*a.tab.Dot(r, av))
+			}
+		}
 	}
 	a.cos[r] = c
 	return c
@@ -169,6 +204,11 @@ func (u *USE) Reranker(query string) *Rerank {
 		return nil
 	}
 	a := newQueryAlignment(u.glove, q)
+	if u.synRerank > 0 {
+		if units := u.synonymsOf(query); len(units) > 0 {
+			a.withSynonyms(q, units, u.synRerank)
+		}
+	}
 	return &Rerank{Depth: u.rerankDepth, Weight: u.rerankWeight, Score: func(content string) float64 {
 		p, r, ok := a.align(content)
 		switch {

@@ -11,12 +11,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"unicode"
 
 	"github.com/docrepo/docrepo/pkg/embed/glove"
+	"github.com/docrepo/docrepo/pkg/embed/wordnet"
 )
 
 // The use embedder: the Universal Sentence Encoder lite (npm
@@ -155,6 +157,38 @@ type USEConfig struct {
 	// QueryMeanShift is β of the query shift against hubs (use_shift.go:
 	// EmbedQueriesWithCorpus; 0: none). Query side only.
 	QueryMeanShift float64
+
+	// Synonym expansion (synonyms.go; query side only). WordNetDir holds
+	// WordNet 3.0 (deploy/dev/wordnet.sh dir); "" means
+	// DefaultUSEWordNetDirName beside ModelDir, "none" no expansion.
+	// Without it queries are not expanded, and WordNetStatus says why.
+	// SynonymSenses selects the senses that answer (all, first, tagged,
+	// top: wordnet.ParseSenses; "": DefaultUSESynonymSenses).
+	// SynonymQueryWords: queries of at most that many content words are
+	// expanded (0: none).
+	// SynonymPertainyms: a noun's pertaining adjectives count as its
+	// synonyms (kidney: renal; lung: pulmonary).
+	WordNetDir        string
+	SynonymSenses     string
+	SynonymQueryWords int
+	SynonymPertainyms bool
+	// SynonymLexicalWeight is the lexical part's share of the cosine for
+	// a short query with synonyms (taken from its sentence encoder's
+	// share): its synonyms' words, and its own words at
+	// SynonymOwnWeight (0: left out). SynonymLongWeight weighs the
+	// synonyms' words beside a longer expanded query's own words (1) in
+	// its lexical part (0: not added).
+	SynonymLexicalWeight float64
+	SynonymOwnWeight     float64
+	SynonymLongWeight    float64
+	// SynonymGloVeWeight weighs the synonyms' GloVe mean added to the
+	// query's (both at unit length; 0: not added).
+	SynonymGloVeWeight float64
+	// SynonymRerankWeight: in the second stage a query word also aligns
+	// with its synonyms' words, their cosines times this (0: not).
+	SynonymRerankWeight float64
+	// thesaurus is the loaded thesaurus (tests set it directly).
+	thesaurus Thesaurus
 	// gloveTable is the loaded table (tests set it directly).
 	gloveTable  *glove.Table
 	gloveDigest string
@@ -202,7 +236,14 @@ type USE struct {
 	rerankDepth     int
 	rerankPrecision bool
 	meanShift       float64 // use_shift.go
-	id              Identity
+	// Synonym expansion (synonyms.go): nil thesaurus: none, and why
+	// when it was wanted.
+	thesaurus               Thesaurus
+	thesaurusErr            error
+	synonymWords            int
+	synLex, synOwn, synLong float64
+	synGloVe, synRerank     float64
+	id                      Identity
 }
 
 var (
@@ -265,9 +306,19 @@ func NewUSE(cfg USEConfig) (*USE, error) {
 	if cfg.GloVeWeight > 0 {
 		cfg.gloveTable, cfg.gloveDigest, gloveErr = loadGloVe(cfg.GloVeDir, abs)
 	}
+	var wnErr error
+	if cfg.SynonymQueryWords > 0 && cfg.thesaurus == nil {
+		if which, err := synonymSenses(cfg.SynonymSenses); err == nil {
+			var wn *wordnet.WordNet
+			if wn, wnErr = loadWordNet(cfg.WordNetDir, abs); wnErr == nil {
+				cfg.thesaurus = NewWordNetThesaurus(wn, which, cfg.SynonymPertainyms)
+			}
+		}
+	}
 	u, err := newUSE(tok, enc, cfg, filepath.Base(abs), digest)
 	if u != nil {
 		u.gloveErr = gloveErr
+		u.thesaurusErr = wnErr
 	}
 	if err != nil {
 		return nil, err
@@ -430,6 +481,27 @@ func newUSE(tok PieceTokenizer, enc PieceEncoder, cfg USEConfig, model, digest s
 	default:
 		return nil, fmt.Errorf("%w: use re-rank score %q: want %s or %s", ErrConfig, cfg.RerankScore, RerankF, RerankPrecision)
 	}
+	if _, err := synonymSenses(cfg.SynonymSenses); err != nil {
+		return nil, err
+	}
+	if cfg.SynonymQueryWords < 0 || cfg.SynonymQueryWords > 1000 {
+		return nil, fmt.Errorf("%w: use synonym query words %d outside [0, 1000]", ErrConfig, cfg.SynonymQueryWords)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"synonym lexical weight", cfg.SynonymLexicalWeight}, {"synonym own weight", cfg.SynonymOwnWeight},
+		{"synonym long weight", cfg.SynonymLongWeight}, {"synonym GloVe weight", cfg.SynonymGloVeWeight},
+		{"synonym re-rank weight", cfg.SynonymRerankWeight}} {
+		if math.IsNaN(f.v) || f.v < 0 || f.v > 1 {
+			return nil, fmt.Errorf("%w: use %s %v outside [0, 1]", ErrConfig, f.name, f.v)
+		}
+	}
+	if cfg.SynonymQueryWords > 0 && cfg.thesaurus != nil {
+		u.thesaurus, u.synonymWords = cfg.thesaurus, cfg.SynonymQueryWords
+		u.synLex, u.synOwn, u.synLong = cfg.SynonymLexicalWeight, cfg.SynonymOwnWeight, cfg.SynonymLongWeight
+		u.synGloVe, u.synRerank = cfg.SynonymGloVeWeight, cfg.SynonymRerankWeight
+	}
 	// The version names everything that decides a stored vector: the
 	// blend's algorithm (useVersion: windows, metadata, empty texts), w,
 	// the lexical part, the window, and the weights and vocabulary; with
@@ -590,38 +662,85 @@ func (u *USE) EmbedQueriesWithStats(ctx context.Context, queries []string, stats
 		if short {
 			weight, gweight = u.shortWeight, u.shortGloVe
 		}
+		// Synonyms (synonyms.go): their words join the lexical part
+		// (own and synonym words weighed by own and syn below), their
+		// GloVe mean the GloVe part.
+		units := u.synonymsOf(q)
+		own, syn := 1.0, 0.0
+		if len(units) > 0 {
+			if short {
+				if u.synLex > 0 {
+					own, syn = u.synOwn, 1
+					weight = max(weight-u.synLex, 0)
+					gweight = min(gweight, weight)
+				}
+			} else {
+				syn = u.synLong
+			}
+			if u.glove != nil && u.synGloVe > 0 {
+				u.addSynonymGloVe(v, q, units)
+			}
+		}
+		expand := len(units) > 0 && syn > 0
+		words := queryWords(q)
+		var synWords []string
+		if expand {
+			synWords = synonymWordsOf(units, words)
+		}
+		idf := map[string]float64{}
+		var all, held float64
 		if stats != nil && (u.queryIDF > 0 || u.unmatchedWeight > 0) {
-			words := queryWords(q)
-			freqs, docs, err := stats(ctx, words)
+			freqs, docs, err := stats(ctx, append(slices.Clone(words), synWords...))
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
 				freqs = nil // unweighted
 			}
-			if len(freqs) == len(words) {
-				idf := make(map[string]float64, len(words))
-				var all, held float64
-				for j, w := range words {
+			if len(freqs) == len(words)+len(synWords) {
+				for j, w := range append(slices.Clone(words), synWords...) {
 					n := float64(freqs[j])
 					N := max(float64(docs), n)
 					x := math.Log(1 + (N-n+0.5)/(n+0.5)) // BM25's
 					idf[w] = x
-					all += x
-					if n > 0 {
-						held += x
+					if j < len(words) {
+						all += x
+						if n > 0 {
+							held += x
+						}
 					}
 				}
-				if u.queryIDF > 0 {
-					lv := u.lex.WeightedVector(q, func(w string) float64 { return math.Pow(idf[w], u.queryIDF) })
-					for d, x := range lv {
-						v[u.lexOff+d] = u.lw * x
-					}
-				}
-				if u.unmatchedWeight > 0 && !short && all > 0 {
-					weight += (u.unmatchedWeight - weight) * (1 - held/all)
-				}
+			} else {
+				idf = nil
 			}
+		} else {
+			idf = nil
+		}
+		if idf != nil || expand {
+			text := q
+			isOwn := map[string]bool{}
+			for _, w := range words {
+				isOwn[w] = true
+			}
+			if expand {
+				text = q + " and " + synonymText(units)
+			}
+			lv := u.lex.WeightedVector(text, func(w string) float64 {
+				f := syn
+				if isOwn[w] {
+					f = own
+				}
+				if idf != nil && u.queryIDF > 0 {
+					f *= math.Pow(idf[w], u.queryIDF)
+				}
+				return f
+			})
+			for d, x := range lv {
+				v[u.lexOff+d] = u.lw * x
+			}
+		}
+		if idf != nil && u.unmatchedWeight > 0 && !short && all > 0 {
+			weight += (u.unmatchedWeight - weight) * (1 - held/all)
 		}
 		if weight != u.w || u.glove != nil {
 			a, g, b := u.queryScales(weight, gweight)

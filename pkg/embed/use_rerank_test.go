@@ -189,24 +189,7 @@ func TestUSEShortQueryFloor(t *testing.T) {
 	}
 	old.glove, old.g, old.gw, old.gloveCommon, old.gloveOff, old.lexOff, old.id = u.glove, u.g, u.gw, u.gloveCommon, u.gloveOff, u.lexOff, u.id
 	score := func(e *USE, queries []string, first int) (top1, top10 int) {
-		qv, err := e.EmbedQueries(ctx, queries)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for q, qvec := range qv {
-			d2 := make([]float64, len(dv))
-			for d := range dv {
-				d2[d] = squaredL2(qvec, dv[d])
-			}
-			order := reranked(d2, docs, e.Reranker(queries[q]))
-			if order[0] == first+q {
-				top1++
-			}
-			if slices.Contains(order[:10], first+q) {
-				top10++
-			}
-		}
-		return top1, top10
+		return floorScore(t, e, queries, first, docs, dv)
 	}
 	for _, tc := range []struct {
 		name            string
@@ -229,6 +212,31 @@ func TestUSEShortQueryFloor(t *testing.T) {
 			t.Errorf("%s: first %d, top 10 %d with the defaults; want at least %d and %d", tc.name, n1, n10, tc.floor1, tc.floor10)
 		}
 	}
+}
+
+// floorScore counts the queries whose document (first+q for query q
+// among docs, embedded as dv) e ranks first and in the top 10, with its
+// second stage.
+func floorScore(t *testing.T, e *USE, queries []string, first int, docs []string, dv [][]float32) (top1, top10 int) {
+	t.Helper()
+	qv, err := e.EmbedQueries(context.Background(), queries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q, qvec := range qv {
+		d2 := make([]float64, len(dv))
+		for d := range dv {
+			d2[d] = squaredL2(qvec, dv[d])
+		}
+		order := reranked(d2, docs, e.Reranker(queries[q]))
+		if order[0] == first+q {
+			top1++
+		}
+		if slices.Contains(order[:10], first+q) {
+			top10++
+		}
+	}
+	return top1, top10
 }
 
 // floorConfig is the defaults of the floor tests (TestUSERerankFloor,
