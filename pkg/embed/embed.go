@@ -117,6 +117,16 @@ type Config struct {
 	USERerankScore  string
 	// USEQueryMeanShift: see USEConfig (query side only).
 	USEQueryMeanShift float64
+	// USEWordNetDir, USESynonymSenses, USESynonymQueryWords,
+	// USESynonymPertainyms and USESynonym*Weight: see USEConfig's
+	// synonym fields (query side only).
+	USEWordNetDir           string
+	USESynonymSenses        string
+	USESynonymQueryWords    int
+	USESynonymPertainyms    bool
+	USESynonymLexicalWeight float64
+	USESynonymGloVeWeight   float64
+	USESynonymRerankWeight  float64
 }
 
 // New returns the embedder cfg describes.
@@ -136,7 +146,11 @@ func New(cfg Config) (Embedder, error) {
 			GloVeDir: cfg.USEGloVeDir, GloVeWeight: cfg.USEGloVeWeight,
 			QueryGloVeWeight: cfg.USEQueryGloVeWeight, ShortQueryGloVeWeight: cfg.USEShortQueryGloVeWeight,
 			RerankWeight: cfg.USERerankWeight, RerankDepth: cfg.USERerankDepth, RerankScore: cfg.USERerankScore,
-			QueryMeanShift: cfg.USEQueryMeanShift})
+			QueryMeanShift: cfg.USEQueryMeanShift,
+			WordNetDir:     cfg.USEWordNetDir, SynonymSenses: cfg.USESynonymSenses, SynonymQueryWords: cfg.USESynonymQueryWords,
+			SynonymPertainyms:    cfg.USESynonymPertainyms,
+			SynonymLexicalWeight: cfg.USESynonymLexicalWeight, SynonymGloVeWeight: cfg.USESynonymGloVeWeight,
+			SynonymRerankWeight: cfg.USESynonymRerankWeight})
 		if err == nil {
 			return u, nil
 		}

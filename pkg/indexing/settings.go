@@ -67,6 +67,15 @@ type Settings struct {
 	UseRerankScore  string
 	// The use embedder's query shift away from the index's mean vector.
 	UseQueryMeanShift float64
+	// The use embedder's query expansion with WordNet's synonyms (query
+	// side).
+	UseWordNetDir           string
+	UseSynonymSenses        string
+	UseSynonymQueryWords    int
+	UseSynonymPertainyms    bool
+	UseSynonymLexicalWeight float64
+	UseSynonymGloVeWeight   float64
+	UseSynonymRerankWeight  float64
 	// EmbedMaxPassages bounds the passages of one document's content.
 	EmbedMaxPassages int
 	// EmbedDefer is when documents are written before their content
@@ -131,6 +140,13 @@ func (s *Settings) RegisterEmbedder(l *config.Loader) {
 	l.Int(&s.UseRerankDepth, "use-rerank-depth", "DOCREPO_USE_RERANK_DEPTH", embed.DefaultUSERerankDepth, "use embedder: how many of a query's nearest documents DOCREPO_USE_RERANK_WEIGHT re-scores (reading each one's content; the others stay behind them), in [0, 10000] (0: off)")
 	l.String(&s.UseRerankScore, "use-rerank-score", "DOCREPO_USE_RERANK_SCORE", embed.RerankF, "use embedder: what DOCREPO_USE_RERANK_WEIGHT weighs: f (the F-measure of precision, each document word's best cosine with a query word, and recall, each query word's best cosine with a document word; SIF-weighted) or precision (alone)")
 	l.Float64(&s.UseQueryMeanShift, "use-query-mean-shift", "DOCREPO_USE_QUERY_MEAN_SHIFT", embed.DefaultUSEQueryMeanShift, "use embedder: β of the query shift against hubs, in [0, 2]: the query's sentence encoder and GloVe parts move away from the mean content vector of the documents the caller can see, so a passage scores its similarity to the query less β times its similarity (in meaning) to those documents as a whole (0: off; both engines, OpenSearch taking the mean with a scripted_metric aggregation; query side only, no re-embedding)")
+	l.String(&s.UseWordNetDir, "use-wordnet-dir", "DOCREPO_USE_WORDNET_DIR", "", "use embedder: directory with Princeton WordNet 3.0's database files (index.*, data.*, *.exc, cntlist.rev) of Debian's wordnet-base 1:3.0-37 (deploy/dev/wordnet.sh fetches it); empty: wordnet-3.0-37 beside DOCREPO_USE_MODEL_DIR (the images hold it at /models/wordnet-3.0-37); none: no synonyms. Without it queries are not expanded, saying so in the log and /readyz")
+	l.Int(&s.UseSynonymQueryWords, "use-synonym-query-words", "DOCREPO_USE_SYNONYM_QUERY_WORDS", embed.DefaultUSESynonymQueryWords, "use embedder: queries of at most this many content words are expanded with their words' and phrases' WordNet synonyms (car: automobile, usa: united states of america, high blood pressure: hypertension) in the lexical part, the GloVe part and the second stage (0: off; both engines; query side only, no re-embedding)")
+	l.Bool(&s.UseSynonymPertainyms, "use-synonym-pertainyms", "DOCREPO_USE_SYNONYM_PERTAINYMS", embed.DefaultUSESynonymPertainyms, "use embedder: a noun's pertaining adjectives count among its synonyms (kidney: renal; lung: pulmonary; liver: hepatic)")
+	l.String(&s.UseSynonymSenses, "use-synonym-senses", "DOCREPO_USE_SYNONYM_SENSES", embed.DefaultUSESynonymSenses, "use embedder: which senses of a word answer with their synonyms: top (the sense tagged most often in WordNet's concordances), tagged (every tagged sense), first (the first sense of each part of speech) or all")
+	l.Float64(&s.UseSynonymLexicalWeight, "use-synonym-lexical-weight", "DOCREPO_USE_SYNONYM_LEXICAL_WEIGHT", embed.DefaultUSESynonymLexicalWeight, "use embedder: the lexical part's share of the cosine for a short query with synonyms, taken from DOCREPO_USE_SHORT_QUERY_WEIGHT's: the synonyms' words (the query's own words have no lexical share), in [0, 1]")
+	l.Float64(&s.UseSynonymGloVeWeight, "use-synonym-glove-weight", "DOCREPO_USE_SYNONYM_GLOVE_WEIGHT", embed.DefaultUSESynonymGloVeWeight, "use embedder: the weight of the synonyms' GloVe mean added to an expanded query's own (both at unit length), in [0, 1] (0: not added)")
+	l.Float64(&s.UseSynonymRerankWeight, "use-synonym-rerank-weight", "DOCREPO_USE_SYNONYM_RERANK_WEIGHT", embed.DefaultUSESynonymRerankWeight, "use embedder: in the second stage a query word of an expanded query also aligns with its synonyms' words, their cosines times this, in [0, 1] (0: not)")
 	l.RegisterEmbedModelDir(&s.EmbedModelDir)
 	l.String(&s.EmbedPooling, "embed-pooling", "DOCREPO_EMBED_POOLING", "", "local embedder: mean or cls (default: the model directory's 1_Pooling/config.json, else mean)")
 	l.String(&s.EmbedQueryPrefix, "embed-query-prefix", "DOCREPO_EMBED_QUERY_PREFIX", "", `local embedder: text put before every search query (e5 models: "query: "; default: the model directory's prompts, else none)`)
@@ -263,6 +279,14 @@ func (s Settings) NewEmbedder(ctx context.Context) (embed.Embedder, error) {
 		USERerankDepth:           s.UseRerankDepth,
 		USERerankScore:           s.UseRerankScore,
 		USEQueryMeanShift:        s.UseQueryMeanShift,
+
+		USEWordNetDir:           s.UseWordNetDir,
+		USESynonymSenses:        s.UseSynonymSenses,
+		USESynonymQueryWords:    s.UseSynonymQueryWords,
+		USESynonymPertainyms:    s.UseSynonymPertainyms,
+		USESynonymLexicalWeight: s.UseSynonymLexicalWeight,
+		USESynonymGloVeWeight:   s.UseSynonymGloVeWeight,
+		USESynonymRerankWeight:  s.UseSynonymRerankWeight,
 	})
 	if err != nil {
 		if strings.EqualFold(strings.TrimSpace(s.Embedder), embed.KindLocal) {
@@ -340,16 +364,23 @@ func EmbedderStatus(emb embed.Embedder, log *slog.Logger) map[string]any {
 			"reason", reason.Error(), "embedder", id.String())
 	}
 	if u, ok := emb.(*embed.USE); ok {
-		on, why := u.GloVeStatus()
-		info["embedder_glove"] = on
-		if why != nil {
-			info["embedder_glove_reason"] = why.Error()
+		// A part of the use embedder that is on, or wanted and missing
+		// (why): in info under key, and a warning.
+		part := func(key string, on bool, why error, warning string) {
+			info[key] = on
+			if why == nil {
+				return
+			}
+			info[key+"_reason"] = why.Error()
 			if log == nil {
 				log = slog.Default()
 			}
-			log.Warn("the use embedder runs without its GloVe part (everyday words find their synonyms less often; make model, or DOCREPO_USE_GLOVE_DIR)",
-				"reason", why.Error(), "embedder", id.String())
+			log.Warn(warning, "reason", why.Error(), "embedder", id.String())
 		}
+		on, why := u.GloVeStatus()
+		part("embedder_glove", on, why, "the use embedder runs without its GloVe part (everyday words find their synonyms less often; make model, or DOCREPO_USE_GLOVE_DIR)")
+		on, why = u.WordNetStatus()
+		part("embedder_synonyms", on, why, "the use embedder expands no query with synonyms: WordNet is not there (make wordnet, or DOCREPO_USE_WORDNET_DIR; DOCREPO_USE_SYNONYM_QUERY_WORDS=0 turns the expansion off)")
 	}
 	return info
 }

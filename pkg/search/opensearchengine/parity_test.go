@@ -45,9 +45,15 @@ func parityUSE(t *testing.T) *embed.USE {
 		GloVeWeight: embed.DefaultUSEGloVeWeight, QueryGloVeWeight: embed.DefaultUSEQueryGloVeWeight,
 		ShortQueryGloVeWeight: embed.DefaultUSEShortQueryGloVeWeight,
 		RerankWeight:          embed.DefaultUSERerankWeight, RerankDepth: embed.DefaultUSERerankDepth,
-		QueryMeanShift: embed.DefaultUSEQueryMeanShift})
+		QueryMeanShift:    embed.DefaultUSEQueryMeanShift,
+		SynonymQueryWords: embed.DefaultUSESynonymQueryWords, SynonymSenses: embed.DefaultUSESynonymSenses,
+		SynonymPertainyms: embed.DefaultUSESynonymPertainyms, SynonymLexicalWeight: embed.DefaultUSESynonymLexicalWeight,
+		SynonymGloVeWeight: embed.DefaultUSESynonymGloVeWeight, SynonymRerankWeight: embed.DefaultUSESynonymRerankWeight})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if on, why := u.WordNetStatus(); !on {
+		t.Logf("queries are not expanded with synonyms here (the query side is compared without them): %v", why)
 	}
 	if u.Reranker("flat car battery") == nil {
 		_, gerr := u.GloVeStatus()
