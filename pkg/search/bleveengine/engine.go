@@ -294,8 +294,6 @@ func (e *Engine) load() error {
 		return fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
 	}
 	e.common.Store(common)
-	// The first write looks for new common terms.
-	e.sinceCommon = commonRule.checkEvery
 	t1 := time.Now()
 	e.vecs, err = e.openVectors()
 	if err != nil {
@@ -323,6 +321,14 @@ func (e *Engine) load() error {
 		e.vecs.close()
 		_ = idx.Close()
 		return err
+	}
+	// C is brought up to date here rather than by the first write, which
+	// would wait for the look through the index's words.
+	e.sinceCommon = commonRule.checkEvery
+	if err := e.growCommon(idx); err != nil {
+		e.vecs.close()
+		_ = idx.Close()
+		return fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
 	}
 	t3 := time.Now()
 	e.opened = openTimes{index: t1.Sub(t0), vectors: t2.Sub(t1), records: t3.Sub(t2),
