@@ -44,11 +44,21 @@ type wordNetThesaurus struct {
 	wn         *wordnet.WordNet
 	senses     wordnet.Senses
 	pertainyms bool
+	// hypernyms: a sense without synonyms answers its direct hypernyms'
+	// lemmas (measured in TestUSESynonymTune, not a setting).
+	hypernyms bool
 }
 
 func (t wordNetThesaurus) Lemma(phrase string) bool { _, ok := t.wn.Lemma(phrase); return ok }
 func (t wordNetThesaurus) Synonyms(phrase string) []string {
 	out := t.wn.Synonyms(phrase, t.senses)
+	if t.hypernyms {
+		for _, h := range t.wn.Hypernyms(phrase, t.senses) {
+			if !slices.Contains(out, h) {
+				out = append(out, h)
+			}
+		}
+	}
 	if t.pertainyms {
 		for _, p := range t.wn.Pertainyms(phrase, t.senses) {
 			if !slices.Contains(out, p) {
@@ -64,7 +74,7 @@ func (t wordNetThesaurus) MaxWords() int { return t.wn.MaxWords() }
 // (and, with pertainyms, the adjectives that pertain to a noun: kidney,
 // renal).
 func NewWordNetThesaurus(wn *wordnet.WordNet, which wordnet.Senses, pertainyms bool) Thesaurus {
-	return wordNetThesaurus{wn, which, pertainyms}
+	return wordNetThesaurus{wn: wn, senses: which, pertainyms: pertainyms}
 }
 
 // loadWordNet opens WordNet in dir ("": DefaultUSEWordNetDirName beside

@@ -21,7 +21,7 @@ import (
 // DOCREPO_WORDNET_DIR (deploy/dev/wordnet.sh dir), after TestUSETune
 // cached the encoder's vectors; DOCREPO_EMBED_TUNE_SYN_GRID=FILE scores
 // the settings of FILE (one a line, key=value fields: senses, words,
-// lex, own, long, glove, rr, sv, pert; see parseSynSetting) after the defaults
+// lex, own, long, glove, rr, sv, pert, hyper; see parseSynSetting) after the defaults
 // and no expansion; DOCREPO_EMBED_TUNE_SYN_MISSES=1 prints each setting's
 // paraphrase misses.
 func TestUSESynonymTune(t *testing.T) {
@@ -152,6 +152,7 @@ type synSetting struct {
 	lex, own, long, glove, rerank float64
 	shortV                        float64 // short queries' meaning share (0: the default)
 	pertainyms                    bool
+	hypernyms                     bool
 }
 
 func defaultSynSetting() synSetting {
@@ -168,7 +169,7 @@ func (s synSetting) apply(cfg *USEConfig, wn *wordnet.WordNet) {
 	if err != nil {
 		panic(err)
 	}
-	cfg.thesaurus = NewWordNetThesaurus(wn, which, s.pertainyms)
+	cfg.thesaurus = wordNetThesaurus{wn: wn, senses: which, pertainyms: s.pertainyms, hypernyms: s.hypernyms}
 	cfg.SynonymQueryWords, cfg.SynonymSenses = s.words, s.senses
 	cfg.SynonymLexicalWeight, cfg.SynonymOwnWeight, cfg.SynonymLongWeight = s.lex, s.own, s.long
 	cfg.SynonymGloVeWeight, cfg.SynonymRerankWeight = s.glove, s.rerank
@@ -178,7 +179,8 @@ func (s synSetting) apply(cfg *USEConfig, wn *wordnet.WordNet) {
 }
 
 // parseSynSetting reads key=value fields: senses (all, first, tagged,
-// top), words, lex, own, long, glove, rr, sv, pert (1: on, 0: off); unset fields are the
+// top), words, lex, own, long, glove, rr, sv, pert and hyper (1: on,
+// 0: off); unset fields are the
 // defaults'.
 func parseSynSetting(line string) (synSetting, error) {
 	s := defaultSynSetting()
@@ -211,6 +213,8 @@ func parseSynSetting(line string) (synSetting, error) {
 			s.rerank = x
 		case "sv":
 			s.shortV = x
+		case "hyper":
+			s.hypernyms = x == 1
 		case "pert":
 			s.pertainyms = x == 1
 		default:

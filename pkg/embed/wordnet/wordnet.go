@@ -74,7 +74,9 @@ type WordNet struct {
 	// pertainyms: each noun synset's adjectives and adverbs that pertain
 	// to it ("kidney": renal, nephritic; "lung": pulmonary), lowercased.
 	pertainyms map[int][]string
-	maxWords   int // the most words of a lemma
+	// hypernyms: each synset's direct hypernyms ("@"), as synsets.
+	hypernyms map[int][]int
+	maxWords  int // the most words of a lemma
 }
 
 // Open reads the database in dir.
@@ -83,7 +85,7 @@ func Open(dir string) (*WordNet, error) {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	wn := &WordNet{senses: map[string][]Sense{}, pertainyms: map[int][]string{}}
+	wn := &WordNet{senses: map[string][]Sense{}, pertainyms: map[int][]string{}, hypernyms: map[int][]int{}}
 	var pending []pertainym
 	var nouns map[int]synsetInfo
 	for p := Noun; p <= Adv; p++ {
@@ -141,6 +143,7 @@ func (wn *WordNet) readData(path string, p POS, counts map[string]int) (map[int]
 		return nil, nil, fmt.Errorf("wordnet: %w", err)
 	}
 	var pert []pertainym
+	var hyper [][2]int // synset, its hypernym's offset
 	defer f.Close()
 	offsets := map[int]synsetInfo{}
 	type word struct {
@@ -200,6 +203,12 @@ func (wn *WordNet) readData(path string, p POS, counts map[string]int) (map[int]
 		for j := range np {
 			sym, target, pos, st := fs[k+1+4*j], fs[k+2+4*j], fs[k+3+4*j], fs[k+4+4*j]
 			switch {
+			case sym == "@" && pos == fs[2][:1]:
+				to, err := strconv.Atoi(target)
+				if err != nil {
+					return fmt.Errorf("bad pointer in %.60q", line)
+				}
+				hyper = append(hyper, [2]int{len(wn.synsets), to})
 			case sym == "&" && fs[2] == "s" && ss.head < 0:
 				ss.head, _ = strconv.Atoi(target)
 			case sym == "\\" && pos == "n" && (p == Adj || p == Adv):
@@ -240,6 +249,11 @@ func (wn *WordNet) readData(path string, p POS, counts map[string]int) (map[int]
 			info.counts[w.lemma] = counts[w.lemma+"%"+ss.ss+":"+ss.lexFile+":"+w.lexID+":"+head]
 		}
 		offsets[ss.off] = info
+	}
+	for _, h := range hyper {
+		if info, ok := offsets[h[1]]; ok {
+			wn.hypernyms[h[0]] = append(wn.hypernyms[h[0]], info.n)
+		}
 	}
 	return offsets, pert, nil
 }
@@ -528,6 +542,32 @@ func (wn *WordNet) Pertainyms(phrase string, which Senses) []string {
 			a = strings.ReplaceAll(a, "_", " ")
 			if !slices.Contains(out, a) {
 				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// Hypernyms returns, for the senses of phrase which selects whose
+// synset holds no other lemma (lorry: {lorry}), the lemmas of their
+// direct hypernyms (truck, motortruck), lowercased, each once; nil when
+// there are none.
+func (wn *WordNet) Hypernyms(phrase string, which Senses) []string {
+	lemma, ok := wn.Lemma(phrase)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, s := range wn.chosen(lemma, which) {
+		if len(wn.synsets[s.Synset]) > 1 {
+			continue
+		}
+		for _, h := range wn.hypernyms[s.Synset] {
+			for _, l := range wn.synsets[h] {
+				l = strings.ReplaceAll(strings.ToLower(l), "_", " ")
+				if !slices.Contains(out, l) {
+					out = append(out, l)
+				}
 			}
 		}
 	}

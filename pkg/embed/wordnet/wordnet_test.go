@@ -164,3 +164,19 @@ func TestPertainyms(t *testing.T) {
 		}
 	}
 }
+
+func TestHypernyms(t *testing.T) {
+	wn := openTestdata(t)
+	for _, c := range []struct {
+		phrase string
+		want   []string
+	}{
+		{phrase: "kidney", want: []string{"excretory organ", "urinary organ"}}, // {kidney} alone
+		{phrase: "car", want: nil}, // {car, auto, …}: synonyms, no hypernyms
+		{phrase: "zebra", want: nil},
+	} {
+		if got := wn.Hypernyms(c.phrase, TopSense); !slices.Equal(got, c.want) {
+			t.Errorf("Hypernyms(%q) = %q, want %q", c.phrase, got, c.want)
+		}
+	}
+}
