@@ -44,6 +44,7 @@ type settings struct {
 	ingestCorpus   string
 	switchMax      time.Duration
 	scifactState   string
+	paraSets       string
 }
 
 func run(ctx context.Context, args []string, out io.Writer, getenv func(string) string) error {
@@ -59,6 +60,7 @@ func run(ctx context.Context, args []string, out io.Writer, getenv func(string) 
 	fs.StringVar(&s.tenantFile, "tenant-file", "", "ingest: write the ingest tenant's key to this file (for a later -run switch)")
 	fs.StringVar(&s.switchFor, "switch-to", "use:", "switch: the prefix of the embedder /readyz names once the index is re-embedded")
 	fs.StringVar(&s.scifactState, "scifact-state", "", "scifact: after uploading, write the tenant's key and the document ids to this file; when it exists, score the corpus it names again without uploading (the same index searched with other query settings)")
+	fs.StringVar(&s.paraSets, "paraphrase-sets", "paraphrase.tsv,paraphrase_heldout.tsv", "scifact: the paraphrase sets of pkg/embed/testdata uploaded beside the abstracts and scored (comma-separated; issue 20's target is paraphrase.tsv alone among the abstracts, the default both, each set's documents then distractors for the other's queries)")
 	fs.IntVar(&s.ingestDocs, "ingest-docs", 20000, "documents the ingest run uploads")
 	fs.StringVar(&s.ingestCorpus, "ingest-corpus", "synthetic", "ingest: the texts, synthetic (~1 KB of made-up words) or scifact (the SciFact abstracts and variations of them); switch: scifact searches with SciFact's claims and judges them")
 	fs.DurationVar(&s.switchMax, "switch-max", 0, "switch: stop watching after this long (0: -index-deadline) and report the rate and the projected end instead of failing")

@@ -233,9 +233,9 @@ type paraphraseSet struct {
 	pairs [][2]string
 }
 
-// paraphraseSets reads pkg/embed/testdata/paraphrase.tsv and
-// paraphrase_heldout.tsv, found above the working directory (none: no
-// sets, said in the report).
+// paraphraseSets reads the sets -paraphrase-sets names (files of
+// pkg/embed/testdata, found above the working directory; none: no sets,
+// said in the report).
 func (b *bench) paraphraseSets() ([]paraphraseSet, error) {
 	dir, err := os.Getwd()
 	if err != nil {
@@ -245,7 +245,13 @@ func (b *bench) paraphraseSets() ([]paraphraseSet, error) {
 		base := filepath.Join(dir, "pkg", "embed", "testdata")
 		if _, err := os.Stat(filepath.Join(base, "paraphrase.tsv")); err == nil {
 			var sets []paraphraseSet
-			for _, name := range []string{"paraphrase.tsv", "paraphrase_heldout.tsv"} {
+			for _, name := range strings.Split(b.s.paraSets, ",") {
+				if name = strings.TrimSpace(name); name == "" {
+					continue
+				}
+				if filepath.Base(name) != name {
+					return nil, fmt.Errorf("-paraphrase-sets: %q is not a file name of %s", name, base)
+				}
 				raw, err := os.ReadFile(filepath.Join(base, name))
 				if err != nil {
 					return nil, err
