@@ -52,8 +52,14 @@ import (
 // blends them, calibrated on its SciFact vectors (scaleGen's blend
 // generator, below); blend-noise is the first generator (nearly
 // equidistant vectors). The index then records a non-hash embedder, so
-// dense queries walk the HNSW graph. DOCREPO_BENCH_INDEX keeps the index
-// between runs (an index keeps the generator it was loaded with).
+// dense queries walk the HNSW graph. DOCREPO_BENCH_VECTORS=blend-glove
+// makes them the shape of today's default use blend instead: 1,380
+// dimensions [√w·semantic, √g·GloVe, √(1−w−g)·lexical] with the GloVe
+// part (100 dimensions) calibrated on the GloVe means of SciFact's
+// abstracts, and queries weighted as the embedder weighs short ones (no
+// lexical share; gloveGen, below). DOCREPO_BENCH_INDEX keeps the index
+// between runs (an index keeps the generator it was loaded with);
+// DOCREPO_BENCH_LOAD_ONLY=1 loads it and measures nothing.
 func BenchmarkVectorScale(b *testing.B) {
 	n, dir := largeBenchIndex(b)
 	blend := benchBlend()
@@ -61,6 +67,11 @@ func BenchmarkVectorScale(b *testing.B) {
 	gen := newScaleGen(b, blend)
 	if err := loadScale(ctx, b, dir, n, gen, blend); err != nil {
 		b.Fatal(err)
+	}
+	if os.Getenv("DOCREPO_BENCH_LOAD_ONLY") != "" {
+		// Loading only (the measurements by BenchmarkDenseRecall, or a
+		// later run, on the index as it is now).
+		return
 	}
 	runtime.GC()
 	start, cpu0 := time.Now(), cpuTime()
@@ -141,8 +152,11 @@ func loadScale(ctx context.Context, b *testing.B, dir string, n int, gen *scaleG
 		id := gen.hash.Identity()
 		if blend {
 			id = embed.Identity{Kind: "synthetic-blend", Model: "topics+hash", Version: "v2", Dimensions: 1280}
-			if gen.noise {
+			switch {
+			case gen.noise:
 				id.Version = "v1"
+			case gen.glove:
+				id = embed.Identity{Kind: "synthetic-blend", Model: "topics+glove+hash", Version: "v3", Dimensions: 1280 + gloveDim}
 			}
 		}
 		if err := e.SetEmbedder(ctx, id); err != nil {
@@ -181,7 +195,7 @@ func loadScale(ctx context.Context, b *testing.B, dir string, n int, gen *scaleG
 		done += len(docs)
 		if (done/scaleBatch)%10 == 0 || done == n {
 			el := time.Since(start).Seconds()
-			b.Logf("indexed %d documents: %.0f docs/s wall, %.2f ms CPU/doc, load average %s", done,
+			scaleLog(b, "indexed %d documents: %.0f docs/s wall, %.2f ms CPU/doc, load average %s", done,
 				float64(done-from)/el, float64((cpuTime()-cpu0).Microseconds())/1000/float64(done-from), loadAvg())
 		}
 	}
@@ -329,9 +343,13 @@ type scaleGen struct {
 	vocab  []string
 	blend  bool
 	noise  bool        // DOCREPO_BENCH_VECTORS=blend-noise: the first blend generator (below)
+	glove  bool        // DOCREPO_BENCH_VECTORS=blend-glove: today's default blend's shape (gloveGen)
 	multi  bool        // DOCREPO_BENCH_PASSAGES=multi: 1-5 content passages per document
 	topics [][]float32 // 512-dimension topic centroids (blend)
 	common []float32   // the direction every semantic vector shares (blend)
+	// gTopics and gCommon are the GloVe part's (blend-glove).
+	gTopics [][]float32
+	gCommon []float32
 }
 
 // benchBlend reports whether DOCREPO_BENCH_VECTORS asks for blended
@@ -341,7 +359,7 @@ type scaleGen struct {
 // it).
 func benchBlend() bool {
 	v := os.Getenv("DOCREPO_BENCH_VECTORS")
-	return v == "blend" || v == "blend-noise"
+	return v == "blend" || v == "blend-noise" || v == "blend-glove"
 }
 
 func newScaleGen(tb testing.TB, blend bool) *scaleGen {
@@ -350,7 +368,8 @@ func newScaleGen(tb testing.TB, blend bool) *scaleGen {
 		tb.Fatal(err)
 	}
 	g := &scaleGen{hash: h, blend: blend, multi: os.Getenv("DOCREPO_BENCH_PASSAGES") == "multi",
-		noise: blend && os.Getenv("DOCREPO_BENCH_VECTORS") == "blend-noise"}
+		noise: blend && os.Getenv("DOCREPO_BENCH_VECTORS") == "blend-noise",
+		glove: blend && os.Getenv("DOCREPO_BENCH_VECTORS") == "blend-glove"}
 	r := rand.New(rand.NewPCG(1, 2))
 	seen := map[string]bool{}
 	for len(g.vocab) < 20000 {
@@ -369,6 +388,15 @@ func newScaleGen(tb testing.TB, blend bool) *scaleGen {
 			g.topics = append(g.topics, unitVec(gauss(r, 512)))
 		}
 		g.common = unitVec(gauss(r, 512))
+	}
+	if g.glove {
+		// A stream of its own: the other generators' vectors stay as
+		// they were.
+		gr := rand.New(rand.NewPCG(3, 4))
+		for range 200 {
+			g.gTopics = append(g.gTopics, unitVec(gauss(gr, gloveDim)))
+		}
+		g.gCommon = unitVec(gauss(gr, gloveDim))
 	}
 	return g
 }
@@ -877,13 +905,21 @@ func (g *scaleGen) blendDoc(r *rand.Rand, i int) engine.Document {
 	vecs := make([][]float32, np)
 	for p := range passages {
 		passages[p] = g.passageText(r, 40+r.IntN(40), own, tw)
+		if g.glove {
+			vecs[p] = g.docVector(r, mix, dir, i, g.hash.Vector(passages[p]), true)
+			continue
+		}
 		vecs[p] = blendHalves(g.semantic(r, mix, dir, semDoc), g.hash.Vector(passages[p]), useDocWeight)
+	}
+	mvec := blendHalves(g.semantic(r, mix, nil, 0), g.hash.Vector(desc), useDocWeight)
+	if g.glove {
+		mvec = g.docVector(r, mix, nil, i, g.hash.Vector(desc), false)
 	}
 	return engine.Document{
 		ID: int64(i + 1), Rev: 1, GroupIDs: []int64{int64(i % 100)}, FolderIDs: []int64{int64(i % 100)},
 		Description: &desc, Content: strings.Join(passages, " "),
 		ContentVectors: vecs,
-		MetadataVector: blendHalves(g.semantic(r, mix, nil, 0), g.hash.Vector(desc), useDocWeight),
+		MetadataVector: mvec,
 	}
 }
 
@@ -898,5 +934,109 @@ func (g *scaleGen) aboutDoc(r *rand.Rand, j int, text string) []float32 {
 		sem[i] = float32(math.Sqrt(qCommon))*g.common[i] + float32(math.Sqrt(qTopic))*mix[i] +
 			float32(math.Sqrt(qDoc))*dir[i] + float32(math.Sqrt(rest))*noise[i]
 	}
+	if g.glove {
+		return g.gloveQuery(r, unitVec(sem), j, topics)
+	}
 	return blendHalves(unitVec(sem), g.hash.Vector(text), useShortQueryWeight)
+}
+
+// gloveGen: the blend-glove generator is the blend generator with a GloVe
+// part between the semantic and the lexical ones, in today's default
+// weights ([√w·semantic, √g·GloVe, √(1−w−g)·lexical], embed.DefaultUSE*),
+// 1,380 dimensions. The GloVe part (100 dimensions) is built as the
+// semantic one is, from a common direction, the document's topic mixture
+// and own direction, and noise, with squared weights calibrated on the
+// GloVe means the use embedder makes of SciFact's abstracts (SIF-weighted,
+// common component removed; 3,000 abstracts in 90-word passages;
+// TestUSEGloVePartStatistics in pkg/embed): two
+// passages of one document cosine 0.81, two random passages 0.65, a
+// three-word query of a document's words 0.56 with its passage and 0.40
+// with a random one. Queries are short (three words), so as the embedder
+// embeds them: the semantic and GloVe parts only (DefaultUSEShortQueryWeight
+// 1: no lexical share; DefaultUSEShortQueryGloVeWeight of it GloVe's),
+// scaled as USE.queryScales scales them. The engine ranks by the full
+// vectors' distance, so what is measured is the walk's recall for
+// queries off the documents' manifold (no lexical part), as the
+// embedder's short queries are.
+const (
+	gloveDim = 100 // glove.Dimensions
+	// Squared weights of a document's GloVe part: common, topic, own
+	// (the rest is the passage's noise); a query's.
+	gCommon, gTopic, gDoc    = 0.64, 0.10, 0.07
+	gqCommon, gqTopic, gqDoc = 0.25, 0.089, 0.062
+)
+
+// gloveOwn returns document i's own GloVe direction and topic mixture.
+func (g *scaleGen) gloveOwn(i int, topics []int) (own, mix []float32) {
+	r := rand.New(rand.NewPCG(uint64(i), 17))
+	own = unitVec(gauss(r, gloveDim))
+	mix = make([]float32, gloveDim)
+	for k, t := range topics {
+		w := float32(1)
+		if k > 0 {
+			w = 0.5
+		}
+		for d, x := range g.gTopics[t] {
+			mix[d] += w * x
+		}
+	}
+	return own, unitVec(mix)
+}
+
+// gloveMix returns unitVec(√c·common + √t·mix + √o·own + √rest·noise) in
+// gloveDim dimensions.
+func (g *scaleGen) gloveMix(r *rand.Rand, mix, own []float32, c, t, o float64) []float32 {
+	noise := unitVec(gauss(r, gloveDim))
+	rest := 1 - c - t - o
+	v := make([]float32, gloveDim)
+	for d := range v {
+		v[d] = float32(math.Sqrt(c))*g.gCommon[d] + float32(math.Sqrt(t))*mix[d] + float32(math.Sqrt(rest))*noise[d]
+		if own != nil {
+			v[d] += float32(math.Sqrt(o)) * own[d]
+		}
+	}
+	return unitVec(v)
+}
+
+// docVector is a blend-glove document vector of document i: a passage's
+// (passage: with the document's own directions) or its metadata's, with
+// semantic mixture mix and own direction dir and lexical part lex.
+func (g *scaleGen) docVector(r *rand.Rand, mix, dir []float32, i int, lex []float32, passage bool) []float32 {
+	_, _, topics := g.docWords(i)
+	gown, gmix := g.gloveOwn(i, topics)
+	var sem, gl []float32
+	if passage {
+		sem, gl = g.semantic(r, mix, dir, semDoc), g.gloveMix(r, gmix, gown, gCommon, gTopic, gDoc)
+	} else {
+		sem, gl = g.semantic(r, mix, nil, 0), g.gloveMix(r, gmix, nil, gCommon, gTopic, 0)
+	}
+	w, gw := embed.DefaultUSEWeight, embed.DefaultUSEGloVeWeight
+	return concatScaled(sem, math.Sqrt(w), gl, math.Sqrt(gw), lex, math.Sqrt(1-w-gw))
+}
+
+// gloveQuery is a short query's blend-glove vector about document j: its
+// semantic part sem, a GloVe part about j, no lexical part, scaled as the
+// use embedder scales a short query's parts (USE.queryScales).
+func (g *scaleGen) gloveQuery(r *rand.Rand, sem []float32, j int, topics []int) []float32 {
+	gown, gmix := g.gloveOwn(j, topics)
+	gl := g.gloveMix(r, gmix, gown, gqCommon, gqTopic, gqDoc)
+	w, gw := embed.DefaultUSEWeight, embed.DefaultUSEGloVeWeight
+	v, vg := embed.DefaultUSEShortQueryWeight, embed.DefaultUSEShortQueryGloVeWeight
+	a, b, l := (v-vg)/math.Sqrt(w), vg/math.Sqrt(gw), (1-v)/math.Sqrt(1-w-gw)
+	n := math.Sqrt(a*a + b*b + l*l)
+	return concatScaled(sem, a/n, gl, b/n, make([]float32, embed.DefaultHashDimensions), l/n)
+}
+
+// concatScaled returns [a·x, b·y, c·z].
+func concatScaled(x []float32, a float64, y []float32, b float64, z []float32, c float64) []float32 {
+	out := make([]float32, 0, len(x)+len(y)+len(z))
+	for _, p := range []struct {
+		v []float32
+		f float64
+	}{{x, a}, {y, b}, {z, c}} {
+		for _, e := range p.v {
+			out = append(out, float32(p.f)*e)
+		}
+	}
+	return out
 }

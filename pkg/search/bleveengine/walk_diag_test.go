@@ -274,8 +274,11 @@ func syntheticDiagSet(t testing.TB, n int) *diagSet {
 	t.Setenv("DOCREPO_BENCH_PASSAGES", "multi")
 	gen := newScaleGen(t, true)
 	name := "synthetic blend (calibrated), multi (scaleGen)"
-	if gen.noise {
+	switch {
+	case gen.noise:
 		name = "synthetic blend-noise (the first generator), multi (scaleGen)"
+	case gen.glove:
+		name = "synthetic blend-glove (today's default blend's shape), multi (scaleGen)"
 	}
 	ds := &diagSet{name: name, docs: n}
 	for i := range n {
