@@ -820,14 +820,18 @@ const (
 
 // topicMix is the unit mixture of a document's topics (the second at half
 // weight).
-func (g *scaleGen) topicMix(topics []int) []float32 {
-	v := make([]float32, 512)
+func (g *scaleGen) topicMix(topics []int) []float32 { return mixTopics(g.topics, topics) }
+
+// mixTopics is the unit mixture of the centroids of topics, the first at
+// full weight and the others at half.
+func mixTopics(centroids [][]float32, topics []int) []float32 {
+	v := make([]float32, len(centroids[0]))
 	for k, t := range topics {
 		w := float32(1)
 		if k > 0 {
 			w = 0.5
 		}
-		for i, x := range g.topics[t] {
+		for i, x := range centroids[t] {
 			v[i] += w * x
 		}
 	}
@@ -969,18 +973,7 @@ const (
 // gloveOwn returns document i's own GloVe direction and topic mixture.
 func (g *scaleGen) gloveOwn(i int, topics []int) (own, mix []float32) {
 	r := rand.New(rand.NewPCG(uint64(i), 17))
-	own = unitVec(gauss(r, gloveDim))
-	mix = make([]float32, gloveDim)
-	for k, t := range topics {
-		w := float32(1)
-		if k > 0 {
-			w = 0.5
-		}
-		for d, x := range g.gTopics[t] {
-			mix[d] += w * x
-		}
-	}
-	return own, unitVec(mix)
+	return unitVec(gauss(r, gloveDim)), mixTopics(g.gTopics, topics)
 }
 
 // gloveMix returns unitVec(√c·common + √t·mix + √o·own + √rest·noise) in
