@@ -3,6 +3,7 @@ package indexing
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -270,5 +271,14 @@ func TestEmbedderStatusWordNet(t *testing.T) {
 	info, logged, onID := status(map[string]string{})
 	if _, hasReason := info["embedder_synonyms_reason"]; info["embedder_synonyms"] != true || hasReason || strings.Contains(logged, "synonyms") || onID != offID {
 		t.Errorf("WordNet present: readiness %v, identity %s (off: %s), logged %s", info, onID, offID, logged)
+	}
+	// The indexer's embedder (documents only) leaves WordNet unloaded
+	// although it is there, with the same identity.
+	doc, err := embedderSettings(t, map[string]string{"DOCREPO_USE_MODEL_DIR": dir}).NewDocumentEmbedder(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := EmbedderStatus(doc, slog.New(slog.NewTextHandler(io.Discard, nil))); info["embedder_synonyms"] != false || embed.IdentityOf(doc) != onID {
+		t.Errorf("document embedder: readiness %v, identity %s; want synonyms off and %s", info, embed.IdentityOf(doc), onID)
 	}
 }

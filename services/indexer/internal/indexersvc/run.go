@@ -65,7 +65,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer svc.Close()
 	svc.Listener = cfg.Listener
-	emb, err := cfg.Indexing.NewEmbedder(ctx)
+	// Documents only: the searches (and their synonyms) are the search
+	// service's.
+	emb, err := cfg.Indexing.NewDocumentEmbedder(ctx)
 	if err != nil {
 		return err
 	}
