@@ -148,18 +148,7 @@ func TestCommonSetGrowsAndPersists(t *testing.T) {
 	if n := indexedDocs(t, e, fieldWindow, "beta gamma 1"); n != 1 {
 		t.Errorf("window pair beta gamma 1 in %d documents, want 1", n)
 	}
-	if err := e.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	e, err = Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if got := e.common.Load(); !slices.EqualFunc(got.versions, c.versions, slices.Equal) {
-		t.Fatalf("C read back: %q, want %q", got.versions, c.versions)
-	}
+	e = reopenWithCommon(t, e, dir, c.versions, "C read back")
 	if err := e.Reset(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -170,17 +159,26 @@ func TestCommonSetGrowsAndPersists(t *testing.T) {
 	if n := indexedDocs(t, e, fieldWindowVer, "2"); n != 1 {
 		t.Errorf("after Reset: %d documents of version 2, want 1", n)
 	}
+	reopenWithCommon(t, e, dir, c.versions, "C after Reset and open")
+}
+
+// reopenWithCommon closes e, opens the index in dir again (closed when
+// the test ends) and checks that its common terms read back as want
+// (what names the check in a failure).
+func reopenWithCommon(t *testing.T, e *Engine, dir string, want [][]string, what string) *Engine {
+	t.Helper()
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	e, err = Open(dir, Options{})
+	e, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
-	if got := e.common.Load(); !slices.EqualFunc(got.versions, c.versions, slices.Equal) {
-		t.Fatalf("C after Reset and open: %q, want %q", got.versions, c.versions)
+	t.Cleanup(func() { e.Close() })
+	if got := e.common.Load(); !slices.EqualFunc(got.versions, want, slices.Equal) {
+		t.Fatalf("%s: %q, want %q", what, got.versions, want)
 	}
+	return e
 }
 
 // TestFormat4IndexGetsWindows: an index written before the window pairs
