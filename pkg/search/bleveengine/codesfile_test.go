@@ -238,11 +238,26 @@ func TestCodesFileFollowsErasures(t *testing.T) {
 	e = openWith(t, dir, true)
 	defer func() { e.Close() }()
 	content := e.vecs.sets[setKey{dim: 256}]
-	refs := *e.vecs.docs[2]
-	if err := e.Delete(ctx, 2, 2); err != nil {
+	// A document to delete and one to update, both with their content
+	// vector in a block of the file (which vector a document got depends
+	// on the order the writes were applied in, not on its place in
+	// c.docs).
+	var picked []engine.Document
+	for _, d := range c.docs {
+		if r := e.vecs.docs[d.ID]; d.ID != 7 && r != nil && int(r.c.first/1024) < content.cf.blocks {
+			if picked = append(picked, d); len(picked) == 2 {
+				break
+			}
+		}
+	}
+	if len(picked) < 2 {
+		t.Fatalf("fewer than two documents have their vector in the file's %d blocks", content.cf.blocks)
+	}
+	refs := *e.vecs.docs[picked[0].ID]
+	if err := e.Delete(ctx, picked[0].ID, 2); err != nil {
 		t.Fatal(err)
 	}
-	d := c.docs[1500]
+	d := picked[1]
 	d.Rev, d.ContentVectors = 2, [][]float32{c.contentByID[7]}
 	old := e.vecs.docs[d.ID].c
 	if _, err := e.Upsert(ctx, []engine.Document{d}); err != nil {
