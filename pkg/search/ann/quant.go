@@ -126,8 +126,11 @@ func dotF(a, b []float32) float32 { return dotKernel(a, b) }
 
 // dotKernel is dotF's implementation: dotPortable, or with GOEXPERIMENT=simd
 // on an AVX-512 CPU a 16-lane kernel (the graph writer's distances are
-// dense dot products: most of an Add's CPU).
+// dense dot products: most of an Add's CPU), on an AVX2 one an 8-lane
+// kernel (dotName names it; the AVX-512 one is named by kernelName).
 var dotKernel = dotPortable
+
+var dotName = "go"
 
 // dotPortable is a·b in plain Go, four sums at a time.
 func dotPortable(a, b []float32) float32 {
