@@ -123,9 +123,13 @@ type Engine struct {
 
 	// common is the current version of C (window.go); sinceCommon
 	// counts the documents written since growCommon last looked for new
-	// common terms (guarded by writeMu).
-	common      atomic.Pointer[commonSet]
-	sinceCommon int
+	// common terms, candidates holds their exact tokens, and
+	// commonChecked says the index holds commonCheckedKey (the last two
+	// guarded by writeMu).
+	common        atomic.Pointer[commonSet]
+	sinceCommon   int
+	candidates    commonCandidates
+	commonChecked bool
 
 	mu       sync.RWMutex // guards the fields below; Search holds it shared
 	idx      bleve.Index
@@ -322,10 +326,7 @@ func (e *Engine) load() error {
 		_ = idx.Close()
 		return err
 	}
-	// C is brought up to date here rather than by the first write, which
-	// would wait for the look through the index's words.
-	e.sinceCommon = commonRule.checkEvery
-	if err := e.growCommon(idx); err != nil {
+	if err := e.openCommon(idx); err != nil {
 		e.vecs.close()
 		_ = idx.Close()
 		return fmt.Errorf("bleveengine: open %s: %w", e.dir, err)
@@ -842,6 +843,9 @@ func (e *Engine) Upsert(ctx context.Context, docs []engine.Document) (engine.Wri
 	if err := e.growCommon(idx); err != nil {
 		return engine.WriteResult{}, fmt.Errorf("bleveengine: upsert: %w", err)
 	}
+	if err := e.beforeContentWrite(idx); err != nil {
+		return engine.WriteResult{}, fmt.Errorf("bleveengine: upsert: %w", err)
+	}
 	u := &upsert{e: e, idx: idx, docs: docs}
 	u.choose()
 	err = u.writeChunks(ctx, u.chunks())
@@ -971,7 +975,9 @@ func (u *upsert) writeChunk(ctx context.Context, ids []int64) error {
 	}
 	changes := e.replacedTerms(u.idx, ids, contents)
 	e.beginBatch()
-	if err := u.idx.Batch(b); err != nil {
+	err := u.idx.Batch(b)
+	e.collectCommon(docs, err != nil)
+	if err != nil {
 		e.abandonBatch()
 		return err
 	}
@@ -1314,6 +1320,9 @@ func (e *Engine) Reset(ctx context.Context) error {
 		}
 	}
 	e.common.Store(common)
+	// The new index is empty: no term can have reached the count yet.
+	e.candidates.take()
+	e.commonChecked, e.sinceCommon = false, 0
 	e.vecs = vecs
 	e.idx, e.features, e.tab, e.slots, e.embedder = idx, features, newTable(), newSlotCache(), nil
 	return nil
@@ -1324,6 +1333,13 @@ func (e *Engine) Reset(ctx context.Context) error {
 func (e *Engine) Close() error {
 	e.writeMu.Lock()
 	defer e.writeMu.Unlock()
+	// The last look for common terms (it reads the table: before mu).
+	var ccerr error
+	if idx, err := e.writer(); err == nil {
+		if ccerr = e.closeCommon(idx); ccerr != nil {
+			ccerr = fmt.Errorf("bleveengine: close: %w", ccerr)
+		}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -1334,5 +1350,5 @@ func (e *Engine) Close() error {
 	// instead of adding every vector again.
 	cerr := e.vecs.checkpoint()
 	e.vecs.close()
-	return errors.Join(cerr, e.idx.Close())
+	return errors.Join(ccerr, cerr, e.idx.Close())
 }

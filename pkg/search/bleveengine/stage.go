@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/blevesearch/bleve/v2/document"
+
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
 
@@ -81,6 +83,7 @@ func (e *Engine) SetContentVectors(ctx context.Context, docs []engine.Document) 
 	defer r.Close()
 	b := idx.NewBatch()
 	var recs []record
+	var written []*document.Document
 	seen := map[int64]bool{}
 	for i := range docs {
 		d := &docs[i]
@@ -110,16 +113,25 @@ func (e *Engine) SetContentVectors(ctx context.Context, docs []engine.Document) 
 		rec.mvec, _ = e.storedVectors(d.ID, true)
 		e.mu.RUnlock()
 		rec.pending = false
-		if err := b.IndexAdvanced(e.document(&engine.Document{ID: d.ID, Content: content}, &rec)); err != nil {
+		doc := e.document(&engine.Document{ID: d.ID, Content: content}, &rec)
+		if err := b.IndexAdvanced(doc); err != nil {
 			return engine.WriteResult{}, fmt.Errorf("bleveengine: set vectors: %w", err)
 		}
 		recs = append(recs, rec)
+		written = append(written, doc)
 	}
 	if len(recs) == 0 {
 		return res, nil
 	}
+	// The same content written again counts in the dictionary until the
+	// replaced documents are merged away: its terms are candidates for C.
+	if err := e.beforeContentWrite(idx); err != nil {
+		return engine.WriteResult{Stale: res.Stale}, fmt.Errorf("bleveengine: set vectors: %w", err)
+	}
 	e.beginBatch()
-	if err := idx.Batch(b); err != nil {
+	err = idx.Batch(b)
+	e.collectCommon(written, err != nil)
+	if err != nil {
 		e.abandonBatch()
 		return engine.WriteResult{Stale: res.Stale}, fmt.Errorf("bleveengine: set vectors: %w", err)
 	}

@@ -8,12 +8,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/single"
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
+	"github.com/blevesearch/bleve/v2/document"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	index "github.com/blevesearch/bleve_index_api"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
 )
 
 // Window pairs (format 5, issue 23): NEAR of two common words. A NEAR of
@@ -64,7 +69,11 @@ var commonRule = struct {
 	// checkEvery is how many documents are written between two looks
 	// for new common terms.
 	checkEvery int
-}{minDocs: 25000, cap: 512, checkEvery: 10000}
+	// maxCandidates bounds the distinct exact tokens kept between two
+	// looks (commonCandidates); beyond it the next look walks the whole
+	// dictionary.
+	maxCandidates int
+}{minDocs: 25000, cap: 512, checkEvery: 10000, maxCandidates: 1 << 19}
 
 // commonKey holds C's versions in the index: a JSON array, version v's
 // added terms at index v-1.
@@ -207,10 +216,130 @@ func writeCommon(idx bleve.Index, c *commonSet) error {
 	return idx.SetInternal(commonKey, data)
 }
 
-// newCommonTerms returns the exact tokens not in c whose document
-// frequency in idx reached commonRule.minDocs, most frequent first, at
-// most enough to fill c up to commonRule.cap.
-func newCommonTerms(idx bleve.Index, c *commonSet) ([]string, error) {
+// How growCommon finds the terms that reached commonRule.minDocs without
+// reading the whole dictionary (a real corpus has millions of distinct
+// exact tokens: numbers, names, ids) every commonRule.checkEvery writes.
+//
+// The count a look compares with commonRule.minDocs is the dictionary's
+// (FieldDict): the documents of the segments holding the term, those
+// deleted or replaced but not yet merged away included. It rises only
+// when a document holding the term is written (Upsert, and
+// SetContentVectors, which writes the same content again); deletes and
+// merges only lower it. After a look, every term whose count reached
+// commonRule.minDocs is in C, or C is full (it took the most frequent and
+// reached commonRule.cap: no look ever adds a term again). So at the next
+// look, a term not in C whose count reaches commonRule.minDocs must be in
+// a document written since the last look: the exact tokens of those
+// documents (commonCandidates) are the only terms whose counts need
+// reading, each a lookup in every segment's dictionary. The look then
+// finds exactly what a walk of the whole dictionary would.
+//
+// The whole dictionary is walked only where the terms of some document
+// written since the last look are unknown:
+//   - at open, unless the index holds commonCheckedKey for the current
+//     commonRule (written by Close after a last look, and removed before
+//     the next document is written): an index from before this key, one
+//     whose engine crashed or was killed, or one last looked at under
+//     another rule;
+//   - after a write failed part way (the index may hold documents whose
+//     terms were not collected), a look or the recording of its terms
+//     failed (the candidates were taken), or more than
+//     commonRule.maxCandidates distinct tokens were written since the
+//     last look (the set is dropped rather than grown without bound; the
+//     walk then costs what every look cost before).
+// (Should an engine from before commonCheckedKey write documents into an
+// index a newer one closed, the newer one's next open skips the walk: a
+// term that reached the count then joins C only once a document holding
+// it is written again. C only decides which NEAR pairs are answered from
+// window pairs, never what a search finds.)
+
+// commonCheckedKey marks an index whose C holds every term that reached
+// commonRule.minDocs (or is full) and which no document was written into
+// since: its value is commonCheckedValue() of the rule it was checked
+// under.
+var commonCheckedKey = []byte("docrepo.bleveengine.common.checked")
+
+// commonCheckedValue is commonCheckedKey's value for the current rule.
+func commonCheckedValue() []byte {
+	return fmt.Appendf(nil, "%d %d", commonRule.minDocs, commonRule.cap)
+}
+
+// commonCandidates are the exact tokens of the documents written since
+// the last look for common terms (see above). Safe for concurrent use
+// (the batches of an Upsert are written concurrently).
+type commonCandidates struct {
+	mu    sync.Mutex
+	terms map[string]struct{}
+	// walk: the next look walks the whole dictionary (terms is then
+	// empty and not grown).
+	walk bool
+}
+
+// add collects the exact tokens of docs, written to the index (analysed
+// by it: their fields hold their tokens).
+func (c *commonCandidates) add(docs []*document.Document) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.walk {
+		return
+	}
+	if c.terms == nil {
+		c.terms = map[string]struct{}{}
+	}
+	for _, d := range docs {
+		for _, f := range d.Fields {
+			if f.Name() != fieldExact {
+				continue
+			}
+			tf := f.AnalyzedTokenFrequencies()
+			if tf == nil {
+				// Not analysed: its tokens are unknown.
+				c.walk, c.terms = true, nil
+				return
+			}
+			for t := range tf {
+				c.terms[t] = struct{}{}
+			}
+		}
+	}
+	if len(c.terms) > commonRule.maxCandidates {
+		c.walk, c.terms = true, nil
+	}
+}
+
+// needWalk makes the next look walk the whole dictionary.
+func (c *commonCandidates) needWalk() {
+	c.mu.Lock()
+	c.walk, c.terms = true, nil
+	c.mu.Unlock()
+}
+
+// take returns the candidates (walk: the dictionary must be walked
+// instead) and starts an empty set.
+func (c *commonCandidates) take() (terms map[string]struct{}, walk bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	terms, walk = c.terms, c.walk
+	c.terms, c.walk = nil, false
+	return terms, walk
+}
+
+// commonLooked, when set (tests), is called by every look for common
+// terms with the reader it read, C before it, whether it walked the whole
+// dictionary, and what it found (before the cap cut it).
+var commonLooked func(r index.IndexReader, c *commonSet, walked bool, found []string)
+
+// termCount is a term and its dictionary count.
+type termCount struct {
+	term  string
+	count uint64
+}
+
+// newCommonTerms returns the exact tokens not in c whose dictionary count
+// in idx reached commonRule.minDocs, most frequent first, at most enough
+// to fill c up to commonRule.cap: from the counts of candidates, or, when
+// walk is set, of every term of the dictionary.
+func newCommonTerms(idx bleve.Index, c *commonSet, candidates map[string]struct{}, walk bool) ([]string, error) {
 	room := commonRule.cap - c.size()
 	if room <= 0 {
 		return nil, nil
@@ -224,36 +353,94 @@ func newCommonTerms(idx bleve.Index, c *commonSet) ([]string, error) {
 		return nil, err
 	}
 	defer r.Close()
+	var found []termCount
+	if walk {
+		found, err = commonByWalk(r, c)
+	} else {
+		found, err = commonByLookup(r, c, candidates)
+	}
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(found, func(x, y termCount) int {
+		return cmp.Or(cmp.Compare(y.count, x.count), strings.Compare(x.term, y.term))
+	})
+	if commonLooked != nil {
+		all := make([]string, len(found))
+		for i, f := range found {
+			all[i] = f.term
+		}
+		commonLooked(r, c, walk, all)
+	}
+	out := make([]string, 0, min(room, len(found)))
+	for _, f := range found[:min(room, len(found))] {
+		out = append(out, f.term)
+	}
+	return out, nil
+}
+
+// commonByWalk returns the terms not in c whose dictionary count reached
+// commonRule.minDocs, walking the whole dictionary.
+func commonByWalk(r index.IndexReader, c *commonSet) ([]termCount, error) {
 	dict, err := r.FieldDict(fieldExact)
 	if err != nil {
 		return nil, err
 	}
 	defer dict.Close()
-	type tc struct {
-		term  string
-		count uint64
-	}
-	var found []tc
+	var found []termCount
 	for {
 		de, err := dict.Next()
 		if err != nil {
 			return nil, err
 		}
 		if de == nil {
-			break
+			return found, nil
 		}
 		if de.Count >= commonRule.minDocs && c.since[de.Term] == 0 {
-			found = append(found, tc{de.Term, de.Count})
+			found = append(found, termCount{de.Term, de.Count})
 		}
 	}
-	slices.SortFunc(found, func(x, y tc) int {
-		return cmp.Or(cmp.Compare(y.count, x.count), strings.Compare(x.term, y.term))
-	})
-	out := make([]string, 0, min(room, len(found)))
-	for _, f := range found[:min(room, len(found))] {
-		out = append(out, f.term)
+}
+
+// commonByLookup returns the candidates not in c whose dictionary count
+// reached commonRule.minDocs: the sum over the segments of their postings
+// (deleted documents included, as FieldDict counts them).
+func commonByLookup(r index.IndexReader, c *commonSet, candidates map[string]struct{}) ([]termCount, error) {
+	snap, ok := r.(*scorch.IndexSnapshot)
+	if !ok {
+		return commonByWalk(r, c)
 	}
-	return out, nil
+	var dicts []segment.TermDictionary
+	for _, ss := range snap.Segments() {
+		d, err := ss.Segment().Dictionary(fieldExact)
+		if err != nil {
+			return nil, err
+		}
+		dicts = append(dicts, d)
+	}
+	var (
+		found []termCount
+		pl    segment.PostingsList
+		buf   []byte
+		err   error
+	)
+	for t := range candidates {
+		if c.since[t] != 0 {
+			continue
+		}
+		buf = append(buf[:0], t...)
+		var n uint64
+		for _, d := range dicts {
+			if pl, err = d.PostingsList(buf, nil, pl); err != nil {
+				return nil, err
+			}
+			n += pl.Count()
+		}
+		if n >= commonRule.minDocs {
+			found = append(found, termCount{t, n})
+		}
+	}
+	return found, nil
 }
 
 // growCommon looks for new common terms when commonRule.checkEvery documents
@@ -268,21 +455,95 @@ func (e *Engine) growCommon(idx bleve.Index) error {
 	live := e.tab.live
 	e.mu.RUnlock()
 	if uint64(live) < commonRule.minDocs {
+		// The candidates are kept for the look that will be made.
 		return nil
 	}
 	e.sinceCommon = 0
 	cur := e.common.Load()
-	terms, err := newCommonTerms(idx, cur)
-	if err != nil || len(terms) == 0 {
+	candidates, walk := e.candidates.take()
+	terms, err := newCommonTerms(idx, cur, candidates, walk)
+	if err != nil {
+		e.candidates.needWalk()
 		return err
+	}
+	if len(terms) == 0 {
+		return nil
 	}
 	next := cur.with(terms)
 	if err := writeCommon(idx, next); err != nil {
+		e.candidates.needWalk()
 		return fmt.Errorf("record common terms: %w", err)
 	}
 	e.common.Store(next)
 	slog.Info("bleveengine: common terms for NEAR grown", "dir", e.dir, "version", next.version(),
 		"added", len(terms), "common_terms", next.size(), "documents", live)
+	return nil
+}
+
+// collectCommon adds the exact tokens of docs, just written to idx by a
+// writer holding writeMu, to the candidates for C (nothing once C is
+// full); failed says the write failed, so the index may hold documents
+// whose tokens are unknown.
+func (e *Engine) collectCommon(docs []*document.Document, failed bool) {
+	switch {
+	case !e.features.window || e.common.Load().size() >= commonRule.cap:
+	case failed:
+		e.candidates.needWalk()
+	default:
+		e.candidates.add(docs)
+	}
+}
+
+// beforeContentWrite is called by a writer holding writeMu before it
+// writes documents with content: the index stops claiming that C is up
+// to date (commonCheckedKey) before it holds a document no look counted.
+func (e *Engine) beforeContentWrite(idx bleve.Index) error {
+	if !e.commonChecked {
+		return nil
+	}
+	if err := idx.DeleteInternal(commonCheckedKey); err != nil {
+		return fmt.Errorf("common terms: %w", err)
+	}
+	e.commonChecked = false
+	return nil
+}
+
+// openCommon starts C at open: from the index's record, and up to date
+// either by the record that it is (commonCheckedKey) or by a walk of the
+// whole dictionary. The caller holds idx alone.
+func (e *Engine) openCommon(idx bleve.Index) error {
+	checked, err := idx.GetInternal(commonCheckedKey)
+	if err != nil {
+		return err
+	}
+	if e.features.window && string(checked) == string(commonCheckedValue()) {
+		e.commonChecked, e.sinceCommon = true, 0
+		return nil
+	}
+	e.candidates.needWalk()
+	// C is brought up to date here rather than by the first write, which
+	// would wait for the walk.
+	e.sinceCommon = commonRule.checkEvery
+	return e.growCommon(idx)
+}
+
+// closeCommon makes a last look for common terms and records that C is
+// up to date (commonCheckedKey), so that the next open needs no walk of
+// the dictionary. It does nothing when the index is already so marked,
+// and leaves it unmarked when the look is not made (fewer live
+// documents than commonRule.minDocs). The caller holds writeMu.
+func (e *Engine) closeCommon(idx bleve.Index) error {
+	if !e.features.window || e.commonChecked || e.opts.InMemory {
+		return nil
+	}
+	e.sinceCommon = max(e.sinceCommon, commonRule.checkEvery)
+	if err := e.growCommon(idx); err != nil || e.sinceCommon != 0 {
+		return err
+	}
+	if err := idx.SetInternal(commonCheckedKey, commonCheckedValue()); err != nil {
+		return fmt.Errorf("common terms: %w", err)
+	}
+	e.commonChecked = true
 	return nil
 }
 
