@@ -95,6 +95,9 @@ func BenchmarkIngestSmallBatches(b *testing.B) {
 // documents on); DOCREPO_BENCH_COMMON_TERMS=K starts C with the K most
 // frequent words of the generator instead (a large index's C from the
 // first document: the cost per document at that scale).
+// DOCREPO_BENCH_FIELD=candidates compares keeping the exact tokens written
+// for the next look for common terms (commonCandidates) with not keeping
+// them.
 //
 //	DOCREPO_BENCH_DOCS=20000 go test ./search/bleveengine -run XXX \
 //	-bench PairFieldWrite -benchtime 1x
@@ -123,7 +126,14 @@ func BenchmarkPairFieldWrite(b *testing.B) {
 			b.Fatal(err)
 		}
 		field := os.Getenv("DOCREPO_BENCH_FIELD")
-		if field == "window" {
+		switch field {
+		case "candidates":
+			// The exact tokens kept for the next look for common
+			// terms (window.go), or not (as before they were).
+			if !pairs {
+				e.candidates.needWalk()
+			}
+		case "window":
 			e.features.window = pairs
 			if k, _ := strconv.Atoi(os.Getenv("DOCREPO_BENCH_COMMON_TERMS")); pairs && k > 0 {
 				c := newCommonSet([][]string{gen.vocab[:k]})
@@ -132,7 +142,7 @@ func BenchmarkPairFieldWrite(b *testing.B) {
 				}
 				e.common.Store(c)
 			}
-		} else {
+		default:
 			field = "pairs"
 			e.features.pairs = pairs
 		}
@@ -144,6 +154,9 @@ func BenchmarkPairFieldWrite(b *testing.B) {
 			}
 		}
 		upserts := processCPU() - cpu0
+		if field == "candidates" {
+			scaleLog(b, "candidates %v: %d terms kept", pairs, len(e.candidates.terms))
+		}
 		idle := waitIdle(30 * time.Second)
 		cpu := processCPU() - cpu0
 		if err := e.Close(); err != nil {
