@@ -107,7 +107,12 @@ func BenchmarkCommonLook(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	segs := len(r.(*scorch.IndexSnapshot).Segments())
+	var segs []uint64
+	for _, ss := range r.(*scorch.IndexSnapshot).Segments() {
+		segs = append(segs, ss.Segment().Count())
+	}
+	slices.Sort(segs)
+	slices.Reverse(segs)
 	all, err := commonByWalk(r, newCommonSet(nil))
 	r.Close()
 	if err != nil {
@@ -120,7 +125,7 @@ func BenchmarkCommonLook(b *testing.B) {
 		}
 		d.Close()
 	}
-	scaleLog(b, "%d documents (idle reached: %v), C %d terms (version %d), exact dictionary %d terms (%d at or above %d documents), %d segments; candidates of the last %d documents: %d terms, %.1f MB of heap (%.0f B/term); load average %s",
+	scaleLog(b, "%d documents (idle reached: %v), C %d terms (version %d), exact dictionary %d terms (%d at or above %d documents), segments of %v documents; candidates of the last %d documents: %d terms, %.1f MB of heap (%.0f B/term); load average %s",
 		e.tab.live, idle, cur.size(), cur.version(), dict, len(all), commonRule.minDocs, segs, commonRule.checkEvery, len(terms), heap/1e6, heap/float64(len(terms)), loadAvg())
 	// C as it would be with half of it: the looks then find terms.
 	var kept []string

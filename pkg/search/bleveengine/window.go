@@ -410,13 +410,24 @@ func commonByLookup(r index.IndexReader, c *commonSet, candidates map[string]str
 	if !ok {
 		return commonByWalk(r, c)
 	}
-	var dicts []segment.TermDictionary
-	for _, ss := range snap.Segments() {
-		d, err := ss.Segment().Dictionary(fieldExact)
+	// A segment holds a term in at most all its documents: with the
+	// segments largest first and rest[i] the documents of segments i and
+	// after, a term that has n documents in segments 0..i-1 cannot reach
+	// commonRule.minDocs once n + rest[i] < commonRule.minDocs. A rare
+	// term (most candidates) is then looked up in the few large segments
+	// only, not in the many small ones of the latest writes.
+	segs := slices.Clone(snap.Segments())
+	slices.SortFunc(segs, func(a, b *scorch.SegmentSnapshot) int {
+		return cmp.Compare(b.Segment().Count(), a.Segment().Count())
+	})
+	dicts := make([]segment.TermDictionary, len(segs))
+	rest := make([]uint64, len(segs)+1)
+	for i := len(segs) - 1; i >= 0; i-- {
+		d, err := segs[i].Segment().Dictionary(fieldExact)
 		if err != nil {
 			return nil, err
 		}
-		dicts = append(dicts, d)
+		dicts[i], rest[i] = d, rest[i+1]+segs[i].Segment().Count()
 	}
 	// In order: neighbouring lookups share the dictionaries' paths
 	// (measured: a third less CPU, the sort included).
@@ -436,7 +447,10 @@ func commonByLookup(r index.IndexReader, c *commonSet, candidates map[string]str
 	for _, t := range terms {
 		buf = append(buf[:0], t...)
 		var n uint64
-		for _, d := range dicts {
+		for i, d := range dicts {
+			if n+rest[i] < commonRule.minDocs {
+				break
+			}
 			if pl, err = d.PostingsList(buf, nil, pl); err != nil {
 				return nil, err
 			}
