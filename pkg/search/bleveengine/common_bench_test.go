@@ -86,15 +86,23 @@ func BenchmarkCommonLook(b *testing.B) {
 	runtime.GC()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	var cands commonCandidates
+	var (
+		cands   commonCandidates
+		addCPU  time.Duration
+		addWall time.Duration
+	)
 	for i := max(0, n-commonRule.checkEvery); i < n; i += 100 {
 		var docs []engine.Document
 		for j := i; j < min(n, i+100); j++ {
 			docs = append(docs, engine.Document{ID: int64(j + 1), Content: manyTokensDoc(j, cum)})
 		}
-		cands.add(analysedDocs(e, docs))
+		analysed := analysedDocs(e, docs)
+		c0, w0 := processCPU(), time.Now()
+		cands.add(analysed)
+		addCPU, addWall = addCPU+processCPU()-c0, addWall+time.Since(w0)
 	}
 	terms, _ := cands.take()
+	scaleLog(b, "collecting the candidates: %.2f µs CPU (%.2f µs wall) per document written", float64(addCPU.Nanoseconds())/1e3/float64(commonRule.checkEvery), float64(addWall.Nanoseconds())/1e3/float64(commonRule.checkEvery))
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
 	heap := float64(m1.HeapAlloc) - float64(m0.HeapAlloc)
