@@ -130,7 +130,12 @@ func BenchmarkPairFieldWrite(b *testing.B) {
 		case "candidates":
 			// The exact tokens kept for the next look for common
 			// terms (window.go), or not (as before they were).
-			if !pairs {
+			// (A new index starts with a walk pending, until it
+			// holds commonRule.minDocs documents: collecting is
+			// started by hand.)
+			if pairs {
+				e.candidates.take()
+			} else {
 				e.candidates.needWalk()
 			}
 		case "window":
