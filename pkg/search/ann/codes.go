@@ -53,11 +53,17 @@ var superBlocks = 32
 // width: a record of another width is refused (and the codes quantised
 // again), so the width is a format of those records.
 //
+// A store laid out ByVector (NewCodesLayout) holds the same blocks with
+// each vector's codes adjacent instead (component i of lane l at
+// l·dim+i): a dense query's scan then reads only the vectors it scores,
+// so a filtered scan costs what the filter admits (below, Layout).
+//
 // Concurrency: Scans run concurrently with each other and with one
 // Append at a time.
 type Codes struct {
-	dim   int
-	lanes int
+	dim    int
+	lanes  int
+	layout Layout
 
 	mu     sync.RWMutex
 	blocks []codeBlock
@@ -69,12 +75,45 @@ type Codes struct {
 	alloc  int64     // bytes of the superblocks
 }
 
-// codeBlock is a block's codes in its superblock: component d of its
-// vector in lane l is b[d·stride+l].
-type codeBlock struct {
-	b      []int8
-	stride int
+// Layout is how a store's blocks order their codes.
+type Layout uint8
+
+const (
+	// ByDimension: a block's column (one component of its vectors) is
+	// adjacent bytes. A sparse query (the hash embedder's: a few dozen
+	// non-zero components) reads only its columns, but a block holding
+	// one eligible vector is read whole by a dense query, so a filtered
+	// dense scan costs what the unfiltered one does once the eligible
+	// vectors are spread over the blocks (a 1 % filter: half the groups
+	// of 64).
+	ByDimension Layout = iota
+	// ByVector: each vector's codes are adjacent bytes, scored by one
+	// dot product of the dense query with them (dotCodeKernel): an
+	// unfiltered scan reads the same bytes as ByDimension, a filtered one
+	// only the eligible vectors'. A sparse query still works (it reads a
+	// byte per non-zero component of each vector) but costs more than
+	// ByDimension: the layout for sets whose queries are dense.
+	ByVector
+)
+
+func (l Layout) String() string {
+	if l == ByVector {
+		return "by-vector"
+	}
+	return "by-dimension"
 }
+
+// codeBlock is a block's codes in its superblock: component d of its
+// vector in lane l is b[d·stride+l·lstride] (lstride 1 by dimension;
+// stride 1 and lstride dim by vector).
+type codeBlock struct {
+	b       []int8
+	stride  int
+	lstride int
+}
+
+// at is the offset of component d of lane l.
+func (b codeBlock) at(d, l int) int { return d*b.stride + l*b.lstride }
 
 // newBlock returns the store's next block, in the last superblock or a
 // new one. The caller holds mu (or owns the store).
@@ -87,13 +126,29 @@ func (c *Codes) newBlock() codeBlock {
 		c.next = 0
 		c.alloc += int64(len(c.super))
 	}
-	b := codeBlock{b: c.super[c.next*L:], stride: g * L}
+	var b codeBlock
+	if c.layout == ByVector {
+		// Blocks one after another, each vector's codes adjacent.
+		b = codeBlock{b: c.super[c.next*L*c.dim:], stride: 1, lstride: c.dim}
+	} else {
+		b = codeBlock{b: c.super[c.next*L:], stride: g * L, lstride: 1}
+	}
 	c.next++
 	return b
 }
 
-// NewCodes returns an empty store for vectors of dim values.
-func NewCodes(dim int) *Codes { return &Codes{dim: dim, lanes: codeLanes} }
+// NewCodes returns an empty store for vectors of dim values, laid out by
+// dimension.
+func NewCodes(dim int) *Codes { return NewCodesLayout(dim, ByDimension) }
+
+// NewCodesLayout returns an empty store for vectors of dim values laid
+// out as l.
+func NewCodesLayout(dim int, l Layout) *Codes {
+	return &Codes{dim: dim, lanes: codeLanes, layout: l}
+}
+
+// Layout returns how the store's blocks order their codes.
+func (c *Codes) Layout() Layout { return c.layout }
 
 // Len returns the number of vectors.
 func (c *Codes) Len() int {
@@ -121,7 +176,7 @@ func (c *Codes) Append(v []float32) int32 {
 	}
 	b := c.blocks[len(c.blocks)-1]
 	for i, x := range code {
-		b.b[i*b.stride+lane] = x
+		b.b[b.at(i, lane)] = x
 	}
 	c.scale = append(c.scale, scale)
 	c.sqn = append(c.sqn, sqn)
@@ -164,7 +219,7 @@ func (c *Codes) AppendFrom(n int, vec func(int32) []float32, workers int) {
 					var scale, sqn float32
 					code, scale, sqn = quantize(code[:0], vec(int32(i)))
 					for d, x := range code {
-						b.b[d*b.stride+lane] = x
+						b.b[b.at(d, lane)] = x
 					}
 					c.scale[base+i], c.sqn[base+i] = scale, sqn
 				}
@@ -185,7 +240,7 @@ func (c *Codes) Clear(id int32) {
 	}
 	b, lane := c.blocks[int(id)/c.lanes], int(id)%c.lanes
 	for i := range c.dim {
-		b.b[i*b.stride+lane] = 0
+		b.b[b.at(i, lane)] = 0
 	}
 	c.scale[id], c.sqn[id] = 0, 0
 }
@@ -243,7 +298,9 @@ func (c *Codes) scanPart(q *Query, k int, accept func(id int32) bool, ids []int3
 		offerD(id, max(0, q.norm+c.sqn[id]-2*c.scale[id]*dot))
 	}
 	n, L := len(c.scale), c.lanes
-	if ids != nil {
+	if c.layout == ByVector {
+		c.scanVectors(q, ids, elig, part, parts, offer)
+	} else if ids != nil {
 		ids = ids[len(ids)*part/parts : len(ids)*(part+1)/parts]
 		code := make([]int8, c.dim)
 		for _, id := range ids {
@@ -366,6 +423,81 @@ func (c *Codes) scanPart(q *Query, k int, accept func(id int32) bool, ids []int3
 	return rs
 }
 
+// scanVectors is scanPart over a store laid out ByVector: each vector
+// the scan admits (ids, elig's bits, or every vector of the part's
+// blocks) is scored by one dot product of the query with its codes, so a
+// filtered scan reads and computes only the eligible vectors (accept,
+// when not nil, is asked by offer of those nearer than the worst kept).
+// The caller holds mu.
+func (c *Codes) scanVectors(q *Query, ids []int32, elig []uint64, part, parts int, offer func(id int32, dot float32)) {
+	n, L, dim := len(c.scale), c.lanes, c.dim
+	dot := func(id int) float32 {
+		off := (id % L) * dim
+		code := c.blocks[id/L].b[off : off+dim]
+		if q.sparse {
+			var s float32
+			for j, i := range q.idx {
+				s += q.val[j] * float32(code[i])
+			}
+			return s
+		}
+		var s float32
+		for _, r := range q.runs {
+			s += dotCodeKernel(q.v[r[0]:r[1]], code[r[0]:r[1]])
+		}
+		return s
+	}
+	if ids != nil {
+		for _, id := range ids[len(ids)*part/parts : len(ids)*(part+1)/parts] {
+			if int(id) >= n {
+				break
+			}
+			offer(id, dot(int(id)))
+		}
+		return
+	}
+	lo, hi := len(c.blocks)*part/parts*L, min(n, len(c.blocks)*(part+1)/parts*L)
+	if elig == nil {
+		for id := lo; id < hi; id++ {
+			offer(int32(id), dot(id))
+		}
+		return
+	}
+	// lo is a multiple of the block's lanes, so of a word's 64.
+	for w := lo / 64; w*64 < hi && w < len(elig); w++ {
+		for word := elig[w]; word != 0; word &= word - 1 {
+			id := w*64 + bits.TrailingZeros64(word)
+			if id >= hi {
+				break
+			}
+			offer(int32(id), dot(id))
+		}
+	}
+}
+
+// dotCodeKernel returns v·code for a dense query v and a vector's codes
+// (of v's length): dotCodePortable, or with GOEXPERIMENT=simd on an
+// AVX-512 CPU a 16-lane kernel (codes_simd.go). The sums' order is not
+// that of the ByDimension kernels: distances agree to float32 rounding.
+var dotCodeKernel = dotCodePortable
+
+// dotCodePortable is v·code in plain Go, four sums at a time.
+func dotCodePortable(v []float32, code []int8) float32 {
+	code = code[:len(v)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		s0 += v[i] * float32(code[i])
+		s1 += v[i+1] * float32(code[i+1])
+		s2 += v[i+2] * float32(code[i+2])
+		s3 += v[i+3] * float32(code[i+3])
+	}
+	for ; i < len(v); i++ {
+		s0 += v[i] * float32(code[i])
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
 // wideShare: a block's column sums are computed at once (wide) when at
 // least 1/wideShare of its groups hold an eligible vector.
 const wideShare = 4
@@ -445,12 +577,22 @@ func addColumns(sums []float32, w float32, col []int8) {
 // scans, another layout (benchmarks compare layouts side by side; lanes
 // 1,024 and supers 1 is the layout before superblocks).
 func (c *Codes) WithLayout(lanes, supers int) *Codes {
+	return c.copyAs(lanes, supers, c.layout)
+}
+
+// AsLayout returns a copy of the store laid out as l: the same codes,
+// scales and norms (benchmarks compare layouts side by side on one set).
+func (c *Codes) AsLayout(l Layout) *Codes {
+	return c.copyAs(c.lanes, superBlocks, l)
+}
+
+func (c *Codes) copyAs(lanes, supers int, l Layout) *Codes {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	old := superBlocks
 	superBlocks = supers
 	defer func() { superBlocks = old }()
-	out := &Codes{dim: c.dim, lanes: lanes, scale: slices.Clone(c.scale), sqn: slices.Clone(c.sqn)}
+	out := &Codes{dim: c.dim, lanes: lanes, layout: l, scale: slices.Clone(c.scale), sqn: slices.Clone(c.sqn)}
 	for id := range len(c.scale) {
 		lane := id % lanes
 		if lane == 0 {
@@ -458,7 +600,7 @@ func (c *Codes) WithLayout(lanes, supers int) *Codes {
 		}
 		b, from, fl := out.blocks[len(out.blocks)-1], c.blocks[id/c.lanes], id%c.lanes
 		for i := range c.dim {
-			b.b[i*b.stride+lane] = from.b[i*from.stride+fl]
+			b.b[b.at(i, lane)] = from.b[from.at(i, fl)]
 		}
 	}
 	return out

@@ -98,7 +98,7 @@ func (c *Codes) codeOf(id int32) []int8 {
 	b, lane := c.blocks[int(id)/c.lanes], int(id)%c.lanes
 	out := make([]int8, c.dim)
 	for d := range out {
-		out[d] = b.b[d*b.stride+lane]
+		out[d] = b.b[b.at(d, lane)]
 	}
 	return out
 }
@@ -174,6 +174,85 @@ func BenchmarkCodesLayout(b *testing.B) {
 				}
 				b.ReportMetric(float64((cpuTime()-c0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 			})
+		}
+	}
+}
+
+// BenchmarkCodesDenseLayout: a dense query (every component non-zero, as
+// the use embedder's long ones: "dense"; or the first 612 only, as its
+// short ones, without their lexical part: "short") scanned over DOCREPO_ANN_CODES_N random vectors of
+// DOCREPO_ANN_CODES_DIM dimensions (defaults 100,000 and 1,380: today's
+// blend), one part, unfiltered and through eligibility bitsets admitting
+// a random 10 % and 1 %, with the codes laid out by dimension (before) and
+// by vector, alternately in three rounds, each scan checked against the
+// other layout's:
+//
+//	GOEXPERIMENT=simd go test ./search/ann -run XXX -bench CodesDenseLayout -benchtime 20x
+func BenchmarkCodesDenseLayout(b *testing.B) {
+	n, dim := 100000, 1380
+	if s := os.Getenv("DOCREPO_ANN_CODES_N"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	if s := os.Getenv("DOCREPO_ANN_CODES_DIM"); s != "" {
+		dim, _ = strconv.Atoi(s)
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	byDim := NewCodes(dim)
+	v := make([]float32, dim)
+	for range n {
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		byDim.Append(v)
+	}
+	stores := []*Codes{byDim, byDim.AsLayout(ByVector)}
+	q := make([]float32, dim)
+	for i := range q {
+		q[i] = float32(r.NormFloat64())
+	}
+	short := slices.Clone(q)
+	clear(short[min(612, dim):])
+	filters := []struct {
+		name string
+		elig []uint64
+	}{{"none", nil}}
+	for _, share := range []int{10, 100} {
+		e := make([]uint64, (n+63)/64)
+		for i := range n {
+			if r.IntN(share) == 0 {
+				e[i/64] |= 1 << (i % 64)
+			}
+		}
+		filters = append(filters, struct {
+			name string
+			elig []uint64
+		}{fmt.Sprintf("%d%%", 100/share), e})
+	}
+	scan := func(c *Codes, pq *Query, elig []uint64) []Result {
+		if elig != nil {
+			return c.ScanEligible(pq, 232, elig, 0, 1)
+		}
+		return c.Scan(pq, 232, nil, nil)
+	}
+	for round := range 3 {
+		for qn, qv := range map[string][]float32{"dense": q, "short": short} {
+			pq := NewQuery(qv)
+			for _, f := range filters {
+				if round == 0 {
+					if err := sameScan(scan(stores[1], pq, f.elig), scan(stores[0], pq, f.elig)); err != nil {
+						b.Fatalf("query %s filter %s: the layouts' scans differ: %v", qn, f.name, err)
+					}
+				}
+				for _, c := range stores {
+					b.Run(fmt.Sprintf("round=%d/query=%s/filter=%s/layout=%v/kernel=%s", round, qn, f.name, c.Layout(), kernelName), func(b *testing.B) {
+						c0 := cpuTime()
+						for b.Loop() {
+							scan(c, pq, f.elig)
+						}
+						b.ReportMetric(float64((cpuTime()-c0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+					})
+				}
+			}
 		}
 	}
 }

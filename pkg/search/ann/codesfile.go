@@ -10,9 +10,10 @@ import (
 
 // A block's record, as a store is persisted and loaded block by block
 // (the caller keeps the records in a file and says which are current):
-// the block's codes by dimension (dim columns of lanes bytes: the layout
-// of a block that is its own allocation; in memory a superblock's blocks
-// interleave their columns), then the
+// the block's codes in the store's layout (ByDimension: dim columns of
+// lanes bytes, the layout of a block that is its own allocation, in
+// memory a superblock's blocks interleave their columns; ByVector: lanes
+// vectors of dim bytes, as in memory; the caller keeps which), then the
 // lanes' scales and squared norms (float32, little-endian), then a CRC-32
 // (Castagnoli) of everything before it. Only full blocks have records: a
 // block's codes change after it is full only by Clear (and Refresh), and
@@ -45,9 +46,13 @@ func (c *Codes) AppendBlockRecord(dst []byte, bi int) []byte {
 	}
 	start := len(dst)
 	b := c.blocks[bi]
-	for d := range c.dim {
-		col := b.b[d*b.stride : d*b.stride+L]
-		dst = append(dst, unsafe.Slice((*byte)(unsafe.Pointer(&col[0])), L)...)
+	if c.layout == ByVector {
+		dst = append(dst, unsafe.Slice((*byte)(unsafe.Pointer(&b.b[0])), c.dim*L)...)
+	} else {
+		for d := range c.dim {
+			col := b.b[d*b.stride : d*b.stride+L]
+			dst = append(dst, unsafe.Slice((*byte)(unsafe.Pointer(&col[0])), L)...)
+		}
 	}
 	for _, v := range c.scale[bi*L : (bi+1)*L] {
 		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
@@ -72,7 +77,13 @@ func (c *Codes) CheckBlockRecord(rec []byte) bool {
 // a store holding whole blocks: the store then holds what appending the
 // block's vectors would have made. The codes are copied into the store's
 // superblock (rec may be reused).
-func (c *Codes) AppendBlock(rec []byte) error {
+func (c *Codes) AppendBlock(rec []byte) error { return c.AppendBlockFrom(rec, c.layout) }
+
+// AppendBlockFrom is AppendBlock for a record written by a store laid out
+// as from: its codes are rearranged into the store's layout (a codes file
+// of another layout, such as one written before ByVector existed, is
+// converted as it is read instead of quantised again).
+func (c *Codes) AppendBlockFrom(rec []byte, from Layout) error {
 	if !c.CheckBlockRecord(rec) {
 		return fmt.Errorf("%w: block record", ErrCorrupt)
 	}
@@ -84,8 +95,28 @@ func (c *Codes) AppendBlock(rec []byte) error {
 	}
 	codes := unsafe.Slice((*int8)(unsafe.Pointer(&rec[0])), c.dim*L)
 	b := c.newBlock()
-	for d := range c.dim {
-		copy(b.b[d*b.stride:d*b.stride+L], codes[d*L:(d+1)*L])
+	switch {
+	case from == c.layout && from == ByVector:
+		copy(b.b[:c.dim*L], codes)
+	case from == c.layout:
+		for d := range c.dim {
+			copy(b.b[d*b.stride:d*b.stride+L], codes[d*L:(d+1)*L])
+		}
+	case from == ByDimension:
+		// Columns into vectors: each vector gathers its components a
+		// column apart.
+		for l := range L {
+			dst := b.b[l*b.lstride : l*b.lstride+c.dim]
+			for d := range dst {
+				dst[d] = codes[d*L+l]
+			}
+		}
+	default:
+		for l := range L {
+			for d, x := range codes[l*c.dim : (l+1)*c.dim] {
+				b.b[b.at(d, l)] = x
+			}
+		}
 	}
 	off := len(codes)
 	for l := range L {
@@ -112,9 +143,9 @@ func (c *Codes) Refresh(id int32, v []float32) bool {
 	b, lane := c.blocks[int(id)/c.lanes], int(id)%c.lanes
 	same := math.Float32bits(c.scale[id]) == math.Float32bits(scale) && math.Float32bits(c.sqn[id]) == math.Float32bits(sqn)
 	for i, x := range code {
-		if b.b[i*b.stride+lane] != x {
+		if o := b.at(i, lane); b.b[o] != x {
 			same = false
-			b.b[i*b.stride+lane] = x
+			b.b[o] = x
 		}
 	}
 	c.scale[id], c.sqn[id] = scale, sqn
@@ -122,7 +153,7 @@ func (c *Codes) Refresh(id int32, v []float32) bool {
 }
 
 // Equal reports whether two stores hold the same codes, scales and norms
-// bit for bit, in blocks of the same width (tests).
+// bit for bit, in blocks of the same width (tests), in either layout.
 func (c *Codes) Equal(o *Codes) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -143,7 +174,7 @@ func (c *Codes) Equal(o *Codes) bool {
 		for d := range c.dim {
 			for l := range min(c.lanes, n-bi*c.lanes) {
 				cb, ob := c.blocks[bi], o.blocks[bi]
-				if cb.b[d*cb.stride+l] != ob.b[d*ob.stride+l] {
+				if cb.b[cb.at(d, l)] != ob.b[ob.at(d, l)] {
 					return false
 				}
 			}

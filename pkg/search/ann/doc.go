@@ -14,12 +14,16 @@
 //     (checksummed); AddLogged returns a record of what an Add changed
 //     and Replay applies it, so a log of Adds after a checkpoint rebuilds
 //     the graph without computing a distance.
-//   - Codes: int8 codes with a scale per vector, laid out by dimension in
-//     blocks of 1,024 vectors, for exact scans: a sparse query (a short
-//     text's hash vector, a few dozen non-zero components of 768) costs a
-//     few dozen multiplies per vector and reads only those components'
-//     bytes. AppendBlockRecord and AppendBlock persist and load a full
-//     block (checksummed), so a start need not quantise every vector.
+//   - Codes: int8 codes with a scale per vector, in blocks of 1,024
+//     vectors, for exact scans. Laid out by dimension (ByDimension), a
+//     sparse query (a short text's hash vector, a few dozen non-zero
+//     components of 768) costs a few dozen multiplies per vector and
+//     reads only those components' bytes; laid out by vector (ByVector,
+//     for sets whose queries are dense), a scan reads and scores only the
+//     vectors it admits, so a filtered scan costs what the filter admits.
+//     AppendBlockRecord and AppendBlock persist and load a full block
+//     (checksummed), so a start need not quantise every vector;
+//     AppendBlockFrom converts a record of the other layout.
 //
 // Why both: the graph answers document-like (dense) queries in about
 // ef·M·log N distance computations with recall@10 ≥ 0.97, but a three-word

@@ -1,0 +1,298 @@
+package ann
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// denseCorpus returns n random dense vectors of dim values and nq dense
+// queries (the use embedder's vectors are dense: every component
+// non-zero).
+func denseCorpus(n, nq, dim int) (docs, queries [][]float32) {
+	r := rand.New(rand.NewPCG(3, 4))
+	vec := func() []float32 {
+		v := make([]float32, dim)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		return v
+	}
+	for range n {
+		docs = append(docs, vec())
+	}
+	for range nq {
+		queries = append(queries, vec())
+	}
+	return docs, queries
+}
+
+// dotCodeKernels returns the portable dense code kernel and, when
+// different, the one this build and CPU use, by name.
+func dotCodeKernels() map[string]func([]float32, []int8) float32 {
+	out := map[string]func([]float32, []int8) float32{"go": dotCodePortable}
+	if kernelName != "go" {
+		out[kernelName] = dotCodeKernel
+	}
+	return out
+}
+
+// sameScan reports how got, a scan of a store laid out ByVector, differs
+// from want, the same scan of the store laid out ByDimension: the
+// distances are summed in another order, so each may differ by float32
+// rounding (tol), and two results whose distances are that close may
+// swap; anything else is a difference.
+func sameScan(got, want []Result) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d results, want %d", len(got), len(want))
+	}
+	tol := func(d float32) float64 { return 1e-4 * max(1, float64(d)) }
+	ids := map[int32]float32{}
+	for _, r := range want {
+		ids[r.ID] = r.Dist
+	}
+	last := want[len(want)-1].Dist
+	for i, r := range got {
+		if d := math.Abs(float64(r.Dist - want[i].Dist)); d > tol(want[i].Dist) {
+			return fmt.Errorf("result %d: %v, want %v", i, r, want[i])
+		}
+		if d, ok := ids[r.ID]; ok {
+			if math.Abs(float64(d-r.Dist)) > tol(d) {
+				return fmt.Errorf("vector %d at distance %v, want %v", r.ID, r.Dist, d)
+			}
+		} else if math.Abs(float64(r.Dist-last)) > tol(last) {
+			// Only a near tie with the last kept may come in instead.
+			return fmt.Errorf("vector %d (distance %v) is not among the wanted, whose last is at %v", r.ID, r.Dist, last)
+		}
+	}
+	return nil
+}
+
+// TestByVectorScansAgree: a store laid out ByVector (appended, or copied
+// from one ByDimension) scans as the ByDimension store does, to float32
+// rounding, with every kernel, for dense and sparse queries, unfiltered,
+// through accept, through eligibility bitsets from half the vectors to
+// one in 500, over explicit ids, split in parts, with a partial last
+// block and cleared vectors; dense queries with runs of zeros (which a
+// vector's dot product skips) among them.
+func TestByVectorScansAgree(t *testing.T) {
+	docs, queries := denseCorpus(2*codeLanes+333, 6, 300)
+	_, hq := hashCorpus(t, 1, 4, 300, false)
+	queries = append(queries, hq...) // sparse
+	// Dense with zeros: a part of 120 (a short use query without its
+	// lexical part), and two parts with a long gap.
+	part := slices.Clone(queries[0])
+	clear(part[120:])
+	gap := slices.Clone(queries[1])
+	clear(gap[50:200])
+	queries = append(queries, part, gap)
+	r := rand.New(rand.NewPCG(9, 9))
+	eligs := map[string][]uint64{}
+	for _, share := range []int{2, 30, 500} {
+		e := make([]uint64, (len(docs)+63)/64)
+		for i := range docs {
+			if r.IntN(share) == 0 {
+				e[i/64] |= 1 << (i % 64)
+			}
+		}
+		eligs[fmt.Sprintf("1/%d", share)] = e
+	}
+	ids := []int32{}
+	for i := range int32(len(docs)) {
+		if r.IntN(7) == 0 {
+			ids = append(ids, i)
+		}
+	}
+	accept := func(id int32) bool { return id%3 != 1 }
+	ref := NewCodes(300)
+	rows := NewCodesLayout(300, ByVector)
+	for _, v := range docs {
+		ref.Append(v)
+		rows.Append(v)
+	}
+	for id := int32(5); id < int32(len(docs)); id += 97 {
+		ref.Clear(id)
+		rows.Clear(id)
+	}
+	stores := map[string]*Codes{"appended": rows, "copied": ref.AsLayout(ByVector)}
+	if rows.Layout() != ByVector || ref.Layout() != ByDimension || !rows.Equal(ref) || !stores["copied"].Equal(ref) {
+		t.Fatal("the layouts hold other codes")
+	}
+	for kn, dk := range dotCodeKernels() {
+		old := dotCodeKernel
+		dotCodeKernel = dk
+		for qi, q := range queries {
+			pq := NewQuery(q)
+			merged := func(c *Codes, parts int) []Result {
+				var all []Result
+				for p := range parts {
+					all = append(all, c.ScanPart(pq, 40, nil, nil, p, parts)...)
+				}
+				slices.SortFunc(all, func(a, b Result) int {
+					if c := cmp.Compare(a.Dist, b.Dist); c != 0 {
+						return c
+					}
+					return cmp.Compare(a.ID, b.ID)
+				})
+				return all[:40]
+			}
+			scans := map[string]func(c *Codes) []Result{
+				"all":    func(c *Codes) []Result { return c.Scan(pq, 40, nil, nil) },
+				"accept": func(c *Codes) []Result { return c.Scan(pq, 40, accept, nil) },
+				"ids":    func(c *Codes) []Result { return c.Scan(pq, 40, nil, ids) },
+				"parts":  func(c *Codes) []Result { return merged(c, 3) },
+			}
+			for name, el := range eligs {
+				scans["eligible "+name] = func(c *Codes) []Result {
+					return slices.Concat(c.ScanEligible(pq, 40, el, 0, 2), c.ScanEligible(pq, 40, el, 1, 2))
+				}
+			}
+			for name, scan := range scans {
+				want := scan(ref)
+				if len(want) == 0 {
+					t.Fatalf("query %d %s: no result", qi, name)
+				}
+				if name[0] == 'e' {
+					sortResults(want)
+				}
+				for sn, c := range stores {
+					got := scan(c)
+					if name[0] == 'e' {
+						sortResults(got)
+					}
+					if err := sameScan(got, want); err != nil {
+						t.Fatalf("kernel %s, query %d (sparse %v), %s, %s store: %v", kn, qi, pq.Sparse(), name, sn, err)
+					}
+				}
+			}
+		}
+		dotCodeKernel = old
+	}
+}
+
+func sortResults(rs []Result) {
+	slices.SortFunc(rs, func(a, b Result) int {
+		if c := cmp.Compare(a.Dist, b.Dist); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+}
+
+// TestDotCodeKernelsAgree: the vector dense code kernel gives the
+// portable one's dot product to float32 rounding, at lengths around its
+// 64- and 16-component steps.
+func TestDotCodeKernelsAgree(t *testing.T) {
+	ks := dotCodeKernels()
+	if len(ks) < 2 {
+		t.Skipf("this build or CPU has only the portable kernel")
+	}
+	r := rand.New(rand.NewPCG(5, 5))
+	for _, n := range []int{1, 15, 16, 63, 64, 65, 80, 127, 300, 1380} {
+		v, code := make([]float32, n), make([]int8, n)
+		var abs float64
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+			code[i] = int8(r.IntN(255) - 127)
+			abs += math.Abs(float64(v[i]) * float64(code[i]))
+		}
+		want := dotCodePortable(v, code)
+		for name, k := range ks {
+			if got := k(v, code); math.Abs(float64(got-want)) > 1e-5*abs {
+				t.Fatalf("length %d: %s gives %v, go %v", n, name, got, want)
+			}
+		}
+	}
+}
+
+// TestBlockRecordsConvertBetweenLayouts: a store loaded from the records
+// of a store of the other layout (AppendBlockFrom) holds the same codes
+// as the one built, records of a store reload into one of its layout,
+// and a ByVector store's records are its own (not a ByDimension one's).
+func TestBlockRecordsConvertBetweenLayouts(t *testing.T) {
+	docs, _ := denseCorpus(2*codeLanes+100, 0, 130)
+	built := map[Layout]*Codes{ByDimension: NewCodes(130), ByVector: NewCodesLayout(130, ByVector)}
+	for _, c := range built {
+		for _, v := range docs {
+			c.Append(v)
+		}
+		c.Clear(3)
+	}
+	recs := map[Layout][][]byte{}
+	for l, c := range built {
+		for bi := range c.FullBlocks() {
+			recs[l] = append(recs[l], c.AppendBlockRecord(nil, bi))
+		}
+	}
+	if slices.EqualFunc(recs[ByVector], recs[ByDimension], func(a, b []byte) bool { return string(a) == string(b) }) {
+		t.Fatal("the two layouts' records are the same bytes")
+	}
+	for _, tt := range []struct{ from, to Layout }{
+		{ByDimension, ByDimension}, {ByDimension, ByVector}, {ByVector, ByVector}, {ByVector, ByDimension},
+	} {
+		t.Run(fmt.Sprintf("%v to %v", tt.from, tt.to), func(t *testing.T) {
+			c := NewCodesLayout(130, tt.to)
+			for _, rec := range recs[tt.from] {
+				if err := c.AppendBlockFrom(slices.Clone(rec), tt.from); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, v := range docs[2*codeLanes:] {
+				c.Append(v)
+			}
+			if !c.Equal(built[tt.to]) || c.Layout() != tt.to {
+				t.Fatal("the store loaded differs from the one built")
+			}
+			if got := c.AppendBlockRecord(nil, 1); string(got) != string(recs[tt.to][1]) {
+				t.Fatal("its records are not its layout's")
+			}
+		})
+	}
+}
+
+// TestDenseQueryRuns: a dense query's runs cover its non-zero
+// components, split only by zeroGap zeros or more, and end at non-zero
+// components.
+func TestDenseQueryRuns(t *testing.T) {
+	q := func(n int, nonZero ...int) []float32 {
+		v := make([]float32, n)
+		for _, i := range nonZero {
+			v[i] = 1
+		}
+		return v
+	}
+	all := make([]int, 100)
+	for i := range all {
+		all[i] = i
+	}
+	span := func(a, b int) []int {
+		var out []int
+		for i := a; i < b; i++ {
+			out = append(out, i)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name string
+		v    []float32
+		want [][2]int32
+	}{
+		{name: "all non-zero", v: q(100, all...), want: [][2]int32{{0, 100}}},
+		{name: "a zero tail (the use embedder's short query)", v: q(300, span(0, 120)...), want: [][2]int32{{0, 120}}},
+		{name: "a zero head and a short gap", v: q(300, append(span(10, 100), span(100+zeroGap-1, 250)...)...), want: [][2]int32{{10, 250}}},
+		{name: "a gap of zeroGap", v: q(300, append(span(0, 100), span(100+zeroGap, 250)...)...), want: [][2]int32{{0, 100}, {100 + zeroGap, 250}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := NewQuery(tt.v)
+			if p.sparse {
+				t.Fatal("scored sparsely")
+			}
+			if !slices.Equal(p.runs, tt.want) {
+				t.Fatalf("runs %v, want %v", p.runs, tt.want)
+			}
+		})
+	}
+}
