@@ -20,12 +20,20 @@ import (
 // instead of quantising every full-precision vector again (issue 23: at a
 // million documents the quantisation read 6 GB of vector files at open).
 // The file is a header and then one record per full block of the codes
-// (ann.BlockRecordSize: the block's codes as laid out in memory, its
+// (ann.BlockRecordSize: the block's codes in the set's layout, its
 // scales and norms, a CRC-32 of each record), in block order. The header
-// (codesHeaderSize bytes): the magic "DRCODE1\n", dim and lanes (uint32),
-// the checkpoint seq (uint64), the CRC-32 of that checkpoint's STATE
+// (codesHeaderSize bytes): the magic, dim and lanes (uint32), the
+// checkpoint seq (uint64), the CRC-32 of that checkpoint's STATE
 // (uint32), the number of blocks the checkpoint vouches for (uint32),
-// zeros, and a CRC-32 of the header's first 60 bytes.
+// then in version 2 the layout (one byte), zeros, and a CRC-32 of the
+// header's first 60 bytes. Version 1 ("DRCODE1\n", before the layouts)
+// is laid out by dimension; a set laid out by dimension still writes it
+// (a binary from before reads it), one laid out by vector (the codes of
+// dense embedders' sets) writes version 2 ("DRCODE2\n"). A file of the
+// other layout than its set's (a dense set's file from before) is
+// converted as it is read, and the file started again in the set's
+// layout: the next checkpoint writes every full block (the one Open
+// starts when there are many).
 //
 // Writes: a checkpoint appends the records of the blocks that became full
 // since the last one (and writes again those of erased blocks), syncs the
@@ -48,7 +56,10 @@ import (
 
 const codesHeaderSize = 64
 
-var codesMagic = []byte("DRCODE1\n")
+var (
+	codesMagic   = []byte("DRCODE1\n")
+	codesMagicV2 = []byte("DRCODE2\n")
+)
 
 // codesCheckpointAt is the number of vectors whose codes an Open
 // quantised (in full blocks) from which it starts a checkpoint at once.
@@ -70,8 +81,11 @@ type codesFile struct {
 	// dirty lists blocks below blocks whose record is to be written
 	// again (erased, or damaged at open).
 	dirty map[int]bool
-	// loaded is the number of blocks open loaded from records.
-	loaded int
+	// loaded is the number of blocks open loaded from records; read
+	// the number of blocks open read records of (loaded or damaged: the
+	// vectors refreshUnowned checks), which the file holds unless they
+	// were converted from another layout.
+	loaded, read int
 }
 
 func (vx *vecIndex) codesPath(k setKey) string {
@@ -84,22 +98,41 @@ type codesHeader struct {
 	seq        uint64
 	stateSum   uint32
 	blocks     int
+	layout     ann.Layout
 }
 
 func (h codesHeader) encode() []byte {
-	b := append(make([]byte, 0, codesHeaderSize), codesMagic...)
+	magic := codesMagic
+	if h.layout != ann.ByDimension {
+		magic = codesMagicV2
+	}
+	b := append(make([]byte, 0, codesHeaderSize), magic...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(h.dim))
 	b = binary.LittleEndian.AppendUint32(b, uint32(h.lanes))
 	b = binary.LittleEndian.AppendUint64(b, h.seq)
 	b = binary.LittleEndian.AppendUint32(b, h.stateSum)
 	b = binary.LittleEndian.AppendUint32(b, uint32(h.blocks))
+	if h.layout != ann.ByDimension {
+		b = append(b, byte(h.layout))
+	}
 	b = append(b, make([]byte, codesHeaderSize-4-len(b))...)
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
 func decodeCodesHeader(b []byte) (codesHeader, bool) {
-	if len(b) != codesHeaderSize || string(b[:len(codesMagic)]) != string(codesMagic) ||
+	if len(b) != codesHeaderSize ||
 		crc32.Checksum(b[:codesHeaderSize-4], castagnoli) != binary.LittleEndian.Uint32(b[codesHeaderSize-4:]) {
+		return codesHeader{}, false
+	}
+	layout := ann.ByDimension
+	switch string(b[:len(codesMagic)]) {
+	case string(codesMagic):
+	case string(codesMagicV2):
+		layout = ann.Layout(b[32])
+		if layout != ann.ByDimension && layout != ann.ByVector {
+			return codesHeader{}, false
+		}
+	default:
 		return codesHeader{}, false
 	}
 	u := func(off int) uint32 { return binary.LittleEndian.Uint32(b[off:]) }
@@ -107,6 +140,7 @@ func decodeCodesHeader(b []byte) (codesHeader, bool) {
 		dim: int(u(8)), lanes: int(u(12)),
 		seq:      binary.LittleEndian.Uint64(b[16:]),
 		stateSum: u(24), blocks: int(u(28)),
+		layout: layout,
 	}, true
 }
 
@@ -119,7 +153,7 @@ func (vx *vecIndex) openCodes(s *vecSet) (loaded, built int) {
 	n := int(s.full.n.Load())
 	L := s.codes.Lanes()
 	workers := runtime.GOMAXPROCS(0)
-	from := func(first int) func(int32) []float32 {
+	vecsFrom := func(first int) func(int32) []float32 {
 		return func(i int32) []float32 { return s.full.vector(int32(first) + i) }
 	}
 	if !vx.persistCodes || s.full.f == nil {
@@ -134,8 +168,9 @@ func (vx *vecIndex) openCodes(s *vecSet) (loaded, built int) {
 	}
 	s.cf = cf
 	vouched := 0
+	from := s.codes.Layout()
 	if h != nil && vx.stateRead && h.seq == vx.seq && h.stateSum == vx.stateSum && h.blocks*L <= int(s.stateN) && h.blocks*L <= n {
-		vouched = h.blocks
+		vouched, from = h.blocks, h.layout
 	}
 	// The records the header vouches for, in order; the file is cut
 	// after them (records a crashed checkpoint appended are written
@@ -143,15 +178,23 @@ func (vx *vecIndex) openCodes(s *vecSet) (loaded, built int) {
 	r := bufio.NewReaderSize(io.NewSectionReader(cf.f, codesHeaderSize, int64(vouched)*int64(cf.recLen)), 1<<20)
 	rec := make([]byte, cf.recLen) // AppendBlock copies it
 	for bi := range vouched {
-		if _, err := io.ReadFull(r, rec); err == nil && s.codes.AppendBlock(rec) == nil {
+		if _, err := io.ReadFull(r, rec); err == nil && s.codes.AppendBlockFrom(rec, from) == nil {
 			cf.loaded++
 			continue
 		}
-		s.codes.AppendFrom(L, from(bi*L), 1)
+		s.codes.AppendFrom(L, vecsFrom(bi*L), 1)
 		cf.dirty[bi] = true
 	}
+	cf.read = vouched
+	if from != s.codes.Layout() {
+		// Records of the other layout, converted: the file starts again
+		// in the set's, and the next checkpoint writes every block.
+		slog.Info("bleveengine: vector codes converted to the set's layout", "set", filepath.Base(vx.codesPath(s.key)), "from", from, "to", s.codes.Layout(), "blocks", vouched)
+		vouched = 0
+		clear(cf.dirty)
+	}
 	cf.blocks = vouched
-	want := codesHeader{dim: s.key.dim, lanes: L, seq: vx.seq, stateSum: vx.stateSum, blocks: vouched}
+	want := codesHeader{dim: s.key.dim, lanes: L, seq: vx.seq, stateSum: vx.stateSum, blocks: vouched, layout: s.codes.Layout()}
 	if err := cf.f.Truncate(codesHeaderSize + int64(vouched)*int64(cf.recLen)); err != nil {
 		vx.dropCodesFile(s, err)
 	} else if h == nil || *h != want {
@@ -161,8 +204,8 @@ func (vx *vecIndex) openCodes(s *vecSet) (loaded, built int) {
 			vx.dropCodesFile(s, err)
 		}
 	}
-	rest := n - vouched*L
-	s.codes.AppendFrom(rest, from(vouched*L), workers)
+	rest := n - cf.read*L
+	s.codes.AppendFrom(rest, vecsFrom(cf.read*L), workers)
 	return cf.loaded * L, n - cf.loaded*L
 }
 
@@ -281,7 +324,7 @@ func (vx *vecIndex) vouchCodes(s *vecSet, seq uint64, sum uint32) error {
 	if cf == nil {
 		return nil
 	}
-	h := codesHeader{dim: s.key.dim, lanes: s.codes.Lanes(), seq: seq, stateSum: sum, blocks: cf.blocks}
+	h := codesHeader{dim: s.key.dim, lanes: s.codes.Lanes(), seq: seq, stateSum: sum, blocks: cf.blocks, layout: s.codes.Layout()}
 	if _, err := cf.f.WriteAt(h.encode(), 0); err != nil {
 		return fmt.Errorf("write vector codes: %w", err)
 	}
@@ -314,7 +357,7 @@ func (vx *vecIndex) refreshUnowned() int {
 		}
 		L := s.codes.Lanes()
 		touched := false
-		for id := range int32(s.cf.blocks * L) {
+		for id := range int32(s.cf.read * L) {
 			if int(id) < len(s.owner) && s.owner[id] >= 0 {
 				continue
 			}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/docrepo/docrepo/pkg/embed"
 	"github.com/docrepo/docrepo/pkg/search/ann"
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
@@ -328,5 +329,133 @@ func TestOpenWritesTheCodesItQuantised(t *testing.T) {
 	checkCodes(t, k)
 	if got := codesSearches(t, k, c); !slices.EqualFunc(got, want, slices.Equal) {
 		t.Fatal("searches after a kill differ")
+	}
+}
+
+// TestCodesFileOfAnotherLayoutIsConverted: a codes file written in the
+// other layout than its set's (version 1, by dimension, as every file
+// before the layouts, opened for a dense set laid out by vector; and the
+// reverse) is read and converted, not quantised: the codes are those
+// quantised from the vector files, searches answer as before, the file
+// is written again in the set's layout by the next checkpoint, and the
+// Open after reads it as it is, also after a kill.
+func TestCodesFileOfAnotherLayoutIsConverted(t *testing.T) {
+	ctx := context.Background()
+	c := newANNCorpus(t, codesCorpusDocs)
+	const all = 2 * 2 * 1024 // two sets of two full blocks
+	for _, tt := range []struct {
+		name          string
+		wrote, opened bool // codesByVector
+		magic, after  string
+	}{
+		{name: "version 1 by dimension, opened by vector", wrote: false, opened: true, magic: "DRCODE1\n", after: "DRCODE2\n"},
+		{name: "version 2 by vector, opened by dimension", wrote: true, opened: false, magic: "DRCODE2\n", after: "DRCODE1\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			old := codesByVector
+			defer func() { codesByVector = old }()
+			dir := filepath.Join(t.TempDir(), "idx")
+			codesByVector = tt.wrote
+			e := openWith(t, dir, true)
+			if _, err := e.Upsert(ctx, c.docs); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Close(); err != nil {
+				t.Fatal(err)
+			}
+			magic := func() string {
+				b, err := os.ReadFile(filepath.Join(dir, vectorsDir, "c-256.codes"))
+				if err != nil || len(b) < 8 {
+					t.Fatalf("codes file: %v", err)
+				}
+				return string(b[:8])
+			}
+			if got := magic(); got != tt.magic {
+				t.Fatalf("the file written starts %q, want %q", got, tt.magic)
+			}
+			e = openWith(t, dir, true)
+			want := codesSearches(t, e, c)
+			e.Close()
+
+			codesByVector = tt.opened
+			e = openWith(t, dir, true)
+			if got := e.opened.codesLoaded; got != all {
+				t.Errorf("the Open read and converted %d vectors' codes, want %d", got, all)
+			}
+			for k, s := range e.vecs.sets {
+				if wantL := map[bool]ann.Layout{false: ann.ByDimension, true: ann.ByVector}[tt.opened]; s.codes.Layout() != wantL {
+					t.Fatalf("set %+v laid out %v, want %v", k, s.codes.Layout(), wantL)
+				}
+			}
+			checkCodes(t, e)
+			if got := codesSearches(t, e, c); !slices.EqualFunc(got, want, slices.Equal) {
+				t.Fatal("searches after the conversion differ")
+			}
+			if err := e.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := magic(); got != tt.after {
+				t.Fatalf("the file after a checkpoint starts %q, want %q", got, tt.after)
+			}
+			crashed := filepath.Join(t.TempDir(), "crashed")
+			copyDir(t, dir, crashed)
+			k := openWith(t, crashed, true)
+			defer k.Close()
+			if got := k.opened.codesLoaded; got != all {
+				t.Errorf("the next Open read %d vectors' codes, want %d", got, all)
+			}
+			checkCodes(t, k)
+			if got := codesSearches(t, k, c); !slices.EqualFunc(got, want, slices.Equal) {
+				t.Fatal("searches of the next Open differ")
+			}
+		})
+	}
+}
+
+// TestCodesLayoutFollowsTheEmbedder: the codes of the hash embedder's
+// sets (sparse short queries) are laid out by dimension, every other
+// embedder's (dense queries) and an index with none recorded by vector,
+// on a write and after a reopen.
+func TestCodesLayoutFollowsTheEmbedder(t *testing.T) {
+	ctx := context.Background()
+	c := newANNCorpus(t, 50)
+	for _, tt := range []struct {
+		name string
+		id   *embed.Identity
+		want ann.Layout
+	}{
+		{name: "hash", id: &embed.Identity{Kind: embed.KindHash, Model: "hash-v1-256", Dimensions: 256}, want: ann.ByDimension},
+		{name: "use", id: &embed.Identity{Kind: embed.KindUSE, Model: "use", Dimensions: 256}, want: ann.ByVector},
+		{name: "none recorded", want: ann.ByVector},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "idx")
+			e := openWith(t, dir, true)
+			if tt.id != nil {
+				if err := e.SetEmbedder(ctx, *tt.id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := e.Upsert(ctx, c.docs); err != nil {
+				t.Fatal(err)
+			}
+			check := func(e *Engine, when string) {
+				if len(e.vecs.sets) == 0 {
+					t.Fatalf("%s: no vector set", when)
+				}
+				for k, s := range e.vecs.sets {
+					if got := s.codes.Layout(); got != tt.want {
+						t.Errorf("%s: set %+v laid out %v, want %v", when, k, got, tt.want)
+					}
+				}
+			}
+			check(e, "after the write")
+			if err := e.Close(); err != nil {
+				t.Fatal(err)
+			}
+			e = openWith(t, dir, true)
+			defer e.Close()
+			check(e, "after a reopen")
+		})
 	}
 }

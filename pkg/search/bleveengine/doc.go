@@ -181,7 +181,10 @@
 //     a sparse query (at most a quarter of its components non-zero: the
 //     hash embedder's short queries), a set without a graph, or a
 //     selective filter scans the int8 codes of the eligible documents
-//     exactly, in parallel parts. The 2k+32 best candidates by quantised
+//     exactly, in parallel parts (the codes of the hash embedder's sets
+//     laid out by dimension, for its sparse queries; every other
+//     embedder's by vector, so that a filtered scan reads only the
+//     eligible vectors: codesLayout). The 2k+32 best candidates by quantised
 //     distance (more when documents have several passages among them) are
 //     then re-ranked by their exact distance from the full-precision
 //     vectors, so the result is exact for the scan and ties break by id.

@@ -373,10 +373,10 @@ var scanByEligible = true
 // accept, which reads the record of every vector nearer than the heap's
 // worst, ~10⁵ scattered records per search (issue 23): more CPU than the
 // unfiltered search. Here the cost is one pass over the owners (a map
-// look-up per eligible document when they are very few) and the blocks
-// holding their vectors: half the blocks for a 1 % filter spread evenly
-// (1 − 0.99⁶⁴), so the scan itself is not yet proportional to the
-// eligible documents.
+// look-up per eligible document when they are very few) and the scan of
+// their vectors: with codes laid out by vector (dense sets) only theirs
+// are read; by dimension (the hash embedder's sets) the groups of 64
+// holding one, half of them for a 1 % filter spread evenly (1 − 0.99⁶⁴).
 func (run *searchRun) eligibleVectors(set *vecSet, elig eligibility) (bitset, error) {
 	if !scanByEligible || run.req == nil {
 		return nil, nil

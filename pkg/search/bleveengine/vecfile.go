@@ -64,10 +64,10 @@ var stateMagic = []byte("DRVEC1\n\x00")
 // one in memory).
 func (e *Engine) openVectors() (*vecIndex, error) {
 	if e.opts.InMemory {
-		return newVecIndex("", e.opts.VectorGraph), nil
+		return newVecIndex("", e.opts.VectorGraph, e.codesLayout()), nil
 	}
 	dir := filepath.Join(e.dir, vectorsDir)
-	vx := newVecIndex(dir, e.opts.VectorGraph)
+	vx := newVecIndex(dir, e.opts.VectorGraph, e.codesLayout())
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("bleveengine: %w", err)
 	}
@@ -90,7 +90,7 @@ func (e *Engine) openVectors() (*vecIndex, error) {
 		if err := clearDir(dir); err != nil {
 			return nil, fmt.Errorf("bleveengine: %w", err)
 		}
-		vx = newVecIndex(dir, e.opts.VectorGraph)
+		vx = newVecIndex(dir, e.opts.VectorGraph, e.codesLayout())
 		if vx.log, err = openLog(vx.logPath(0), 0); err != nil {
 			return nil, fmt.Errorf("bleveengine: %w", err)
 		}
@@ -179,7 +179,7 @@ func (vx *vecIndex) readState() error {
 			return fmt.Errorf("%s: %w", stateFile, errCorrupt)
 		}
 		k := setKey{metadata: metadata, dim: dim}
-		s := &vecSet{key: k, codes: ann.NewCodes(dim), stateN: n}
+		s := &vecSet{key: k, codes: ann.NewCodesLayout(dim, vx.layout), stateN: n}
 		full, err := openFileStore(vx.storePath(k), dim, n)
 		if err != nil {
 			return err

@@ -87,6 +87,9 @@ type vecIndex struct {
 	docs  map[int64]*docVecs
 	graph GraphMode
 	dir   string // "" in memory
+	// layout is the codes layout of the sets Open reads (codesLayout of
+	// the embedder recorded); sets a write creates take the engine's.
+	layout ann.Layout
 	// appended counts vectors appended since the last checkpoint; seq
 	// numbers the checkpoints (vecfile.go).
 	appended int
@@ -137,8 +140,28 @@ const (
 	GraphNever
 )
 
-func newVecIndex(dir string, mode GraphMode) *vecIndex {
-	return &vecIndex{sets: map[setKey]*vecSet{}, docs: map[int64]*docVecs{}, graph: mode, dir: dir, persistCodes: persistCodes}
+func newVecIndex(dir string, mode GraphMode, layout ann.Layout) *vecIndex {
+	return &vecIndex{sets: map[setKey]*vecSet{}, docs: map[int64]*docVecs{}, graph: mode, dir: dir, persistCodes: persistCodes, layout: layout}
+}
+
+// codesByVector lays out the codes of sets whose queries are dense by
+// vector (codesLayout); the tests and benchmarks turn it off to lay out
+// every set by dimension, as before.
+var codesByVector = true
+
+// codesLayout returns how the codes of the sets of the embedder recorded
+// are laid out: by dimension for the hash embedder, whose short queries
+// are sparse (a few dozen non-zero components of 768: a scan reads their
+// columns only), by vector for every other (dense queries: a scan reads
+// whole vectors either way, and by vector a filtered scan reads only the
+// eligible ones, so it costs what the filter admits instead of the whole
+// set; issue 23). An index with no embedder recorded is taken as dense,
+// as wantGraph takes it.
+func (e *Engine) codesLayout() ann.Layout {
+	if !codesByVector || (e.embedder != nil && e.embedder.Kind == embed.KindHash) {
+		return ann.ByDimension
+	}
+	return ann.ByVector
 }
 
 // stampOf hashes vectors' values: their bytes in memory, which are their
@@ -230,7 +253,7 @@ func (e *Engine) vecSet(key setKey) *vecSet {
 	if s := vx.sets[key]; s != nil {
 		return s
 	}
-	s := &vecSet{key: key, codes: ann.NewCodes(key.dim)}
+	s := &vecSet{key: key, codes: ann.NewCodesLayout(key.dim, e.codesLayout())}
 	if vx.dir == "" {
 		s.full = newMemStore(key.dim)
 	}

@@ -233,7 +233,7 @@ func (vx *vecIndex) newSet(k setKey, graph bool) (*vecSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &vecSet{key: k, full: full, codes: ann.NewCodes(k.dim)}
+	s := &vecSet{key: k, full: full, codes: ann.NewCodesLayout(k.dim, vx.layout)}
 	if graph {
 		s.graph = ann.New(k.dim, full.vector, ann.Config{Seed: uint64(k.dim)})
 	}

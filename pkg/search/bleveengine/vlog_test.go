@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/docrepo/docrepo/pkg/search/ann"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -168,7 +169,7 @@ func TestVectorLogTornAtEveryByte(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(trial, filepath.Base(logPath)), full[:cut], 0o644); err != nil {
 			t.Fatal(err)
 		}
-		vx := newVecIndex(trial, GraphAlways)
+		vx := newVecIndex(trial, GraphAlways, ann.ByVector)
 		if err := vx.readState(); err != nil {
 			t.Fatalf("cut at %d: %v", cut, err)
 		}
