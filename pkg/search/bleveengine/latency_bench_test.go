@@ -3,6 +3,7 @@ package bleveengine
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"testing"
 
@@ -35,6 +36,9 @@ import (
 // p50, p95 and p99 of each search's CPU (getrusage around it), and the
 // load average. DOCREPO_BENCH_MODES (comma-separated) narrows the modes,
 // DOCREPO_BENCH_PATH=old or new runs one path (for -cpuprofile).
+// DOCREPO_BENCH_OLD=layout makes the vector modes' old path the codes
+// laid out by dimension, all else as new (an index of dense vectors,
+// whose codes are laid out by vector: the layout alone side by side).
 //
 //	DOCREPO_BENCH_INDEX=/tmp/idx go test ./search/bleveengine -run XXX \
 //	-bench 'Latency$' -benchtime 1x
@@ -45,8 +49,14 @@ func BenchmarkLatency(b *testing.B) {
 	// The codes in the old width, made once.
 	newCodes := map[*vecSet]*ann.Codes{}
 	oldCodes := map[*vecSet]*ann.Codes{}
+	layoutOnly := os.Getenv("DOCREPO_BENCH_OLD") == "layout"
 	for _, s := range e.vecs.sets {
 		newCodes[s], oldCodes[s] = s.codes, s.codes.WithLayout(1024, 1)
+		if layoutOnly {
+			// Old is main before the codes of dense sets were laid out
+			// by vector: by dimension, all else as new.
+			oldCodes[s] = s.codes.AsLayout(ann.ByDimension)
+		}
 	}
 	runtime.GC()
 	setCodes := func(fast bool) func() {
@@ -57,7 +67,7 @@ func BenchmarkLatency(b *testing.B) {
 				s.codes = oldCodes[s]
 			}
 		}
-		eligibleBySet, rerankByOwner = fast, fast
+		eligibleBySet, rerankByOwner = fast || layoutOnly, fast || layoutOnly
 		return func() {
 			for s, c := range newCodes {
 				s.codes = c

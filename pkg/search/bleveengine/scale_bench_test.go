@@ -59,7 +59,8 @@ import (
 // abstracts, and queries weighted as the embedder weighs short ones (no
 // lexical share; gloveGen, below). DOCREPO_BENCH_INDEX keeps the index
 // between runs (an index keeps the generator it was loaded with);
-// DOCREPO_BENCH_LOAD_ONLY=1 loads it and measures nothing.
+// DOCREPO_BENCH_LOAD_ONLY=1 loads it and measures nothing;
+// DOCREPO_BENCH_GRAPH=never loads it without graphs.
 func BenchmarkVectorScale(b *testing.B) {
 	n, dir := largeBenchIndex(b)
 	blend := benchBlend()
@@ -138,6 +139,11 @@ func loadScale(ctx context.Context, b *testing.B, dir string, n int, gen *scaleG
 		}
 	}
 	opts := Options{}
+	if os.Getenv("DOCREPO_BENCH_GRAPH") == "never" {
+		// No graph: an index for measuring exact scans only, loaded
+		// without the graph's adds (most of a dense document's CPU).
+		opts.VectorGraph = GraphNever
+	}
 	if s := os.Getenv("DOCREPO_BENCH_BATCH"); s != "" {
 		opts.BatchSize, _ = strconv.Atoi(s)
 	}
