@@ -30,12 +30,15 @@ func denseCorpus(n, nq, dim int) (docs, queries [][]float32) {
 	return docs, queries
 }
 
-// dotCodeKernels returns the portable dense code kernel and, when
+// tilesKernel is a ByVector dot product kernel (dotTilesKernel).
+type tilesKernel = func(v []float32, b []int8, lane, lanes int, tiles []int32) float32
+
+// dotTilesKernels returns the portable ByVector kernel and, when
 // different, the one this build and CPU use, by name.
-func dotCodeKernels() map[string]func([]float32, []int8) float32 {
-	out := map[string]func([]float32, []int8) float32{"go": dotCodePortable}
+func dotTilesKernels() map[string]tilesKernel {
+	out := map[string]tilesKernel{"go": dotTilesPortable}
 	if kernelName != "go" {
-		out[kernelName] = dotCodeKernel
+		out[kernelName] = dotTilesKernel
 	}
 	return out
 }
@@ -121,9 +124,9 @@ func TestByVectorScansAgree(t *testing.T) {
 	if rows.Layout() != ByVector || ref.Layout() != ByDimension || !rows.Equal(ref) || !stores["copied"].Equal(ref) {
 		t.Fatal("the layouts hold other codes")
 	}
-	for kn, dk := range dotCodeKernels() {
-		old := dotCodeKernel
-		dotCodeKernel = dk
+	for kn, dk := range dotTilesKernels() {
+		old := dotTilesKernel
+		dotTilesKernel = dk
 		for qi, q := range queries {
 			pq := NewQuery(q)
 			merged := func(c *Codes, parts int) []Result {
@@ -169,7 +172,7 @@ func TestByVectorScansAgree(t *testing.T) {
 				}
 			}
 		}
-		dotCodeKernel = old
+		dotTilesKernel = old
 	}
 }
 
@@ -182,27 +185,46 @@ func sortResults(rs []Result) {
 	})
 }
 
-// TestDotCodeKernelsAgree: the vector dense code kernel gives the
-// portable one's dot product to float32 rounding, at lengths around its
-// 64- and 16-component steps.
-func TestDotCodeKernelsAgree(t *testing.T) {
-	ks := dotCodeKernels()
+// TestDotTilesKernelsAgree: the vector ByVector kernel gives the
+// portable one's dot product to float32 rounding, at dimensions around
+// the tiles' and its 16-component steps, over every tile and some.
+func TestDotTilesKernelsAgree(t *testing.T) {
+	ks := dotTilesKernels()
 	if len(ks) < 2 {
 		t.Skipf("this build or CPU has only the portable kernel")
 	}
 	r := rand.New(rand.NewPCG(5, 5))
-	for _, n := range []int{1, 15, 16, 63, 64, 65, 80, 127, 300, 1380} {
-		v, code := make([]float32, n), make([]int8, n)
-		var abs float64
+	const lanes = 64
+	for _, dim := range []int{1, 15, 16, 63, 64, 65, 80, 127, 300, 1380} {
+		v, b := make([]float32, dim), make([]int8, dim*lanes)
 		for i := range v {
 			v[i] = float32(r.NormFloat64())
-			code[i] = int8(r.IntN(255) - 127)
-			abs += math.Abs(float64(v[i]) * float64(code[i]))
 		}
-		want := dotCodePortable(v, code)
-		for name, k := range ks {
-			if got := k(v, code); math.Abs(float64(got-want)) > 1e-5*abs {
-				t.Fatalf("length %d: %s gives %v, go %v", n, name, got, want)
+		for i := range b {
+			b[i] = int8(r.IntN(255) - 127)
+		}
+		var all, some []int32
+		for t := range int32((dim + tileSize - 1) / tileSize) {
+			all = append(all, t)
+			if t%3 != 1 {
+				some = append(some, t)
+			}
+		}
+		for _, tiles := range [][]int32{all, some} {
+			for _, lane := range []int{0, 17, lanes - 1} {
+				blk := codeBlock{b: b, dim: dim, lanes: lanes}
+				var want, abs float64
+				for _, tl := range tiles {
+					for d := int(tl) * tileSize; d < min(dim, int(tl+1)*tileSize); d++ {
+						x := float64(v[d]) * float64(b[blk.at(d, lane)])
+						want, abs = want+x, abs+math.Abs(x)
+					}
+				}
+				for name, k := range ks {
+					if got := k(v, b, lane, lanes, tiles); math.Abs(float64(got)-want) > 1e-5*abs {
+						t.Fatalf("dimension %d lane %d tiles %v: %s gives %v, want %v", dim, lane, tiles, name, got, want)
+					}
+				}
 			}
 		}
 	}
@@ -253,20 +275,15 @@ func TestBlockRecordsConvertBetweenLayouts(t *testing.T) {
 	}
 }
 
-// TestDenseQueryRuns: a dense query's runs cover its non-zero
-// components, split only by zeroGap zeros or more, and end at non-zero
-// components.
-func TestDenseQueryRuns(t *testing.T) {
+// TestDenseQueryTiles: a dense query's tiles are those holding a
+// non-zero component, the last one narrower.
+func TestDenseQueryTiles(t *testing.T) {
 	q := func(n int, nonZero ...int) []float32 {
 		v := make([]float32, n)
 		for _, i := range nonZero {
 			v[i] = 1
 		}
 		return v
-	}
-	all := make([]int, 100)
-	for i := range all {
-		all[i] = i
 	}
 	span := func(a, b int) []int {
 		var out []int
@@ -278,20 +295,20 @@ func TestDenseQueryRuns(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		v    []float32
-		want [][2]int32
+		want []int32
 	}{
-		{name: "all non-zero", v: q(100, all...), want: [][2]int32{{0, 100}}},
-		{name: "a zero tail (the use embedder's short query)", v: q(300, span(0, 120)...), want: [][2]int32{{0, 120}}},
-		{name: "a zero head and a short gap", v: q(300, append(span(10, 100), span(100+zeroGap-1, 250)...)...), want: [][2]int32{{10, 250}}},
-		{name: "a gap of zeroGap", v: q(300, append(span(0, 100), span(100+zeroGap, 250)...)...), want: [][2]int32{{0, 100}, {100 + zeroGap, 250}}},
+		{name: "all non-zero", v: q(2*tileSize+10, span(0, 2*tileSize+10)...), want: []int32{0, 1, 2}},
+		{name: "a zero tail (the use embedder's short query)", v: q(5*tileSize, span(0, 2*tileSize+1)...), want: []int32{0, 1, 2}},
+		{name: "a zero tile between", v: q(5*tileSize-10, append(span(0, 60), span(2*tileSize, 5*tileSize-10)...)...), want: []int32{0, 2, 3, 4}},
+		{name: "one component in the last tile", v: q(5*tileSize-10, append(span(0, 2*tileSize-5), 5*tileSize-11)...), want: []int32{0, 1, 4}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := NewQuery(tt.v)
 			if p.sparse {
 				t.Fatal("scored sparsely")
 			}
-			if !slices.Equal(p.runs, tt.want) {
-				t.Fatalf("runs %v, want %v", p.runs, tt.want)
+			if !slices.Equal(p.tiles, tt.want) {
+				t.Fatalf("tiles %v, want %v", p.tiles, tt.want)
 			}
 		})
 	}

@@ -12,7 +12,7 @@ func init() {
 		kern = kernelSet{"avx512", blockDistancesAVX512, addColumnsAVX512, finishDistancesAVX512}
 		kernelName = "avx512"
 		dotKernel = dotAVX512
-		dotCodeKernel = dotCodeAVX512
+		dotTilesKernel = dotTilesAVX512
 	}
 }
 
@@ -105,40 +105,44 @@ func dotAVX512(a, b []float32) float32 {
 	return s
 }
 
-// dotCodeAVX512 is dotCodePortable 64 components at a time in four
-// 16-lane registers (each 16 codes widened to int32, converted and
-// multiplied in with one fused multiply-add: the ByDimension kernels'
-// arithmetic, summed in another order), the rest 16 at a time, then in
-// plain Go.
-func dotCodeAVX512(v []float32, code []int8) float32 {
-	code = code[:len(v)]
-	if len(v) < 64 {
-		return dotCodePortable(v, code)
-	}
+// dotTilesAVX512 is dotTilesPortable 64 components at a time in four
+// 16-lane registers kept across the tiles (each 16 codes widened to
+// int32, converted and multiplied in with one fused multiply-add: the
+// ByDimension kernels' arithmetic, summed in another order), a tile's
+// rest 16 at a time in the first, its last components under 16 in plain
+// Go.
+func dotTilesAVX512(v []float32, b []int8, lane, lanes int, tiles []int32) float32 {
 	defer archsimd.ClearAVXUpperBits()
 	var s0, s1, s2, s3 archsimd.Float32x16
-	term := func(i int, s archsimd.Float32x16) archsimd.Float32x16 {
+	var rest float32
+	term := func(code []int8, q []float32, i int, s archsimd.Float32x16) archsimd.Float32x16 {
 		c := archsimd.LoadInt8x16((*[16]int8)(code[i : i+16])).ExtendToInt32().ConvertToFloat32()
-		return c.MulAdd(archsimd.LoadFloat32x16((*[16]float32)(v[i:i+16])), s)
+		return c.MulAdd(archsimd.LoadFloat32x16((*[16]float32)(q[i:i+16])), s)
 	}
-	i := 0
-	for ; i+64 <= len(v); i += 64 {
-		s0 = term(i, s0)
-		s1 = term(i+16, s1)
-		s2 = term(i+32, s2)
-		s3 = term(i+48, s3)
+	for _, t := range tiles {
+		lo := int(t) * tileSize
+		w := min(tileSize, len(v)-lo)
+		off := lo*lanes + lane*w
+		code, q := b[off:off+w], v[lo:lo+w]
+		i := 0
+		for ; i+64 <= w; i += 64 {
+			s0 = term(code, q, i, s0)
+			s1 = term(code, q, i+16, s1)
+			s2 = term(code, q, i+32, s2)
+			s3 = term(code, q, i+48, s3)
+		}
+		for ; i+16 <= w; i += 16 {
+			s0 = term(code, q, i, s0)
+		}
+		for ; i < w; i++ {
+			rest += q[i] * float32(code[i])
+		}
 	}
-	for ; i+16 <= len(v); i += 16 {
-		s0 = term(i, s0)
-	}
-	var lanes [16]float32
-	s0.Add(s1).Add(s2.Add(s3)).Store(&lanes)
-	var s float32
-	for _, x := range lanes {
+	var sums [16]float32
+	s0.Add(s1).Add(s2.Add(s3)).Store(&sums)
+	s := rest
+	for _, x := range sums {
 		s += x
-	}
-	for ; i < len(v); i++ {
-		s += v[i] * float32(code[i])
 	}
 	return s
 }

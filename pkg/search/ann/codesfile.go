@@ -12,8 +12,8 @@ import (
 // (the caller keeps the records in a file and says which are current):
 // the block's codes in the store's layout (ByDimension: dim columns of
 // lanes bytes, the layout of a block that is its own allocation, in
-// memory a superblock's blocks interleave their columns; ByVector: lanes
-// vectors of dim bytes, as in memory; the caller keeps which), then the
+// memory a superblock's blocks interleave their columns; ByVector: its
+// tiles, as in memory; the caller keeps which), then the
 // lanes' scales and squared norms (float32, little-endian), then a CRC-32
 // (Castagnoli) of everything before it. Only full blocks have records: a
 // block's codes change after it is full only by Clear (and Refresh), and
@@ -102,19 +102,15 @@ func (c *Codes) AppendBlockFrom(rec []byte, from Layout) error {
 		for d := range c.dim {
 			copy(b.b[d*b.stride:d*b.stride+L], codes[d*L:(d+1)*L])
 		}
-	case from == ByDimension:
-		// Columns into vectors: each vector gathers its components a
-		// column apart.
-		for l := range L {
-			dst := b.b[l*b.lstride : l*b.lstride+c.dim]
-			for d := range dst {
-				dst[d] = codes[d*L+l]
-			}
-		}
 	default:
+		// The other layout's record, component by component.
+		rb := codeBlock{b: codes, stride: L}
+		if from == ByVector {
+			rb = codeBlock{b: codes, dim: c.dim, lanes: L}
+		}
 		for l := range L {
-			for d, x := range codes[l*c.dim : (l+1)*c.dim] {
-				b.b[b.at(d, l)] = x
+			for d := range c.dim {
+				b.b[b.at(d, l)] = rb.b[rb.at(d, l)]
 			}
 		}
 	}

@@ -59,16 +59,12 @@ type Query struct {
 	val    []float32
 	sparse bool
 	norm   float32 // |q|²
-	// runs are the spans of a dense query's components that a vector's
-	// dot product reads (ByVector): its non-zero components, runs of
-	// fewer than zeroGap zeros included. A short query of the use
-	// embedder has no lexical part: 612 of the blend's 1,380 components.
-	runs [][2]int32
+	// tiles are the ByVector tiles (tileSize components) where a dense
+	// query has a non-zero component, the only ones a vector's dot
+	// product reads: a short query of the use embedder has no lexical
+	// part, 612 of the blend's 1,380 components.
+	tiles []int32
 }
-
-// zeroGap is the fewest zero components (a cache line of codes) that
-// split a dense query's runs.
-const zeroGap = 64
 
 // sparseShare is the largest share of non-zero components for which a
 // query is scored sparsely.
@@ -96,22 +92,13 @@ func NewQuery(q []float32) *Query {
 		}
 		return p
 	}
-	start, zeros := -1, 0
-	for i, x := range q {
-		switch {
-		case x != 0 && start < 0:
-			start = i
-		case x != 0:
-			zeros = 0
-		case start >= 0:
-			if zeros++; zeros == zeroGap {
-				p.runs = append(p.runs, [2]int32{int32(start), int32(i + 1 - zeroGap)})
-				start, zeros = -1, 0
+	for t := 0; t*tileSize < len(q); t++ {
+		for _, x := range q[t*tileSize : min(len(q), (t+1)*tileSize)] {
+			if x != 0 {
+				p.tiles = append(p.tiles, int32(t))
+				break
 			}
 		}
-	}
-	if start >= 0 {
-		p.runs = append(p.runs, [2]int32{int32(start), int32(len(q) - zeros)})
 	}
 	return p
 }
