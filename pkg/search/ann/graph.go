@@ -10,21 +10,26 @@ import (
 
 // Config tunes a Graph. The zero value takes the defaults.
 type Config struct {
-	// M is the number of links a node keeps on the upper layers (default
-	// 16); layer 0 keeps 2·M.
+	// M is the number of links a node keeps on the upper layers
+	// (default DefaultM); layer 0 keeps 2·M.
 	M int
 	// EfConstruction is the breadth of the search that finds a new node's
-	// neighbours (default 100): larger builds a better graph, slower.
+	// neighbours (default DefaultEfConstruction): larger builds a better
+	// graph, slower.
 	EfConstruction int
 	// Seed seeds the level draws (reproducible graphs for tests).
 	Seed uint64
 }
 
+// The build settings a zero Config takes. A graph read back (ReadGraph)
+// keeps the M and efConstruction it was built with (its file's header),
+// whatever these are now.
 const (
-	defaultM              = 16
-	defaultEfConstruction = 100
-	maxLevels             = 16
+	DefaultM              = 16
+	DefaultEfConstruction = 100
 )
+
+const maxLevels = 16
 
 // Graph is an HNSW graph (Malkov and Yashunin) over int8-quantised
 // vectors of one dimension. Nodes are numbered from 0 in the order they
@@ -64,10 +69,10 @@ type Graph struct {
 // life).
 func New(dim int, vec func(id int32) []float32, cfg Config) *Graph {
 	if cfg.M <= 0 {
-		cfg.M = defaultM
+		cfg.M = DefaultM
 	}
 	if cfg.EfConstruction <= 0 {
-		cfg.EfConstruction = defaultEfConstruction
+		cfg.EfConstruction = DefaultEfConstruction
 	}
 	return &Graph{
 		dim: dim, vec: vec, m: cfg.M, m0: 2 * cfg.M, efC: cfg.EfConstruction,
@@ -75,6 +80,10 @@ func New(dim int, vec func(id int32) []float32, cfg Config) *Graph {
 		entry: -1,
 	}
 }
+
+// Config returns the graph's build settings (M and EfConstruction; not
+// the seed).
+func (g *Graph) Config() Config { return Config{M: g.m, EfConstruction: g.efC} }
 
 // Dim returns the dimension of the graph's vectors.
 func (g *Graph) Dim() int { return g.dim }

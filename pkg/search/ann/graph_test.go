@@ -254,6 +254,58 @@ func TestGraphFileRoundTrip(t *testing.T) {
 	}
 }
 
+// TestGraphKeepsItsBuildSettings: a graph read back keeps the M and
+// efConstruction of its file (an index built with older defaults opens
+// with them and goes on adding nodes with their link lists), whatever the
+// Config it is read with or the defaults are; a zero Config takes the
+// defaults.
+func TestGraphKeepsItsBuildSettings(t *testing.T) {
+	docs, queries := hashCorpus(t, 400, 5, 64, true)
+	vec := func(id int32) []float32 { return docs[id] }
+	if got := New(64, vec, Config{}).Config(); got != (Config{M: DefaultM, EfConstruction: DefaultEfConstruction}) {
+		t.Fatalf("zero Config: %+v, want the defaults", got)
+	}
+	for _, tc := range []struct {
+		name  string
+		built Config
+		read  Config
+	}{
+		{name: "the first defaults, read with zero", built: Config{M: 16, EfConstruction: 100}, read: Config{Seed: 7}},
+		{name: "wider, read with other settings", built: Config{M: 32, EfConstruction: 200}, read: Config{M: 12, EfConstruction: 50, Seed: 7}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := New(64, vec, Config{M: tc.built.M, EfConstruction: tc.built.EfConstruction, Seed: 1})
+			for _, v := range docs[:300] {
+				g.Add(v)
+			}
+			var buf bytes.Buffer
+			if _, err := g.WriteTo(&buf); err != nil {
+				t.Fatal(err)
+			}
+			g2, err := ReadGraph(bytes.NewReader(buf.Bytes()), vec, tc.read)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := g2.Config(); got != tc.built {
+				t.Fatalf("read back with %+v: %+v, want %+v", tc.read, got, tc.built)
+			}
+			for _, v := range docs[300:] {
+				g2.Add(v)
+			}
+			if got := len(g2.links(399, 0)); got != 2*tc.built.M {
+				t.Errorf("a node added after reading back has %d layer-0 places, want %d", got, 2*tc.built.M)
+			}
+			for _, q := range queries {
+				want := exactTop(docs, q, 10, nil)
+				rs, _ := g2.Search(NewQuery(q), SearchOptions{Ef: 40})
+				if r := recall(rerank(docs, q, rs, 10), want); r < 0.9 {
+					t.Errorf("recall@10 after adding to the graph read back = %.2f", r)
+				}
+			}
+		})
+	}
+}
+
 func TestQuantisedDistanceIsClose(t *testing.T) {
 	docs, queries := hashCorpus(t, 200, 10, 768, false)
 	c := NewCodes(768)

@@ -282,7 +282,7 @@ func (e *Engine) vecSet(key setKey) *vecSet {
 	vx.newCodesFile(s)
 	vx.sets[key] = s
 	if s.full.f != nil {
-		vx.logSet(key, s.graph != nil)
+		vx.logSet(key, s.graph)
 	}
 	return s
 }

@@ -21,7 +21,10 @@ import (
 // (11 min 52 s at 12,048 blended documents before the log). Records, in
 // the order the writer made the changes:
 //
-//   - set: a set created (target, dimension, whether it has a graph);
+//   - set: a set created (target, dimension, whether it has a graph and,
+//     since M and efConstruction became settings of their own, the
+//     graph's M and efConstruction: a record without them is of a graph
+//     built with legacyGraphConfig, ann's defaults then);
 //   - vec: a vector appended to a set (its number) and, with a graph, the
 //     record of its Add (ann.Graph.AddLogged: its links and the lists of
 //     the neighbours it changed), so replaying it computes no distance;
@@ -130,16 +133,50 @@ func (l *vecLog) close() error {
 	return errors.Join(l.err, l.f.Close())
 }
 
-// logSet records a new set.
-func (vx *vecIndex) logSet(k setKey, graph bool) {
+// legacyGraphConfig is the build settings of a graph whose set record
+// names none (written before records named them): the log's Add records
+// are of a graph with those link lists, so it is replayed into one.
+var legacyGraphConfig = ann.Config{M: 16, EfConstruction: 100}
+
+// logSet records a new set and its graph's build settings (g nil: none).
+func (vx *vecIndex) logSet(k setKey, g *ann.Graph) {
 	if vx.log == nil {
 		return
 	}
 	b := vx.log.begin(logSet)
 	b = binary.AppendUvarint(b, b2u(k.metadata))
 	b = binary.AppendUvarint(b, uint64(k.dim))
-	b = binary.AppendUvarint(b, b2u(graph))
+	b = binary.AppendUvarint(b, b2u(g != nil))
+	if g != nil {
+		cfg := g.Config()
+		b = binary.AppendUvarint(b, uint64(cfg.M))
+		b = binary.AppendUvarint(b, uint64(cfg.EfConstruction))
+	}
 	vx.log.end(b)
+}
+
+// decodeSet decodes a set record (after its kind): the set, whether it
+// has a graph and the graph's build settings (legacyGraphConfig for a
+// record that names none).
+func decodeSet(b []byte) (setKey, *ann.Config, error) {
+	d := decoder{b: b}
+	k := setKey{metadata: d.uvarint() == 1, dim: int(d.uvarint())}
+	graph := d.uvarint() == 1
+	var cfg *ann.Config
+	if graph {
+		c := legacyGraphConfig
+		if d.err == nil && len(d.b) != 0 {
+			c.M, c.EfConstruction = int(d.uvarint()), int(d.uvarint())
+			if c.M <= 0 || c.M > 256 || c.EfConstruction <= 0 || c.EfConstruction > 1<<16 {
+				d.err = errCorrupt
+			}
+		}
+		cfg = &c
+	}
+	if d.err != nil || len(d.b) != 0 || k.dim <= 0 || k.dim > 1<<16 {
+		return setKey{}, nil, fmt.Errorf("set record: %w", errCorrupt)
+	}
+	return k, cfg, nil
 }
 
 // bindRecord records document id's vectors after a write (dv nil: none).
@@ -227,15 +264,16 @@ func (vx *vecIndex) replayLog() (int64, error) {
 	}
 }
 
-// newSet opens a set the log created.
-func (vx *vecIndex) newSet(k setKey, graph bool) (*vecSet, error) {
+// newSet opens a set the log created, with a graph built with cfg (nil:
+// none).
+func (vx *vecIndex) newSet(k setKey, cfg *ann.Config) (*vecSet, error) {
 	full, err := openFileStore(vx.storePath(k), k.dim, 0)
 	if err != nil {
 		return nil, err
 	}
 	s := &vecSet{key: k, full: full, codes: ann.NewCodesLayout(k.dim, vx.layout)}
-	if graph {
-		s.graph = ann.New(k.dim, full.vector, ann.Config{Seed: uint64(k.dim)})
+	if cfg != nil {
+		s.graph = ann.New(k.dim, full.vector, ann.Config{M: cfg.M, EfConstruction: cfg.EfConstruction, Seed: uint64(k.dim)})
 	}
 	return s, nil
 }
@@ -245,15 +283,14 @@ func (vx *vecIndex) replayRecord(b []byte) error {
 	d := decoder{b: b[1:]}
 	switch b[0] {
 	case logSet:
-		k := setKey{metadata: d.uvarint() == 1, dim: int(d.uvarint())}
-		graph := d.uvarint() == 1
-		if d.err != nil || len(d.b) != 0 || k.dim <= 0 || k.dim > 1<<16 {
-			return fmt.Errorf("set record: %w", errCorrupt)
+		k, cfg, err := decodeSet(d.b)
+		if err != nil {
+			return err
 		}
 		if vx.sets[k] != nil {
 			return nil
 		}
-		s, err := vx.newSet(k, graph)
+		s, err := vx.newSet(k, cfg)
 		if err != nil {
 			return err
 		}

@@ -4,8 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"github.com/docrepo/docrepo/pkg/search/ann"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docrepo/docrepo/pkg/search/ann"
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
 
@@ -343,4 +344,72 @@ func TestVectorLogSurvivesKill(t *testing.T) {
 		}
 	}
 	t.Logf("%d documents acknowledged; open replayed %d vectors and added %d", acked, e.vecs.replayed, e.vecs.added)
+}
+
+// TestSetRecordNamesTheGraphSettings: a set record names its graph's M
+// and efConstruction, and the set the log creates on replay has a graph
+// built with them; a record written before records named them (no
+// settings after the graph flag) gives a graph of legacyGraphConfig, the
+// settings its Add records were made with, whatever ann's defaults are
+// now; a record that does not decode is refused.
+func TestSetRecordNamesTheGraphSettings(t *testing.T) {
+	dir := t.TempDir()
+	vx := &vecIndex{dir: dir}
+	l, err := openLog(filepath.Join(dir, "log.1"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vx.log = l
+	defer l.close()
+	logged := func(k setKey, cfg *ann.Config) []byte {
+		var g *ann.Graph
+		if cfg != nil {
+			g = ann.New(k.dim, func(int32) []float32 { return nil }, *cfg)
+		}
+		vx.logSet(k, g)
+		return slices.Clone(l.buf[1:])
+	}
+	wide := ann.Config{M: 24, EfConstruction: 200}
+	for _, tc := range []struct {
+		name    string
+		record  []byte
+		key     setKey
+		want    *ann.Config // nil: no graph
+		corrupt bool
+	}{
+		{name: "logged, a graph", record: logged(setKey{dim: 8}, &wide), key: setKey{dim: 8}, want: &wide},
+		{name: "logged, no graph", record: logged(setKey{metadata: true, dim: 9}, nil), key: setKey{metadata: true, dim: 9}},
+		{name: "before the settings, a graph", record: []byte{0, 10, 1}, key: setKey{dim: 10}, want: &legacyGraphConfig},
+		{name: "before the settings, no graph", record: []byte{1, 11, 0}, key: setKey{metadata: true, dim: 11}},
+		{name: "settings without a graph", record: []byte{0, 12, 0, 24, 100}, corrupt: true},
+		{name: "M zero", record: []byte{0, 13, 1, 0, 100}, corrupt: true},
+		{name: "efConstruction missing", record: []byte{0, 14, 1, 24}, corrupt: true},
+		{name: "a byte too many", record: []byte{0, 15, 1, 24, 100, 0}, corrupt: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k, cfg, err := decodeSet(tc.record)
+			if tc.corrupt {
+				if !errors.Is(err, errCorrupt) {
+					t.Fatalf("err = %v, want errCorrupt", err)
+				}
+				return
+			}
+			if err != nil || k != tc.key {
+				t.Fatalf("decoded %+v, %v; want %+v", k, err, tc.key)
+			}
+			s, err := vx.newSet(k, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.full.close()
+			switch {
+			case tc.want == nil && s.graph != nil:
+				t.Fatalf("a graph of %+v, want none", s.graph.Config())
+			case tc.want != nil && s.graph == nil:
+				t.Fatalf("no graph, want one of %+v", *tc.want)
+			case tc.want != nil && s.graph.Config() != *tc.want:
+				t.Fatalf("a graph of %+v, want %+v", s.graph.Config(), *tc.want)
+			}
+		})
+	}
 }
