@@ -129,8 +129,9 @@ func (run *searchRun) eligibleSet() (bitset, error) {
 // walkPays estimates whether walking the graph costs less than scanning
 // the eligible documents' vectors: a walk of breadth ef (in vectors: the
 // documents it keeps times their passages) meets about ef·M0/f nodes
-// when a share f of the documents is eligible, a scan reads f·N, so the
-// walk pays when f·N exceeds about √(ef·M0·N). The breadth is the walk's
+// when a share f of the documents is eligible, a scan reads f·N, and a
+// node met costs about visitCost scanned vectors, so the walk pays when
+// f·N exceeds about √(visitCost·ef·M0·N). The breadth is the walk's
 // for k (walk), not the smallest: k = 100 among abstracts of 4-5
 // passages walks about 1,850 vectors wide, which on SciFact's 24,014
 // passages costs more than the exact scan (measured on a tenth of the
@@ -169,13 +170,27 @@ func (run *searchRun) walkPays(set *vecSet, k int, eligible func(int32, *record)
 		perDoc = float64(vecs) / float64(withVecs)
 	}
 	ef := float64(walkEf(k)) * perDoc
+	cost := float64(visitCost)
 	if legacyPays {
-		ef = efSearch
+		ef, cost = efSearch, 1
 	}
 	live := float64(set.live)
 	admitted := live * float64(ok) / float64(seen)
-	return admitted > math.Sqrt(ef*32*live)
+	return admitted > math.Sqrt(cost*ef*32*live)
 }
+
+// visitCost is what walkPays counts a node met by a walk as, in vectors
+// scanned. A visit reads a full-precision vector (5.5 KB at 1,380
+// dimensions, a likely cache miss) and moves heaps; a scanned vector is
+// 1,380 contiguous int8 codes. Unfiltered, k = 100, blend-glove vectors:
+// with the AVX-512 kernels (dense-1m-2026-11-27.md) the walk cost 6.9 /
+// 5.5 / 3.9 ms of CPU at 20 k / 42 k / 80 k documents and the scan 3.4 /
+// 4.9 / 9.1 ms, even near 45 k; with an AVX2 dot and the portable scan
+// (dense-recall-2026-11-27b.md) the walk 11.1 / 14.2 ms at 10 k / 25 k and
+// the scan 6.8 / 17.8 ms, even near 18 k. Counted as one (before), the
+// walk was chosen from 12.8 k documents on; at 2, from 25.6 k, between
+// the two crossovers.
+const visitCost = 2
 
 // walkEf is the breadth of a walk for k documents, in documents.
 func walkEf(k int) int { return max(efSearch, walkBreadth*k) }
