@@ -144,7 +144,7 @@ test-go:
 		(cd $$m && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$p $(GOTESTFLAGS) ./...) || exit 1; \
 	done; \
 	echo "go test pkg/search/ann and bleveengine with GOEXPERIMENT=$(BUILD_GOEXPERIMENT) (the kernels the built binaries use)"; \
-	(cd pkg && GOEXPERIMENT=$(BUILD_GOEXPERIMENT) $(GO) test -count=1 $(GOTESTFLAGS) ./search/ann/ ./search/bleveengine/) || exit 1
+	(cd pkg && GOEXPERIMENT=$(BUILD_GOEXPERIMENT) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./search/ann/ ./search/bleveengine/) || exit 1
 
 clean:
 	rm -rf bin
