@@ -9,6 +9,7 @@ require (
 	github.com/blevesearch/scorch_segment_api/v2 v2.3.13
 	github.com/blevesearch/segment v0.9.1
 	github.com/blevesearch/snowballstem v0.9.0
+	github.com/blevesearch/zapx/v16 v16.2.8
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/coder/hnsw v0.6.1
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.30.0
@@ -60,7 +61,6 @@ require (
 	github.com/blevesearch/zapx/v13 v13.4.2 // indirect
 	github.com/blevesearch/zapx/v14 v14.4.2 // indirect
 	github.com/blevesearch/zapx/v15 v15.4.2 // indirect
-	github.com/blevesearch/zapx/v16 v16.2.8 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect

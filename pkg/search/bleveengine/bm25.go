@@ -7,6 +7,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2/search"
 	index "github.com/blevesearch/bleve_index_api"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
 )
 
 // BM25 parameters: Lucene's (and so OpenSearch's) defaults. On SciFact
@@ -273,4 +274,44 @@ func (s *orSearcher) DocumentMatchPoolSize() int {
 		n += sub.DocumentMatchPoolSize()
 	}
 	return n
+}
+
+// bm25Memo is a bm25 remembering its scores by term frequency and norm
+// bits (the norm as the segment stores it: zap v16 the field length), so
+// that scoring a posting seen before is a table lookup. A score is
+// computed by bm25.score from the posting's own Norm the first time, so
+// the memo returns exactly what score would (Norm is a function of the
+// stored bits in every segment version).
+type bm25Memo struct {
+	s   bm25
+	tab []float64 // [freq·memoNorms + bits]; 0 = not yet (scores are > 0)
+}
+
+// The memo's bounds: postings of larger frequencies or norm bits are
+// scored directly.
+const (
+	memoFreqs = 8
+	memoNorms = 512
+)
+
+func newBM25Memo(s bm25) *bm25Memo {
+	return &bm25Memo{s: s}
+}
+
+// score returns s.score(freq, p.Norm()) for a posting p of that
+// frequency and norm bits.
+func (m *bm25Memo) score(freq, bits uint64, p segment.Posting) float64 {
+	if freq >= memoFreqs || bits >= memoNorms {
+		return m.s.score(freq, p.Norm())
+	}
+	if m.tab == nil {
+		m.tab = make([]float64, memoFreqs*memoNorms)
+	}
+	k := freq*memoNorms + bits
+	if v := m.tab[k]; v != 0 {
+		return v
+	}
+	v := m.s.score(freq, p.Norm())
+	m.tab[k] = v
+	return v
 }

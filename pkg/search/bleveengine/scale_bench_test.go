@@ -60,7 +60,9 @@ import (
 // lexical share; gloveGen, below). DOCREPO_BENCH_INDEX keeps the index
 // between runs (an index keeps the generator it was loaded with);
 // DOCREPO_BENCH_LOAD_ONLY=1 loads it and measures nothing;
-// DOCREPO_BENCH_GRAPH=never loads it without graphs.
+// DOCREPO_BENCH_GRAPH=never loads it without graphs;
+// DOCREPO_BENCH_COMMON_MIN=K lets a term join the common terms of the
+// window pairs at document frequency K instead of 25,000 while loading.
 func BenchmarkVectorScale(b *testing.B) {
 	n, dir := largeBenchIndex(b)
 	blend := benchBlend()
@@ -146,6 +148,14 @@ func loadScale(ctx context.Context, b *testing.B, dir string, n int, gen *scaleG
 	}
 	if s := os.Getenv("DOCREPO_BENCH_BATCH"); s != "" {
 		opts.BatchSize, _ = strconv.Atoi(s)
+	}
+	if k, _ := strconv.Atoi(os.Getenv("DOCREPO_BENCH_COMMON_MIN")); k > 0 {
+		// A small index whose C holds the share of the vocabulary a
+		// large one's does (k = n/40 is 1 M's 25,000): the window pairs'
+		// costs of a large index at a fraction of the build.
+		old := commonRule
+		commonRule.minDocs, commonRule.checkEvery = uint64(k), max(1, k*2/5)
+		defer func() { commonRule = old }()
 	}
 	e, err := Open(dir, opts)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search"
 	index "github.com/blevesearch/bleve_index_api"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
+	zap "github.com/blevesearch/zapx/v16"
 )
 
 // segPositional enables segPosSearcher for phrases and NEAR (the tests
@@ -75,11 +76,19 @@ type segPosSearcher struct {
 	// that read their frequencies and norms (when scored).
 	decided *roaring.Bitmap
 	its0    []segment.PostingsIterator
-	pos     [][]int
-	start   [][]int
-	freq    []uint64
-	norm    []float64
-	choice  []int // nearWindows' scratch
+	// allDecided says the window pairs decide every candidate of the
+	// segment, decidedIt walks decided beside the candidates otherwise.
+	allDecided bool
+	decidedIt  roaring.IntPeekable
+	// zits0 are its0 as zap v16 iterators (nil when one is not), read
+	// without interface calls and scored through memos (per term).
+	zits0  []*zap.PostingsIterator
+	memos  []*bm25Memo
+	pos    [][]int
+	start  [][]int
+	freq   []uint64
+	norm   []float64
+	choice []int // nearWindows' scratch
 
 	// ineligible, when not nil, names documents (by global number) known
 	// to be ineligible for the search: they are skipped before their
@@ -178,6 +187,9 @@ func newSegPosSearcher(ctx context.Context, r index.IndexReader, clauses [][]pos
 			scorer = newBM25(stats.field(t.field), df)
 		}
 		s.scorers = append(s.scorers, scorer)
+		if s.winDecisive && s.scored {
+			s.memos = append(s.memos, newBM25Memo(scorer))
+		}
 	}
 	n := len(s.terms)
 	s.its = make([]segment.PostingsIterator, n)
@@ -253,7 +265,7 @@ func (s *segPosSearcher) openSeg() error {
 		}
 	}
 	s.open = true
-	s.decided = nil
+	s.decided, s.allDecided, s.decidedIt, s.zits0 = nil, false, nil, nil
 	if bm == nil || bm.IsEmpty() {
 		s.cand = nil
 		return nil
@@ -265,7 +277,67 @@ func (s *segPosSearcher) openSeg() error {
 		}
 	}
 	s.cand = bm.Iterator()
+	if s.decided != nil && fastDecided {
+		if s.decided.GetCardinality() == bm.GetCardinality() {
+			s.allDecided = true
+		} else {
+			s.decidedIt = s.decided.Iterator()
+		}
+		if s.memos != nil {
+			s.zits0 = make([]*zap.PostingsIterator, len(s.its0))
+			for i, it := range s.its0 {
+				z, ok := it.(*zap.PostingsIterator)
+				if !ok {
+					s.zits0 = nil
+					break
+				}
+				s.zits0[i] = z
+			}
+		}
+	}
 	return nil
+}
+
+// fastDecided enables the cheaper reading of the documents the window
+// pairs decide (isDecided, decidedScore; the tests and BenchmarkTextCost
+// turn it off to compare).
+var fastDecided = true
+
+// isDecided reports whether the window pairs decide local document d, a
+// candidate of the current segment (candidates are asked in order).
+func (s *segPosSearcher) isDecided(d uint64) bool {
+	switch {
+	case s.decided == nil:
+		return false
+	case s.allDecided:
+		return true
+	case s.decidedIt != nil:
+		s.decidedIt.AdvanceIfNeeded(uint32(d))
+		return s.decidedIt.HasNext() && s.decidedIt.PeekNext() == uint32(d)
+	}
+	return s.decided.Contains(uint32(d))
+}
+
+// decidedScore is readScores and the score of a decided document d
+// through zits0 and the memos: the same frequencies and norms, the same
+// sum in the same order.
+func (s *segPosSearcher) decidedScore(d uint64) (float64, bool, error) {
+	score := 0.0
+	for i, it := range s.zits0 {
+		p, err := it.Advance(d)
+		if err != nil || p == nil {
+			return 0, false, err
+		}
+		zp, ok := p.(*zap.Posting)
+		if !ok {
+			return 0, false, nil
+		}
+		if zp.Number() != d {
+			return 0, false, nil
+		}
+		score += s.memos[i].score(zp.Frequency(), zp.NormUint64(), zp)
+	}
+	return score, true, nil
 }
 
 // windowed applies the window constraints to the candidates bm of the
@@ -390,7 +462,17 @@ func (s *segPosSearcher) nextMatch() (d uint64, score float64, ok bool, err erro
 			}
 			var ok bool
 			var err error
-			if s.decided != nil && s.decided.Contains(uint32(d)) {
+			if s.isDecided(d) {
+				if s.zits0 != nil {
+					score, ok, err := s.decidedScore(d)
+					if err != nil {
+						return 0, 0, false, err
+					}
+					if ok {
+						return d, score, true, nil
+					}
+					continue
+				}
 				ok, err = s.readScores(d, s.its0)
 			} else {
 				ok, err = s.check(d)

@@ -15,10 +15,10 @@ import (
 // setFastPaths turns the cheaper search paths of issue 23 on or off
 // (off: the paths they replace), returning a function restoring them.
 func setFastPaths(on bool) func() {
-	pos, folders, compact, pairs, cols, skip, window := segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst
-	segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst = on, on, on, on, on, on, on
+	pos, folders, compact, pairs, cols, skip, window, decided := segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst, fastDecided
+	segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst, fastDecided = on, on, on, on, on, on, on, on
 	return func() {
-		segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst = pos, folders, compact, pairs, cols, skip, window
+		segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst, fastDecided = pos, folders, compact, pairs, cols, skip, window, decided
 	}
 }
 
@@ -45,6 +45,14 @@ func setPairFirst(on bool) func() {
 	old := pairFirst
 	pairFirst = on
 	return func() { pairFirst = old }
+}
+
+// setFastDecided turns the cheaper reading of the documents the window
+// pairs decide on or off, returning a function restoring it.
+func setFastDecided(on bool) func() {
+	old := fastDecided
+	fastDecided = on
+	return func() { fastDecided = old }
 }
 
 // setWindowFirst turns the window pairs' use on or off, returning a
@@ -204,7 +212,10 @@ func TestFastPathsAgree(t *testing.T) {
 // old path every fast path but the pair field's (setPairFirst), so that
 // the pair field is measured alone; =columns the same for the metadata
 // columns (setColumnFilters), =window for the window pairs
-// (setWindowFirst). Besides the mean, each path's p50,
+// (setWindowFirst), =decided for the cheaper reading of the documents
+// they decide (setFastDecided). DOCREPO_BENCH_MODES=nearC adds a mode not in the
+// probe: NEAR of two of the ten commonest terms of C (the window pairs'
+// worst case: most of the index matches). Besides the mean, each path's p50,
 // p95 and p99 of the CPU time of single searches (getrusage around each)
 // are logged.
 //
@@ -224,6 +235,8 @@ func BenchmarkTextCost(b *testing.B) {
 		toggle = setSkipIneligible
 	case "window":
 		toggle = setWindowFirst
+	case "decided":
+		toggle = setFastDecided
 	}
 	for _, who := range scaleFilters[:2] {
 		name := map[string]string{"none": "unrestricted", "10%": "user10%"}[who.name]
@@ -231,7 +244,11 @@ func BenchmarkTextCost(b *testing.B) {
 			continue
 		}
 		// The same requests for both callers.
-		for _, m := range probeModes(gen, rand.New(rand.NewPCG(7, 7))) {
+		modes := probeModes(gen, rand.New(rand.NewPCG(7, 7)))
+		if only["nearC"] {
+			modes = append(modes, commonNearMode(e, rand.New(rand.NewPCG(7, 8))))
+		}
+		for _, m := range modes {
 			if m.vector || len(only) > 0 && !only[m.name] {
 				continue
 			}
@@ -244,4 +261,22 @@ func BenchmarkTextCost(b *testing.B) {
 				name, m.name, c.meanMs(0), c.meanMs(1), c.meanMs(0)/c.meanMs(1), percentiles(c.each[0]), percentiles(c.each[1]), len(c.each[1]), float64(c.hits)/float64(len(reqs)), loadAvg())
 		}
 	}
+}
+
+// commonNearMode is NEAR (*N5) of two distinct terms among the ten that
+// joined C first (the commonest), drawn from r.
+func commonNearMode(e *Engine, r *rand.Rand) probeMode {
+	var top []string
+	for _, v := range e.common.Load().versions {
+		top = append(top, v...)
+	}
+	top = top[:min(10, len(top))]
+	return probeMode{"nearC", false, func() string {
+		if len(top) < 2 {
+			return `{"where": {"fts": {"query": "*N5\"a b\""}}}`
+		}
+		i := r.IntN(len(top))
+		j := (i + 1 + r.IntN(len(top)-1)) % len(top)
+		return fmt.Sprintf(`{"where": {"fts": {"query": %q}}}`, `*N5"`+top[i]+" "+top[j]+`"`)
+	}}
 }
