@@ -298,6 +298,23 @@ func newBM25Memo(s bm25) *bm25Memo {
 	return &bm25Memo{s: s}
 }
 
+// scoreBits is score for a zap v16 posting (its Norm is v16Norm(bits)).
+func (m *bm25Memo) scoreBits(freq, bits uint64) float64 {
+	if freq >= memoFreqs || bits >= memoNorms {
+		return m.s.score(freq, v16Norm(bits))
+	}
+	if m.tab == nil {
+		m.tab = make([]float64, memoFreqs*memoNorms)
+	}
+	k := freq*memoNorms + bits
+	if v := m.tab[k]; v != 0 {
+		return v
+	}
+	v := m.s.score(freq, v16Norm(bits))
+	m.tab[k] = v
+	return v
+}
+
 // score returns s.score(freq, p.Norm()) for a posting p of that
 // frequency and norm bits.
 func (m *bm25Memo) score(freq, bits uint64, p segment.Posting) float64 {

@@ -130,6 +130,9 @@ type Engine struct {
 	sinceCommon   int
 	candidates    commonCandidates
 	commonChecked bool
+	// freqs are the decoded postings of the terms NEAR's window pairs
+	// decide (termfreqs.go; segments of any generation).
+	freqs termFreqs
 
 	mu       sync.RWMutex // guards the fields below; Search holds it shared
 	idx      bleve.Index

@@ -216,6 +216,9 @@ type searcherBuilder struct {
 	// its positions. Such documents never reach the results (scan tests
 	// eligibility first), so this changes the cost only.
 	ineligible func(num uint64) bool
+	// freqs, when not nil, are the engine's decoded postings (for NEAR
+	// of common words).
+	freqs *termFreqs
 }
 
 // singleTerm reports whether parts hold one term only, at the first
@@ -328,7 +331,7 @@ func (b *searcherBuilder) positional(clauses [][]posTerm, exact [][]string, slop
 	if s == nil {
 		return newPosSearcher(b.ctx, b.r, clauses, slop, b.stats, opts)
 	}
-	s.ineligible = b.ineligible
+	s.ineligible, s.freqs = b.ineligible, b.freqs
 	return s, nil
 }
 

@@ -660,7 +660,7 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 	}
 	b := &searcherBuilder{
 		ctx: ctx, r: run.r, an: run.e.an, grams: run.e.features.grams, pairs: run.e.features.pairs, stats: view,
-		maxPrefixTerms: run.e.opts.MaxPrefixTerms, prefixTerms: &run.prefixTerms,
+		maxPrefixTerms: run.e.opts.MaxPrefixTerms, prefixTerms: &run.prefixTerms, freqs: &run.e.freqs,
 	}
 	if run.e.features.window {
 		b.window = run.e.common.Load()

@@ -82,8 +82,14 @@ type segPosSearcher struct {
 	decidedIt  roaring.IntPeekable
 	// zits0 are its0 as zap v16 iterators (nil when one is not), read
 	// without interface calls and scored through memos (per term).
-	zits0  []*zap.PostingsIterator
-	memos  []*bm25Memo
+	zits0 []*zap.PostingsIterator
+	memos []*bm25Memo
+	// freqs are the engine's decoded postings (nil: none), curs the
+	// current segment's cursors over them (nil when not every term's are
+	// decoded): read instead of zits0.
+	freqs  *termFreqs
+	curs   []freqCursor
+	all    []segment.Segment // the snapshot's segments
 	pos    [][]int
 	start  [][]int
 	freq   []uint64
@@ -265,7 +271,7 @@ func (s *segPosSearcher) openSeg() error {
 		}
 	}
 	s.open = true
-	s.decided, s.allDecided, s.decidedIt, s.zits0 = nil, false, nil, nil
+	s.decided, s.allDecided, s.decidedIt, s.zits0, s.curs = nil, false, nil, nil, nil
 	if bm == nil || bm.IsEmpty() {
 		s.cand = nil
 		return nil
@@ -283,7 +289,12 @@ func (s *segPosSearcher) openSeg() error {
 		} else {
 			s.decidedIt = s.decided.Iterator()
 		}
-		if s.memos != nil {
+		if s.memos != nil && s.freqs != nil && decodedFreqs {
+			if err := s.cursors(); err != nil {
+				return err
+			}
+		}
+		if s.memos != nil && s.curs == nil {
 			s.zits0 = make([]*zap.PostingsIterator, len(s.its0))
 			for i, it := range s.its0 {
 				z, ok := it.(*zap.PostingsIterator)
@@ -302,6 +313,44 @@ func (s *segPosSearcher) openSeg() error {
 // pairs decide (isDecided, decidedScore; the tests and BenchmarkTextCost
 // turn it off to compare).
 var fastDecided = true
+
+// decodedFreqs enables reading the decided documents' frequencies and
+// norms from the engine's decoded postings (termFreqs; the tests and
+// BenchmarkTextCost turn it off to compare).
+var decodedFreqs = true
+
+// cursors sets s.curs for the current segment when every term's decoded
+// postings are at hand.
+func (s *segPosSearcher) cursors() error {
+	if s.all == nil {
+		for _, ss := range s.segs {
+			s.all = append(s.all, ss.Segment())
+		}
+	}
+	curs := make([]freqCursor, len(s.terms))
+	for i, t := range s.terms {
+		p, err := s.freqs.get(s.all[s.si], t, s.all)
+		if err != nil || p == nil {
+			return err
+		}
+		curs[i].p = p
+	}
+	s.curs = curs
+	return nil
+}
+
+// cursorScore is decidedScore from the decoded postings.
+func (s *segPosSearcher) cursorScore(d uint64) (float64, bool) {
+	score := 0.0
+	for i := range s.curs {
+		f, bits, ok := s.curs[i].at(uint32(d))
+		if !ok {
+			return 0, false
+		}
+		score += s.memos[i].scoreBits(f, bits)
+	}
+	return score, true
+}
 
 // isDecided reports whether the window pairs decide local document d, a
 // candidate of the current segment (candidates are asked in order).
@@ -463,6 +512,12 @@ func (s *segPosSearcher) nextMatch() (d uint64, score float64, ok bool, err erro
 			var ok bool
 			var err error
 			if s.isDecided(d) {
+				if s.curs != nil {
+					if score, ok := s.cursorScore(d); ok {
+						return d, score, true, nil
+					}
+					continue
+				}
 				if s.zits0 != nil {
 					score, ok, err := s.decidedScore(d)
 					if err != nil {

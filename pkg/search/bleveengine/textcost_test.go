@@ -15,10 +15,12 @@ import (
 // setFastPaths turns the cheaper search paths of issue 23 on or off
 // (off: the paths they replace), returning a function restoring them.
 func setFastPaths(on bool) func() {
-	pos, folders, compact, pairs, cols, skip, window, decided := segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst, fastDecided
-	segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst, fastDecided = on, on, on, on, on, on, on, on
+	pos, folders, compact, pairs, cols, skip, window := segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst
+	segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst = on, on, on, on, on, on, on
+	restoreDecided := setFastDecided(on)
 	return func() {
-		segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst, fastDecided = pos, folders, compact, pairs, cols, skip, window, decided
+		segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst = pos, folders, compact, pairs, cols, skip, window
+		restoreDecided()
 	}
 }
 
@@ -48,11 +50,11 @@ func setPairFirst(on bool) func() {
 }
 
 // setFastDecided turns the cheaper reading of the documents the window
-// pairs decide on or off, returning a function restoring it.
+// pairs decide (fastDecided, decodedFreqs) on or off, returning a function restoring it.
 func setFastDecided(on bool) func() {
-	old := fastDecided
-	fastDecided = on
-	return func() { fastDecided = old }
+	old, decoded := fastDecided, decodedFreqs
+	fastDecided, decodedFreqs = on, on
+	return func() { fastDecided, decodedFreqs = old, decoded }
 }
 
 // setWindowFirst turns the window pairs' use on or off, returning a

@@ -1,0 +1,185 @@
+package bleveengine
+
+import (
+	"math"
+	"sort"
+	"sync"
+
+	segment "github.com/blevesearch/scorch_segment_api/v2"
+	zap "github.com/blevesearch/zapx/v16"
+)
+
+// termFreqs remembers, per index segment and term, the term's postings
+// in that segment decoded: the document numbers with each one's term
+// frequency and norm bits (issue 23). A NEAR of two common words that the
+// window pairs decide needs, for each of its up to a million matches, both
+// terms' frequencies and norms, and zap keeps those as varints that are
+// decoded from the start of a chunk (~100 ns a match for the two terms);
+// the common terms are few (C, at most commonRule.cap) and a segment never
+// changes, so they are decoded once, on first use, and later searches read
+// them from memory, 6 bytes a posting (a few, of a frequency from 16 or
+// norm bits from 4,096, in a map beside). Only zap v16 segments are
+// kept; the others are read as before. The cache
+// holds at most termFreqsBudget bytes: when full it forgets the segments
+// the current snapshot no longer has, and past that it adds nothing.
+type termFreqs struct {
+	mu    sync.Mutex
+	bytes int
+	segs  map[segment.Segment]map[posTerm]*decodedPostings
+}
+
+// termFreqsBudget bounds the memory of an engine's termFreqs (at 1 M
+// documents the postings of C's 334 terms hold ~40 M postings, 240 MB;
+// the searches' pairs touch a part of them).
+const termFreqsBudget = 256 << 20
+
+// decodedPostings are one term's postings in one segment, deleted
+// documents included (a snapshot's deletions change, the segment does
+// not).
+type decodedPostings struct {
+	docs []uint32
+	// fn is the frequency (<< 12) and norm bits of each posting, 0 when
+	// they do not fit: then over has them (frequency << 32 | bits).
+	fn   []uint16
+	over map[uint32]uint64
+}
+
+func (p *decodedPostings) size() int { return 6*len(p.docs) + 32*len(p.over) + 64 }
+
+// get returns the decoded postings of t in segment seg (nil when they
+// cannot be kept), decoding them on first use; current are the segments
+// of the snapshot asking.
+func (c *termFreqs) get(seg segment.Segment, t posTerm, current []segment.Segment) (*decodedPostings, error) {
+	c.mu.Lock()
+	p, ok := c.segs[seg][t]
+	c.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	p, err := decodePostings(seg, t)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p != nil && c.bytes+p.size() > termFreqsBudget {
+		c.forget(current)
+	}
+	if p != nil && c.bytes+p.size() > termFreqsBudget {
+		return p, nil // used once, not kept
+	}
+	if c.segs == nil {
+		c.segs = map[segment.Segment]map[posTerm]*decodedPostings{}
+	}
+	m := c.segs[seg]
+	if m == nil {
+		m = map[posTerm]*decodedPostings{}
+		c.segs[seg] = m
+	}
+	if _, ok := m[t]; !ok {
+		m[t] = p
+		if p != nil {
+			c.bytes += p.size()
+		}
+	}
+	return p, nil
+}
+
+// forget drops the segments not in current. The caller holds c.mu.
+func (c *termFreqs) forget(current []segment.Segment) {
+	keep := make(map[segment.Segment]bool, len(current))
+	for _, s := range current {
+		keep[s] = true
+	}
+	for s, m := range c.segs {
+		if keep[s] {
+			continue
+		}
+		for _, p := range m {
+			if p != nil {
+				c.bytes -= p.size()
+			}
+		}
+		delete(c.segs, s)
+	}
+}
+
+// v16Norm is zap v16's Posting.Norm of norm bits (the field length).
+func v16Norm(bits uint64) float64 {
+	return float64(float32(1.0 / math.Sqrt(float64(bits))))
+}
+
+// decodePostings decodes t's postings in seg, or returns nil when the
+// segment is not zap v16 or a posting does not fit (checking that every
+// posting's Norm is v16Norm of its bits, which the memo relies on).
+func decodePostings(seg segment.Segment, t posTerm) (*decodedPostings, error) {
+	d, err := seg.Dictionary(t.field)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := d.PostingsList([]byte(t.term), nil, nil)
+	if err != nil || pl == nil {
+		return nil, err
+	}
+	n := pl.Count()
+	out := &decodedPostings{docs: make([]uint32, 0, n), fn: make([]uint16, 0, n)}
+	it := pl.Iterator(true, true, false, nil)
+	for {
+		p, err := it.Next()
+		if err != nil {
+			return nil, err
+		}
+		if p == nil {
+			break
+		}
+		zp, ok := p.(*zap.Posting)
+		if !ok {
+			return nil, nil
+		}
+		f, bits := zp.Frequency(), zp.NormUint64()
+		if f == 0 || f > math.MaxUint32 || bits > math.MaxUint32 || zp.Number() > math.MaxUint32 || v16Norm(bits) != zp.Norm() {
+			return nil, nil
+		}
+		d := uint32(zp.Number())
+		out.docs = append(out.docs, d)
+		if f >= 16 || bits >= 1<<12 {
+			if out.over == nil {
+				out.over = map[uint32]uint64{}
+			}
+			out.over[d] = f<<32 | bits
+			out.fn = append(out.fn, 0)
+			continue
+		}
+		out.fn = append(out.fn, uint16(f<<12|bits))
+	}
+	return out, nil
+}
+
+// freqCursor reads decoded postings for increasing document numbers.
+type freqCursor struct {
+	p *decodedPostings
+	j int
+}
+
+// at returns the frequency and norm bits of local document d, which must
+// not be below the last one asked; false when the term is not in d.
+func (c *freqCursor) at(d uint32) (freq, bits uint64, ok bool) {
+	docs, j := c.p.docs, c.j
+	// A few steps, then a binary search (a rarer document list).
+	for k := 0; k < 8 && j < len(docs) && docs[j] < d; k++ {
+		j++
+	}
+	if j < len(docs) && docs[j] < d {
+		j += sort.Search(len(docs)-j, func(x int) bool { return docs[j+x] >= d })
+	}
+	c.j = j
+	if j == len(docs) || docs[j] != d {
+		return 0, 0, false
+	}
+	fn := uint64(c.p.fn[j])
+	if fn == 0 {
+		o := c.p.over[d]
+		return o >> 32, o & math.MaxUint32, true
+	}
+	return fn >> 12, fn & (1<<12 - 1), true
+}
