@@ -400,6 +400,9 @@ func (s *segPosSearcher) windowed(bm *roaring.Bitmap) (*roaring.Bitmap, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.freqs != nil && decodedFreqs {
+		return s.windowedCached(bm, wd)
+	}
 	vd, err := ss.Segment().Dictionary(fieldWindowVer)
 	if err != nil {
 		return nil, err
@@ -457,6 +460,43 @@ func (s *segPosSearcher) windowed(bm *roaring.Bitmap) (*roaring.Bitmap, error) {
 		}
 		recent.AndNot(held)
 		bm.AndNot(recent)
+	}
+	return bm, nil
+}
+
+// windowedCached is windowed with the documents of recent versions from
+// the engine's termFreqs (deleted ones included: bm and the window
+// tokens' documents exclude them, so the sets are the same).
+func (s *segPosSearcher) windowedCached(bm *roaring.Bitmap, wd segment.TermDictionary) (*roaring.Bitmap, error) {
+	ss := s.segs[s.si]
+	if s.all == nil {
+		for _, x := range s.segs {
+			s.all = append(s.all, x.Segment())
+		}
+	}
+	for ci, c := range s.win {
+		recent, err := s.freqs.recentDocs(s.all[s.si], c.since, s.all)
+		if err != nil {
+			return nil, err
+		}
+		held := roaring.New()
+		for _, t := range c.terms {
+			docs, err := docsOf(wd, t, ss.Deleted())
+			if err != nil {
+				return nil, err
+			}
+			if docs != nil {
+				held.Or(docs)
+			}
+		}
+		if ci == 0 && s.winDecisive {
+			bm.AndNot(recent)
+			held.And(recent)
+			bm.Or(held)
+			s.decided = held
+			continue
+		}
+		bm.AndNot(roaring.AndNot(recent, held))
 	}
 	return bm, nil
 }

@@ -3,7 +3,10 @@ package bleveengine
 import (
 	"math"
 	"sort"
+	"strconv"
 	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2"
 
 	segment "github.com/blevesearch/scorch_segment_api/v2"
 	zap "github.com/blevesearch/zapx/v16"
@@ -22,10 +25,16 @@ import (
 // kept; the others are read as before. The cache
 // holds at most termFreqsBudget bytes: when full it forgets the segments
 // the current snapshot no longer has, and past that it adds nothing.
+//
+// It also remembers, per segment, the documents of the window pairs'
+// versions from a given one on (recentDocs): a NEAR of two common words
+// reads them for every segment, and a segment holds up to one version
+// marker per version of C (97 at 1 M documents).
 type termFreqs struct {
-	mu    sync.Mutex
-	bytes int
-	segs  map[segment.Segment]map[posTerm]*decodedPostings
+	mu     sync.Mutex
+	bytes  int
+	segs   map[segment.Segment]map[posTerm]*decodedPostings
+	recent map[segment.Segment]map[int]*roaring.Bitmap
 }
 
 // termFreqsBudget bounds the memory of an engine's termFreqs (at 1 M
@@ -85,11 +94,81 @@ func (c *termFreqs) get(seg segment.Segment, t posTerm, current []segment.Segmen
 	return p, nil
 }
 
+// recentDocs returns the documents of seg (deleted ones included) whose
+// window version marker is since or later. The bitmap is shared: callers
+// must not modify it.
+func (c *termFreqs) recentDocs(seg segment.Segment, since int, current []segment.Segment) (*roaring.Bitmap, error) {
+	c.mu.Lock()
+	bm := c.recent[seg][since]
+	c.mu.Unlock()
+	if bm != nil {
+		return bm, nil
+	}
+	vd, err := seg.Dictionary(fieldWindowVer)
+	if err != nil {
+		return nil, err
+	}
+	bm = roaring.New()
+	it := vd.AutomatonIterator(nil, nil, nil)
+	for {
+		de, err := it.Next()
+		if err != nil {
+			return nil, err
+		}
+		if de == nil {
+			break
+		}
+		if v, err := strconv.Atoi(de.Term); err != nil || v < since {
+			continue
+		}
+		docs, err := docsOf(vd, de.Term, nil)
+		if err != nil {
+			return nil, err
+		}
+		if docs != nil {
+			bm.Or(docs)
+		}
+	}
+	// A copy of its own (the segment's bitmaps may lie in its file).
+	bm = bm.Clone()
+	size := int(bm.GetSizeInBytes()) + 64
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bytes+size > termFreqsBudget {
+		c.forget(current)
+	}
+	if c.bytes+size > termFreqsBudget {
+		return bm, nil // used once, not kept
+	}
+	if c.recent == nil {
+		c.recent = map[segment.Segment]map[int]*roaring.Bitmap{}
+	}
+	m := c.recent[seg]
+	if m == nil {
+		m = map[int]*roaring.Bitmap{}
+		c.recent[seg] = m
+	}
+	if _, ok := m[since]; !ok {
+		m[since] = bm
+		c.bytes += size
+	}
+	return bm, nil
+}
+
 // forget drops the segments not in current. The caller holds c.mu.
 func (c *termFreqs) forget(current []segment.Segment) {
 	keep := make(map[segment.Segment]bool, len(current))
 	for _, s := range current {
 		keep[s] = true
+	}
+	for s, m := range c.recent {
+		if keep[s] {
+			continue
+		}
+		for _, bm := range m {
+			c.bytes -= int(bm.GetSizeInBytes()) + 64
+		}
+		delete(c.recent, s)
 	}
 	for s, m := range c.segs {
 		if keep[s] {

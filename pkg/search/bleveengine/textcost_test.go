@@ -263,6 +263,9 @@ func BenchmarkTextCost(b *testing.B) {
 				name, m.name, c.meanMs(0), c.meanMs(1), c.meanMs(0)/c.meanMs(1), percentiles(c.each[0]), percentiles(c.each[1]), len(c.each[1]), float64(c.hits)/float64(len(reqs)), loadAvg())
 		}
 	}
+	e.freqs.mu.Lock()
+	scaleLog(b, "decoded postings held (termFreqs): %.1f MiB in %d segments", float64(e.freqs.bytes)/(1<<20), len(e.freqs.segs))
+	e.freqs.mu.Unlock()
 }
 
 // commonNearMode is NEAR (*N5) of two distinct terms among the ten that
