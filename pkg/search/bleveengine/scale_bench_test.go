@@ -682,7 +682,9 @@ func probeModes(gen *scaleGen, r *rand.Rand) []probeMode {
 // DOCREPO_BENCH_MODES (comma-separated names) some modes (the queries
 // are the same either way). The NEAR modes run twice on the same
 // requests: with the window pairs, then without (windowFirst off, the
-// position path; "-window").
+// position path; "-window"), or with DOCREPO_BENCH_COMPARE=decided with
+// the window pairs' decided documents read as before termFreqs
+// ("-decided", setFastDecided off).
 //
 //	DOCREPO_BENCH_INDEX=/tmp/idx go test ./search/bleveengine -run XXX \
 //	-bench ScaleModes -benchtime 1x
@@ -712,7 +714,12 @@ func BenchmarkScaleModes(b *testing.B) {
 				continue
 			}
 			runModes(b, e, who.name, m.name, reqs)
-			if strings.HasPrefix(m.name, "near") {
+			switch {
+			case strings.HasPrefix(m.name, "near") && os.Getenv("DOCREPO_BENCH_COMPARE") == "decided":
+				restore := setFastDecided(false)
+				runModes(b, e, who.name, m.name+" -decided", reqs)
+				restore()
+			case strings.HasPrefix(m.name, "near"):
 				restore := setWindowFirst(false)
 				runModes(b, e, who.name, m.name+" -window", reqs)
 				restore()
