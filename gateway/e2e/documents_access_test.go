@@ -58,9 +58,7 @@ func TestCrossUserAccess(t *testing.T) {
 	if got := docRev(t, res.DocID); got != rev {
 		t.Fatalf("refused calls changed rev %d -> %d", rev, got)
 	}
-	if left := stackBlobsWithContent(t, refusedVersion); len(left) != 0 {
-		t.Fatalf("refused version upload left blobs: %v", left)
-	}
+	noBlobsLeft(t, refusedVersion, "refused version upload")
 	d := owner.getDoc(res.DocID, "")
 	if d.Description != "private.txt" || d.Islocked || len(d.LinkedFiles) != 1 {
 		t.Fatalf("document changed: %+v", d)

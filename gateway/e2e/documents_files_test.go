@@ -200,9 +200,7 @@ func TestVersions(t *testing.T) {
 	expect(t, u.do("POST", base, multipartParts(t, field("description", "x"))), 400, "Unknown field: description")
 	expect(t, u.do("POST", base, multipartParts(t)), 400, "Missing required field: file")
 	expect(t, u.do("POST", "/apiv3/pub/documents/abc/versions", multipartParts(t, filePart("x.txt", refused))), 400)
-	if left := stackBlobsWithContent(t, refused); len(left) != 0 {
-		t.Fatalf("refused version uploads left blobs: %v", left)
-	}
+	noBlobsLeft(t, refused, "refused version uploads")
 	expect(t, u.do("GET", "/apiv3/pub/documents/999999999/versions", nil), 404, "Document not found")
 	expect(t, u.do("GET", "/apiv3/pub/documents/abc/versions", nil), 400)
 }

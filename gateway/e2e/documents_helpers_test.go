@@ -271,6 +271,20 @@ func stackBlobsWithContent(t testing.TB, content []byte) []string {
 	return blobsWithContent(t, blobDir, content)
 }
 
+// noBlobsLeft fails unless, within a few seconds, no file of the stack's
+// blob dir (temporary files included) holds content: a refused upload's
+// temporary file is removed by the service that was streaming it, which
+// may learn of the refusal after the gateway has answered.
+func noBlobsLeft(t testing.TB, content []byte, what string) {
+	t.Helper()
+	eventually(t, 5*time.Second, func() error {
+		if left := stackBlobsWithContent(t, content); len(left) != 0 {
+			return fmt.Errorf("%s left blobs: %v", what, left)
+		}
+		return nil
+	})
+}
+
 // eventually retries check until it returns nil or the deadline passes.
 func eventually(t testing.TB, d time.Duration, check func() error) {
 	t.Helper()

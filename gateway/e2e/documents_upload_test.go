@@ -226,9 +226,7 @@ func TestUploadFieldLimits(t *testing.T) {
 			content := uniqText(t, 10)
 			r := u.upload(field("folder_id", strconv.FormatInt(u.folder.FolderID, 10)), field(tt.field, over), filePart("limit.txt", content))
 			expect(t, r, 400, fmt.Sprintf("Invalid value for %s: longer than %d characters", tt.field, tt.max))
-			if left := stackBlobsWithContent(t, content); len(left) != 0 {
-				t.Fatalf("rejected upload left blobs: %v", left)
-			}
+			noBlobsLeft(t, content, "rejected upload")
 		})
 	}
 }
@@ -280,9 +278,7 @@ func TestUploadValidation(t *testing.T) {
 					parts = append(parts, filePart("bad.txt", content))
 				}
 				expect(t, u.upload(parts...), tt.status, tt.detail)
-				if left := stackBlobsWithContent(t, content); len(left) != 0 {
-					t.Fatalf("refused upload left blobs: %v", left)
-				}
+				noBlobsLeft(t, content, "refused upload")
 			})
 		}
 	}
