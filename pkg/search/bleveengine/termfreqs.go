@@ -23,8 +23,9 @@ import (
 // them from memory, 6 bytes a posting (a few, of a frequency from 16 or
 // norm bits from 4,096, in a map beside). Only zap v16 segments are
 // kept; the others are read as before. The cache
-// holds at most termFreqsBudget bytes: when full it forgets the segments
-// the current snapshot no longer has, and past that it adds nothing.
+// holds at most termFreqsBudget bytes: it forgets the segments the
+// current snapshot no longer has when they pile up or it is full, and past
+// that it adds nothing.
 //
 // It also remembers, per segment, the documents of the window pairs'
 // versions from a given one on (recentDocs): a NEAR of two common words
@@ -91,7 +92,17 @@ func (c *termFreqs) get(seg segment.Segment, t posTerm, current []segment.Segmen
 			c.bytes += p.size()
 		}
 	}
+	c.forgetPiled(current)
 	return p, nil
+}
+
+// forgetPiled forgets the merged-away segments once they pile up (as
+// slotCache does), so that their postings do not stay until the budget is
+// reached. The caller holds c.mu.
+func (c *termFreqs) forgetPiled(current []segment.Segment) {
+	if len(c.segs) > 2*len(current)+8 || len(c.recent) > 2*len(current)+8 {
+		c.forget(current)
+	}
 }
 
 // recentDocs returns the documents of seg (deleted ones included) whose
@@ -152,6 +163,7 @@ func (c *termFreqs) recentDocs(seg segment.Segment, since int, current []segment
 		m[since] = bm
 		c.bytes += size
 	}
+	c.forgetPiled(current)
 	return bm, nil
 }
 
