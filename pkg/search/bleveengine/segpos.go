@@ -413,26 +413,11 @@ func (s *segPosSearcher) windowed(bm *roaring.Bitmap) (*roaring.Bitmap, error) {
 		docs *roaring.Bitmap
 	}
 	var markers []marked
-	it := vd.AutomatonIterator(nil, nil, nil)
-	for {
-		de, err := it.Next()
-		if err != nil {
-			return nil, err
-		}
-		if de == nil {
-			break
-		}
-		v, err := strconv.Atoi(de.Term)
-		if err != nil {
-			continue
-		}
-		docs, err := docsOf(vd, de.Term, ss.Deleted())
-		if err != nil {
-			return nil, err
-		}
-		if docs != nil {
-			markers = append(markers, marked{v, docs})
-		}
+	err = versionMarkers(vd, 0, ss.Deleted(), func(v int, docs *roaring.Bitmap) {
+		markers = append(markers, marked{v, docs})
+	})
+	if err != nil {
+		return nil, err
 	}
 	for ci, c := range s.win {
 		recent := roaring.New()
@@ -441,34 +426,44 @@ func (s *segPosSearcher) windowed(bm *roaring.Bitmap) (*roaring.Bitmap, error) {
 				recent.Or(m.docs)
 			}
 		}
-		held := roaring.New()
-		for _, t := range c.terms {
-			docs, err := docsOf(wd, t, ss.Deleted())
-			if err != nil {
-				return nil, err
-			}
-			if docs != nil {
-				held.Or(docs)
-			}
+		if err := s.applyWindow(bm, wd, ci, c, recent); err != nil {
+			return nil, err
 		}
-		if ci == 0 && s.winDecisive {
-			bm.AndNot(recent)
-			held.And(recent)
-			bm.Or(held)
-			s.decided = held
-			continue
-		}
-		recent.AndNot(held)
-		bm.AndNot(recent)
 	}
 	return bm, nil
+}
+
+// applyWindow narrows bm, the current segment's candidates, by window
+// constraint c (the ci-th), given recent, the segment's documents of the
+// window versions from c.since on (not modified): of those, only the ones
+// holding one of c's window tokens stay; when c decides the matches
+// (winDecisive), they are the segment's decided documents.
+func (s *segPosSearcher) applyWindow(bm *roaring.Bitmap, wd segment.TermDictionary, ci int, c windowCons, recent *roaring.Bitmap) error {
+	held := roaring.New()
+	for _, t := range c.terms {
+		docs, err := docsOf(wd, t, s.segs[s.si].Deleted())
+		if err != nil {
+			return err
+		}
+		if docs != nil {
+			held.Or(docs)
+		}
+	}
+	if ci == 0 && s.winDecisive {
+		bm.AndNot(recent)
+		held.And(recent)
+		bm.Or(held)
+		s.decided = held
+		return nil
+	}
+	bm.AndNot(roaring.AndNot(recent, held))
+	return nil
 }
 
 // windowedCached is windowed with the documents of recent versions from
 // the engine's termFreqs (deleted ones included: bm and the window
 // tokens' documents exclude them, so the sets are the same).
 func (s *segPosSearcher) windowedCached(bm *roaring.Bitmap, wd segment.TermDictionary) (*roaring.Bitmap, error) {
-	ss := s.segs[s.si]
 	if s.all == nil {
 		for _, x := range s.segs {
 			s.all = append(s.all, x.Segment())
@@ -479,24 +474,9 @@ func (s *segPosSearcher) windowedCached(bm *roaring.Bitmap, wd segment.TermDicti
 		if err != nil {
 			return nil, err
 		}
-		held := roaring.New()
-		for _, t := range c.terms {
-			docs, err := docsOf(wd, t, ss.Deleted())
-			if err != nil {
-				return nil, err
-			}
-			if docs != nil {
-				held.Or(docs)
-			}
+		if err := s.applyWindow(bm, wd, ci, c, recent); err != nil {
+			return nil, err
 		}
-		if ci == 0 && s.winDecisive {
-			bm.AndNot(recent)
-			held.And(recent)
-			bm.Or(held)
-			s.decided = held
-			continue
-		}
-		bm.AndNot(roaring.AndNot(recent, held))
 	}
 	return bm, nil
 }
@@ -509,6 +489,31 @@ func docsOf(d segment.TermDictionary, term string, deleted *roaring.Bitmap) (*ro
 		return nil, err
 	}
 	return actual(pl.Iterator(false, false, false, nil)), nil
+}
+
+// versionMarkers calls fn with each window version marker of vd (a
+// segment's fieldWindowVer dictionary) from version from on, and the
+// marker's documents (deleted ones excluded; none excluded when deleted is
+// nil).
+func versionMarkers(vd segment.TermDictionary, from int, deleted *roaring.Bitmap, fn func(v int, docs *roaring.Bitmap)) error {
+	it := vd.AutomatonIterator(nil, nil, nil)
+	for {
+		de, err := it.Next()
+		if err != nil || de == nil {
+			return err
+		}
+		v, err := strconv.Atoi(de.Term)
+		if err != nil || v < from {
+			continue
+		}
+		docs, err := docsOf(vd, de.Term, deleted)
+		if err != nil {
+			return err
+		}
+		if docs != nil {
+			fn(v, docs)
+		}
+	}
 }
 
 // internalID encodes a global document number as scorch does.

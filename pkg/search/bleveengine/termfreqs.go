@@ -3,7 +3,6 @@ package bleveengine
 import (
 	"math"
 	"sort"
-	"strconv"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -120,25 +119,8 @@ func (c *termFreqs) recentDocs(seg segment.Segment, since int, current []segment
 		return nil, err
 	}
 	bm = roaring.New()
-	it := vd.AutomatonIterator(nil, nil, nil)
-	for {
-		de, err := it.Next()
-		if err != nil {
-			return nil, err
-		}
-		if de == nil {
-			break
-		}
-		if v, err := strconv.Atoi(de.Term); err != nil || v < since {
-			continue
-		}
-		docs, err := docsOf(vd, de.Term, nil)
-		if err != nil {
-			return nil, err
-		}
-		if docs != nil {
-			bm.Or(docs)
-		}
+	if err := versionMarkers(vd, since, nil, func(_ int, docs *roaring.Bitmap) { bm.Or(docs) }); err != nil {
+		return nil, err
 	}
 	// A copy of its own (the segment's bitmaps may lie in its file).
 	bm = bm.Clone()
