@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # scale.sh: one row of issue 23's cost curve. On a fresh stack started by
-# run.sh (the embedded engine, the hash embedder):
+# run.sh with DOCREPO_EMBEDDER=hash (the embedded engine, the hash embedder;
+# without it the stack runs the product's default, use, whose graph build
+# is another measurement: scale.sh refuses unless SCALE_ANY_EMBEDDER=1):
 #
 #   1. writes SCALE_DOCS (default 10000) files of the benchmark's synthetic
 #      corpus (60-120 words each) in 100 directories, each with a
@@ -47,7 +49,7 @@
 # binary), timing its start-up and its RSS before any query. SCALE_TAG
 # names this pass's profiles (default: after-import, or remeasure).
 #
-#   SCALE_DOCS=100000 BENCH_PPROF=1 BENCH_CMD=services/search/bench/scale.sh \
+#   DOCREPO_EMBEDDER=hash SCALE_DOCS=100000 BENCH_PPROF=1 BENCH_CMD=services/search/bench/scale.sh \
 #     BENCH_OUT=services/search/bench/results/scale-100k.txt bash services/search/bench/run.sh
 set -euo pipefail
 n=${SCALE_DOCS:-10000}
@@ -58,6 +60,19 @@ mkdir -p "$dir/profiles"
 pprof_url() { echo "http://127.0.0.1:$((BENCH_PPROF_BASE + $1))/debug/pprof/$2"; }
 rss() { grep -E '^(VmRSS|RssAnon|RssFile)' /proc/"$1"/status | tr -s ' \t\n' ' '; }
 search_pid() { cat "$DOCREPO_PID_DIR/search.pid"; }
+# The embedder the search process opened the index with (its log line).
+embedder=$(sed -n 's/.*msg="embedded search engine".*embedder=\([^ ]*\).*/\1/p' \
+	"$(dirname "$(dirname "$DOCREPO_PID_DIR")")/devstack.log" | tail -n 1)
+echo "# embedder: ${embedder:-unknown}"
+case "$embedder" in
+hash:*) ;;
+*)
+	if [ -z "${SCALE_ANY_EMBEDDER:-}" ]; then
+		echo "scale: the stack's search runs embedder '${embedder:-unknown}', not hash: start run.sh with DOCREPO_EMBEDDER=hash (or set SCALE_ANY_EMBEDDER=1)" >&2
+		exit 1
+	fi
+	;;
+esac
 measure_only=${SCALE_MEASURE_ONLY:-}
 if [ -n "$measure_only" ]; then
 	# shellcheck disable=SC1091
