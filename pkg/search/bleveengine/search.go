@@ -48,6 +48,10 @@ type searchRun struct {
 	// cols is the column test the metadata filters imply (nil: none), read
 	// by scan before a record.
 	cols *colFilter
+	// top, when not nil, collects the page of a search whose where
+	// clause is top.f alone, if its searcher is a segPosSearcher
+	// (top.used).
+	top *topCollector
 }
 
 // Search executes req (see the package documentation for the semantics).
@@ -143,9 +147,16 @@ func (run *searchRun) execute() (engine.Result, error) {
 	if err != nil {
 		return engine.Result{}, err
 	}
+	if f := run.directClause(); f != nil {
+		run.top = run.newTopCollector(f)
+	}
 	fullText, err := run.compileFullText(comp, nearest)
 	if err != nil {
 		return engine.Result{}, err
+	}
+	if run.top != nil && run.top.used {
+		// The clause's matches were counted and the best kept.
+		return run.pageTotal(run.top.matches(), run.top.total)
 	}
 	matches, err := run.collect(comp, eligible, nearest, fullText)
 	if err != nil {
@@ -393,9 +404,15 @@ func (run *searchRun) scan(slots []int32, eligible eligibility, fullText evalFn)
 
 // page sorts the matches, cuts the requested page and builds its hits.
 func (run *searchRun) page(matches []match) (engine.Result, error) {
+	return run.pageTotal(matches, len(matches))
+}
+
+// pageTotal is page of the given matches out of total (the page's matches
+// are among them).
+func (run *searchRun) pageTotal(matches []match, total int) (engine.Result, error) {
 	q, plan, recs := run.q, run.plan, run.tab.recs
 	scored := plan.Vector != nil || len(plan.FullText) > 0
-	res := engine.Result{Total: int64(len(matches))}
+	res := engine.Result{Total: int64(total)}
 	var ids []int64
 	if compactSlots {
 		ids = run.tab.ids
@@ -708,6 +725,10 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 			leaf.scores[slot] = score
 			leaf.slots = append(leaf.slots, slot)
 		}
+	}
+	if ps, ok := s.(*segPosSearcher); ok && run.top != nil && run.top.f == f && restrict == nil {
+		// The whole search: its page straight from the matches.
+		return leaf, run.top.collect(run, ps)
 	}
 	if ps, ok := s.(*segPosSearcher); ok {
 		// A phrase or NEAR alone: its matches straight from the

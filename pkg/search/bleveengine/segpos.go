@@ -3,6 +3,7 @@ package bleveengine
 import (
 	"context"
 	"encoding/binary"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -96,6 +97,16 @@ type segPosSearcher struct {
 	norm   []float64
 	choice []int // nearWindows' scratch
 
+	// minScore, when above -Inf (set by topCollector, which keeps the
+	// best matches by score), lets nextMatch return without a score
+	// (NaN) the window-decided documents whose block's score bound
+	// (blockBound) is below it: they are counted, never kept. bounds are
+	// the current segment's block bounds (NaN: not computed yet; nil
+	// until one is asked), boundBuf their storage.
+	minScore float64
+	bounds   []float64
+	boundBuf []float64
+
 	// ineligible, when not nil, names documents (by global number) known
 	// to be ineligible for the search: they are skipped before their
 	// positions, frequencies and norms are read (searcherBuilder's).
@@ -110,7 +121,7 @@ func newSegPosSearcher(ctx context.Context, r index.IndexReader, clauses [][]pos
 		return nil, nil
 	}
 	s := &segPosSearcher{ctx: ctx, segs: snap.Segments(), slop: slop, scored: opts.Score != "none", decisive: pp.decisive,
-		win: wp.cons, winDecisive: wp.decisive}
+		win: wp.cons, winDecisive: wp.decisive, minScore: math.Inf(-1)}
 	var base uint64
 	for _, ss := range s.segs {
 		s.bases = append(s.bases, base)
@@ -271,7 +282,7 @@ func (s *segPosSearcher) openSeg() error {
 		}
 	}
 	s.open = true
-	s.decided, s.allDecided, s.decidedIt, s.zits0, s.curs = nil, false, nil, nil, nil
+	s.decided, s.allDecided, s.decidedIt, s.zits0, s.curs, s.bounds = nil, false, nil, nil, nil, nil
 	if bm == nil || bm.IsEmpty() {
 		s.cand = nil
 		return nil
@@ -350,6 +361,49 @@ func (s *segPosSearcher) cursorScore(d uint64) (float64, bool) {
 		score += s.memos[i].scoreBits(f, bits)
 	}
 	return score, true
+}
+
+// blockBound returns a bound of the scores of the current segment's
+// documents in local document d's block (a window-decided candidate:
+// every term has a posting there): the sum over the terms of the best
+// score of the term's postings in the block (decodedPostings.block: BM25
+// grows with the frequency and falls with the field length, so it is one
+// of the undominated postings'). The sums are taken in the same order as
+// cursorScore's, so no document of the block scores more; the bound is
+// raised by a relative 1e-9 against rounding.
+func (s *segPosSearcher) blockBound(d uint64) float64 {
+	if s.bounds == nil {
+		n := int(s.all[s.si].Count()>>blockShift) + 1
+		s.bounds = slices.Grow(s.boundBuf[:0], n)[:n]
+		s.boundBuf = s.bounds
+		for i := range s.bounds {
+			s.bounds[i] = math.NaN()
+		}
+	}
+	k := int(d >> blockShift)
+	if k >= len(s.bounds) {
+		return math.Inf(1)
+	}
+	if b := s.bounds[k]; !math.IsNaN(b) {
+		return b
+	}
+	b := 0.0
+	for i := range s.curs {
+		pts := s.curs[i].p.block(k)
+		if len(pts) == 0 {
+			// Cannot happen (d holds every term): no bound.
+			b = math.Inf(1)
+			break
+		}
+		m := 0.0
+		for _, q := range pts {
+			m = max(m, s.memos[i].s.score(q>>32, v16Norm(q&math.MaxUint32)))
+		}
+		b += m
+	}
+	b *= 1 + 1e-9
+	s.bounds[k] = b
+	return b
 }
 
 // isDecided reports whether the window pairs decide local document d, a
@@ -533,7 +587,8 @@ func (s *segPosSearcher) Next(ctx *search.SearchContext) (*search.DocumentMatch,
 }
 
 // nextMatch finds the next match: its local number in the current segment
-// (s.si) and its score; false at the end.
+// (s.si) and its score (NaN when minScore says it need not be scored);
+// false at the end.
 func (s *segPosSearcher) nextMatch() (d uint64, score float64, ok bool, err error) {
 	for s.si < len(s.segs) {
 		if !s.open {
@@ -558,6 +613,10 @@ func (s *segPosSearcher) nextMatch() (d uint64, score float64, ok bool, err erro
 			var err error
 			if s.isDecided(d) {
 				if s.curs != nil {
+					if s.minScore > math.Inf(-1) && s.blockBound(d) < s.minScore {
+						// A match that cannot be among the best.
+						return d, math.NaN(), true, nil
+					}
 					if score, ok := s.cursorScore(d); ok {
 						return d, score, true, nil
 					}

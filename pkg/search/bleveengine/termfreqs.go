@@ -2,6 +2,7 @@ package bleveengine
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"sync"
 
@@ -51,9 +52,39 @@ type decodedPostings struct {
 	// they do not fit: then over has them (frequency << 32 | bits).
 	fn   []uint16
 	over map[uint32]uint64
+	// blkOff and blkPts bound the scores of each block of blockDocs
+	// document numbers (block k: numbers k·blockDocs to
+	// (k+1)·blockDocs-1): blkPts[blkOff[k]:blkOff[k+1]] are the block's
+	// postings that no other of the block dominates (one of a larger or
+	// equal frequency and smaller or equal norm bits), as frequency << 32
+	// | norm bits. BM25 grows with the frequency and falls with the field
+	// length, so for any collection statistics the best score of the
+	// block is one of theirs (blockBound); a block past the end has none.
+	blkOff []uint32
+	blkPts []uint64
 }
 
-func (p *decodedPostings) size() int { return 6*len(p.docs) + 32*len(p.over) + 64 }
+// blockShift makes blocks of blockDocs document numbers for the score
+// bounds of decoded postings: 4 bytes a block and 8 a point of a block
+// (a point per frequency at most; a common term's block has a few), under
+// 10 % of the postings' 6 bytes each.
+const (
+	blockShift = 6
+	blockDocs  = 1 << blockShift
+)
+
+func (p *decodedPostings) size() int {
+	return 6*len(p.docs) + 32*len(p.over) + 4*cap(p.blkOff) + 8*cap(p.blkPts) + 64
+}
+
+// block returns the undominated postings of block k (none when it has no
+// posting), as frequency << 32 | norm bits.
+func (p *decodedPostings) block(k int) []uint64 {
+	if k+1 >= len(p.blkOff) {
+		return nil
+	}
+	return p.blkPts[p.blkOff[k]:p.blkOff[k+1]]
+}
 
 // get returns the decoded postings of t in segment seg (nil when they
 // cannot be kept), decoding them on first use; current are the segments
@@ -195,7 +226,10 @@ func decodePostings(seg segment.Segment, t posTerm) (*decodedPostings, error) {
 		return nil, err
 	}
 	n := pl.Count()
-	out := &decodedPostings{docs: make([]uint32, 0, n), fn: make([]uint16, 0, n)}
+	out := &decodedPostings{docs: make([]uint32, 0, n), fn: make([]uint16, 0, n),
+		blkOff: make([]uint32, 0, seg.Count()>>blockShift+2)}
+	var front []uint64 // the current block's undominated postings
+	cur := -1          // the current block
 	it := pl.Iterator(true, true, false, nil)
 	for {
 		p, err := it.Next()
@@ -215,6 +249,15 @@ func decodePostings(seg segment.Segment, t posTerm) (*decodedPostings, error) {
 		}
 		d := uint32(zp.Number())
 		out.docs = append(out.docs, d)
+		if k := int(d >> blockShift); k != cur {
+			out.blkPts = append(out.blkPts, front...)
+			front = front[:0]
+			for len(out.blkOff) <= k {
+				out.blkOff = append(out.blkOff, uint32(len(out.blkPts)))
+			}
+			cur = k
+		}
+		front = undominated(front, f, bits)
 		if f >= 16 || bits >= 1<<12 {
 			if out.over == nil {
 				out.over = map[uint32]uint64{}
@@ -225,7 +268,27 @@ func decodePostings(seg segment.Segment, t posTerm) (*decodedPostings, error) {
 		}
 		out.fn = append(out.fn, uint16(f<<12|bits))
 	}
+	out.blkPts = append(out.blkPts, front...)
+	out.blkOff = append(out.blkOff, uint32(len(out.blkPts)))
+	out.blkPts = slices.Clip(out.blkPts)
 	return out, nil
+}
+
+// undominated adds the posting of frequency f and norm bits to front, the
+// postings of a block that no other dominates, and returns it.
+func undominated(front []uint64, f, bits uint64) []uint64 {
+	for _, q := range front {
+		if q>>32 >= f && q&math.MaxUint32 <= bits {
+			return front
+		}
+	}
+	out := front[:0]
+	for _, q := range front {
+		if f < q>>32 || bits > q&math.MaxUint32 {
+			out = append(out, q)
+		}
+	}
+	return append(out, f<<32|bits)
 }
 
 // freqCursor reads decoded postings for increasing document numbers.

@@ -18,10 +18,21 @@ func setFastPaths(on bool) func() {
 	pos, folders, compact, pairs, cols, skip, window := segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst
 	segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst = on, on, on, on, on, on, on
 	restoreDecided := setFastDecided(on)
+	restoreTop := setDirectTop(on)
 	return func() {
 		segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst = pos, folders, compact, pairs, cols, skip, window
 		restoreDecided()
+		restoreTop()
 	}
+}
+
+// setDirectTop turns topCollector (a phrase or NEAR alone counted and its
+// best matches kept, the others' scores skipped by bounds) on or off,
+// returning a function restoring it.
+func setDirectTop(on bool) func() {
+	old := directTop
+	directTop = on
+	return func() { directTop = old }
 }
 
 // setSkipIneligible turns the skipping of documents a restricted caller
@@ -215,7 +226,8 @@ func TestFastPathsAgree(t *testing.T) {
 // the pair field is measured alone; =columns the same for the metadata
 // columns (setColumnFilters), =window for the window pairs
 // (setWindowFirst), =decided for the cheaper reading of the documents
-// they decide (setFastDecided). DOCREPO_BENCH_MODES=nearC adds a mode not in the
+// they decide (setFastDecided), =top for the counting of a NEAR's matches
+// with only the best kept and scored (setDirectTop). DOCREPO_BENCH_MODES=nearC adds a mode not in the
 // probe: NEAR of two of the ten commonest terms of C (the window pairs'
 // worst case: most of the index matches). Besides the mean, each path's p50,
 // p95 and p99 of the CPU time of single searches (getrusage around each)
@@ -239,6 +251,8 @@ func BenchmarkTextCost(b *testing.B) {
 		toggle = setWindowFirst
 	case "decided":
 		toggle = setFastDecided
+	case "top":
+		toggle = setDirectTop
 	}
 	for _, who := range scaleFilters[:2] {
 		name := map[string]string{"none": "unrestricted", "10%": "user10%"}[who.name]
@@ -258,7 +272,13 @@ func BenchmarkTextCost(b *testing.B) {
 			for i := range reqs {
 				reqs[i] = engine.Request{Query: queryOf(b, m.gen()), Unrestricted: who.groups == nil, GroupIDs: who.groups}
 			}
+			var topTotal, topSkipped int
+			topObserved = func(n, s int) { topTotal, topSkipped = topTotal+n, topSkipped+s }
 			c := timePaths(b, e, name+" "+m.name, reqs, paths, 4, toggle)
+			topObserved = nil
+			if topTotal > 0 {
+				scaleLog(b, "%-12s %-8s topCollector: %.1f %% of the matches it counted not scored", name, m.name, 100*float64(topSkipped)/float64(topTotal))
+			}
 			scaleLog(b, "%-12s %-8s CPU per search: old %6.2f ms, new %6.2f ms (%.2fx); old %s, new %s ms; %d searches each, %.0f hits/search; load average %s",
 				name, m.name, c.meanMs(0), c.meanMs(1), c.meanMs(0)/c.meanMs(1), percentiles(c.each[0]), percentiles(c.each[1]), len(c.each[1]), float64(c.hits)/float64(len(reqs)), loadAvg())
 		}

@@ -271,16 +271,9 @@ func TestPlanWindow(t *testing.T) {
 	}
 }
 
-// TestWindowPairsAgree compares NEAR searches with the window pairs and
-// with the positions alone (windowFirst off) on a corpus of skewed words
-// whose C grew over several versions while it was written, with documents
-// of no version (written before C had terms, and by an engine without the
-// window pairs, as a format 4 index holds them), updates and deletes,
-// over several segments: every engine.Result (total, hits, order,
-// scores) must be the same, for unrestricted and restricted callers; the
-// queries pair words in and out of C, the same word twice, at distances
-// 0 to 15, with three clauses and with phrase clauses.
-func TestWindowPairsAgree(t *testing.T) {
+// windowCorpus returns an engine holding TestWindowPairsAgree's corpus
+// (its C: six terms in at least three versions), its words and C.
+func windowCorpus(t *testing.T) (*Engine, []string, *commonSet) {
 	withCommonRule(t, 60, 6, 20)
 	ctx := context.Background()
 	e := newTestEngine(t, t.TempDir()+"/index", Options{})
@@ -340,6 +333,21 @@ func TestWindowPairsAgree(t *testing.T) {
 	if indexedDocs(t, e, fieldWindowVer, "1") == 0 || indexedDocs(t, e, fieldWindowVer, c.marker) == 0 {
 		t.Fatalf("no documents of versions 1 and %s", c.marker)
 	}
+	return e, vocab, c
+}
+
+// TestWindowPairsAgree compares NEAR searches with the window pairs and
+// with the positions alone (windowFirst off) on a corpus of skewed words
+// whose C grew over several versions while it was written, with documents
+// of no version (written before C had terms, and by an engine without the
+// window pairs, as a format 4 index holds them), updates and deletes,
+// over several segments: every engine.Result (total, hits, order,
+// scores) must be the same, for unrestricted and restricted callers; the
+// queries pair words in and out of C, the same word twice, at distances
+// 0 to 15, with three clauses and with phrase clauses.
+func TestWindowPairsAgree(t *testing.T) {
+	ctx := context.Background()
+	e, vocab, c := windowCorpus(t)
 	var queries []string
 	words := vocab[:9]
 	for i, a := range words {
@@ -445,5 +453,54 @@ func TestInheritCommon(t *testing.T) {
 	defer reopened.Close()
 	if got := reopened.common.Load(); !slices.EqualFunc(got.versions, c.versions, slices.Equal) {
 		t.Errorf("read back %q, want %q", got.versions, c.versions)
+	}
+}
+
+// TestTopCollectorAgrees compares searches whose where clause is a NEAR or
+// a phrase alone answered by topCollector (counted, the best kept, the
+// window-decided documents of blocks whose score bound is below the kept
+// ones' not scored) and by the general path (directTop off: every match
+// in the clause's leaf, scanned, cut by topN), on TestWindowPairsAgree's
+// corpus: totals, hits, order and scores must be the same, for
+// unrestricted and restricted callers, pages of 1 to 60 at offsets, sorted
+// by score either way, by id and by a metadata field. Some matches must
+// have been left unscored.
+func TestTopCollectorAgrees(t *testing.T) {
+	ctx := context.Background()
+	e, vocab, _ := windowCorpus(t)
+	var queries []string
+	words := vocab[:7]
+	for i, a := range words {
+		for _, b := range words[i:] {
+			queries = append(queries, fmt.Sprintf(`*N5"%s %s"`, a, b), fmt.Sprintf(`*N1"%s %s"`, b, a))
+		}
+	}
+	queries = append(queries, `"the of"`, `*N2"the of tax"`, `*NP2"the of" "tax report"`, `*N"tax zebra"`)
+	pages := []string{`"limit": 1`, `"limit": 3`, `"limit": 10, "offset": 5`, `"limit": 60`, `"limit": 2, "offset": 200`,
+		`"limit": 5, "sort": [{"field": "_score"}]`, `"limit": 5, "sort": [{"field": "id", "direction": "desc"}]`,
+		`"limit": 4, "sort": [{"field": "_score", "direction": "desc"}, {"field": "id", "direction": "desc"}]`,
+		`"limit": 7, "sort": [{"field": "doc_type"}]`}
+	callers := []engine.Request{{Unrestricted: true}, {GroupIDs: []int64{1, 3}}}
+	var total, skipped int
+	topObserved = func(n, s int) { total, skipped = total+n, skipped+s }
+	t.Cleanup(func() { topObserved = nil })
+	for _, cl := range callers {
+		for _, q := range queries {
+			for _, pg := range pages {
+				req := cl
+				req.Query = queryOf(t, fmt.Sprintf(`{"where": {"fts": {"query": %q}}, %s}`, q, pg))
+				want, got, werr, gerr := searchOldNew(ctx, e, req, setDirectTop)
+				if werr != nil || gerr != nil {
+					t.Fatalf("%v %s %s: %v, %v", cl.GroupIDs, q, pg, werr, gerr)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%v %s %s:\n got %+v\nwant %+v", cl.GroupIDs, q, pg, got, want)
+				}
+			}
+		}
+	}
+	t.Logf("topCollector: %d matches, %d not scored", total, skipped)
+	if total == 0 || skipped < total/100 {
+		t.Fatalf("%d matches, %d not scored: the bounds were not exercised", total, skipped)
 	}
 }

@@ -1,0 +1,165 @@
+package bleveengine
+
+import (
+	"math"
+	"slices"
+
+	"github.com/docrepo/docrepo/pkg/search/dsl"
+)
+
+// directTop enables topCollector (the tests and BenchmarkTextCost turn it
+// off to compare).
+var directTop = true
+
+// topCollector answers a search whose where clause is one fts clause
+// answered by a segPosSearcher (a phrase or NEAR alone, issue 23), without
+// metadata filters or vector clause: its matches are counted and only the
+// best offset+limit of them kept, instead of every match being written to
+// the clause's leaf, scanned again into a match list and cut by topN (a
+// NEAR of two common words matches most of the index). The total, the page
+// and its scores are those of the general path: the same matches (a slot
+// of the table, live, not seen before, eligible), the same comparator.
+//
+// When the results are sorted by score first (the default), the searcher
+// is told the score a match must reach to be kept (segPosSearcher.
+// minScore, the worst kept once offset+limit are): the window-decided
+// documents of a block whose score bound is below it are counted without
+// reading their terms' frequencies and norms.
+type topCollector struct {
+	f       *dsl.FTS
+	n       int
+	cmp     func(a, b *match) int
+	byScore bool
+	h       []match // a heap, the worst kept on top
+	total   int
+	used    bool
+	// skipped counts the matches not scored (tests, benchmarks).
+	skipped int
+}
+
+// directClause returns the search's fts clause when it is the whole
+// where clause and the search has no metadata filter or vector clause,
+// nil otherwise.
+func (run *searchRun) directClause() *dsl.FTS {
+	plan := run.plan
+	if !directTop || plan.Vector != nil || len(plan.Filters) > 0 || len(plan.FullText) != 1 {
+		return nil
+	}
+	f, _ := plan.FullText[0].(*dsl.FTS)
+	return f
+}
+
+// newTopCollector returns the collector of the search's page for clause f.
+func (run *searchRun) newTopCollector(f *dsl.FTS) *topCollector {
+	q := run.q
+	limit := q.Limit
+	if limit <= 0 {
+		limit = dsl.DefaultLimit
+	}
+	var ids []int64
+	if compactSlots {
+		ids = run.tab.ids
+	}
+	var cols *metaColumns
+	if columnFilters {
+		cols = &run.tab.cols
+	}
+	keys := q.EffectiveSort()
+	return &topCollector{
+		f: f, n: q.Offset + limit,
+		cmp:     comparator(keys, run.tab.recs, ids, cols, true),
+		byScore: keys[0].Field == dsl.FieldScore && keys[0].Desc,
+	}
+}
+
+// collect counts and keeps the matches of ps, the searcher of the clause.
+func (t *topCollector) collect(run *searchRun, ps *segPosSearcher) error {
+	t.used = true
+	tab := run.tab
+	recs := tab.recs
+	elig := run.eligibleSlots()
+	visible := visibility(run.req)
+	seen := newBitset(len(recs))
+	err := ps.eachMatch(func(seg int, local, num uint64, score float64) error {
+		slot, ok, err := run.res.slotAt(seg, local, num)
+		if err != nil || !ok || !tab.isLive(slot) || seen.has(int(slot)) {
+			return err
+		}
+		seen.set(int(slot))
+		if elig != nil {
+			if !elig.has(int(slot)) {
+				return nil
+			}
+		} else if r := &recs[slot]; r.deleted || !visible(r) {
+			return nil
+		}
+		t.total++
+		if math.IsNaN(score) {
+			t.skipped++
+			return nil
+		}
+		t.offer(match{slot: slot, score: score})
+		if t.byScore && len(t.h) == t.n {
+			ps.minScore = t.h[0].score
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if topObserved != nil {
+		topObserved(t.total, t.skipped)
+	}
+	return run.checkCtx()
+}
+
+// topObserved, when set (tests, benchmarks), is called by every
+// topCollector with its total and how many matches were not scored.
+var topObserved func(total, skipped int)
+
+// offer keeps m when it is among the best n so far.
+func (t *topCollector) offer(m match) {
+	h, cmp := t.h, t.cmp
+	if t.n <= 0 {
+		return
+	}
+	if len(h) < t.n {
+		h = append(h, m)
+		for j := len(h) - 1; j > 0; {
+			p := (j - 1) / 2
+			if cmp(&h[j], &h[p]) <= 0 {
+				break
+			}
+			h[j], h[p] = h[p], h[j]
+			j = p
+		}
+		t.h = h
+		return
+	}
+	if t.byScore && m.score < h[0].score || cmp(&m, &h[0]) >= 0 {
+		// (A lower score sorts after h[0] when the score comes first.)
+		return
+	}
+	h[0] = m
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		w := l
+		if r := l + 1; r < len(h) && cmp(&h[r], &h[l]) > 0 {
+			w = r
+		}
+		if cmp(&h[w], &h[i]) <= 0 {
+			return
+		}
+		h[i], h[w] = h[w], h[i]
+		i = w
+	}
+}
+
+// matches returns the kept matches in order.
+func (t *topCollector) matches() []match {
+	slices.SortFunc(t.h, func(a, b match) int { return t.cmp(&a, &b) })
+	return t.h
+}
