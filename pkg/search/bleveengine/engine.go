@@ -131,8 +131,10 @@ type Engine struct {
 	candidates    commonCandidates
 	commonChecked bool
 	// freqs are the decoded postings of the terms NEAR's window pairs
-	// decide (termfreqs.go; segments of any generation).
-	freqs termFreqs
+	// decide (termfreqs.go; segments of any generation); warmed is
+	// closed when warmFreqs, started by Open, is done (nil: not started).
+	freqs  termFreqs
+	warmed chan struct{}
 
 	mu       sync.RWMutex // guards the fields below; Search holds it shared
 	idx      bleve.Index
@@ -278,6 +280,16 @@ func Open(dir string, opts Options) (*Engine, error) {
 	e := &Engine{dir: dir, opts: opts, an: newAnalyzers()}
 	if err := e.load(); err != nil {
 		return nil, err
+	}
+	if warmFreqsAtOpen && !opts.InMemory && e.features.window {
+		var terms []string
+		for _, v := range e.common.Load().versions {
+			terms = append(terms, v...)
+		}
+		if len(terms) > 0 {
+			e.warmed = make(chan struct{})
+			go e.warmFreqs(terms)
+		}
 	}
 	return e, nil
 }

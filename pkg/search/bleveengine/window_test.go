@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blevesearch/bleve/v2/index/scorch"
+
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
 
@@ -502,5 +504,47 @@ func TestTopCollectorAgrees(t *testing.T) {
 	t.Logf("topCollector: %d matches, %d not scored", total, skipped)
 	if total == 0 || skipped < total/100 {
 		t.Fatalf("%d matches, %d not scored: the bounds were not exercised", total, skipped)
+	}
+}
+
+// TestWarmFreqs: an index with common terms, opened again, has the
+// postings of every term of C decoded in every segment in the background
+// (the commonest first, within half the budget), so that its first NEAR
+// of common words decodes nothing.
+func TestWarmFreqs(t *testing.T) {
+	e, _, c := windowCorpus(t)
+	dir := e.dir
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = newTestEngine(t, dir, Options{})
+	if e.warmed == nil {
+		t.Fatal("no warming started at open")
+	}
+	<-e.warmed
+	adv, err := e.idx.Advanced()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	segs := r.(*scorch.IndexSnapshot).Segments()
+	e.freqs.mu.Lock()
+	defer e.freqs.mu.Unlock()
+	held := 0
+	for _, v := range c.versions {
+		for _, term := range v {
+			for _, ss := range segs {
+				if _, ok := e.freqs.segs[ss.Segment()][posTerm{field: fieldExact, term: term}]; ok {
+					held++
+				}
+			}
+		}
+	}
+	if want := c.size() * len(segs); held != want || len(segs) == 0 {
+		t.Fatalf("%d decoded postings after the warming, want %d (%d terms, %d segments)", held, want, c.size(), len(segs))
 	}
 }
