@@ -394,6 +394,10 @@ type windowPlan struct {
 	// window: a document of version ≥ cons[0].since matches exactly
 	// when it holds one of cons[0].terms.
 	decisive bool
+	// common is the C the plan was made with (nil when it has no
+	// constraint): the documents of versions older than a term's own are
+	// those whose positions termFreqs may keep (oldPositions).
+	common *commonSet
 }
 
 // windowCons is one pair of single-word clauses of a NEAR: every match
@@ -444,6 +448,9 @@ func planWindow(c *commonSet, clauses [][]string, slop int) windowPlan {
 		}
 	}
 	wp.decisive = len(clauses) == 2 && len(clauses[0]) == 1 && len(clauses[1]) == 1 && len(wp.cons) == 1
+	if len(wp.cons) > 0 {
+		wp.common = c
+	}
 	return wp
 }
 

@@ -88,8 +88,16 @@ type segPosSearcher struct {
 	// freqs are the engine's decoded postings (nil: none), curs the
 	// current segment's cursors over them (nil when not every term's are
 	// decoded): read instead of zits0.
-	freqs  *termFreqs
-	curs   []freqCursor
+	freqs *termFreqs
+	curs  []freqCursor
+	// common is the window plan's C (nil: no window constraint), pcurs
+	// the current segment's cursors over the terms' positions in the
+	// documents of versions older than each term's own (termFreqs.
+	// oldPositions; nil, or a nil p for a term without them), read by
+	// check instead of zap's locations (with curs for the frequencies and
+	// norms).
+	common *commonSet
+	pcurs  []posCursor
 	all    []segment.Segment // the snapshot's segments
 	pos    [][]int
 	start  [][]int
@@ -121,7 +129,7 @@ func newSegPosSearcher(ctx context.Context, r index.IndexReader, clauses [][]pos
 		return nil, nil
 	}
 	s := &segPosSearcher{ctx: ctx, segs: snap.Segments(), slop: slop, scored: opts.Score != "none", decisive: pp.decisive,
-		win: wp.cons, winDecisive: wp.decisive, minScore: math.Inf(-1)}
+		win: wp.cons, winDecisive: wp.decisive, minScore: math.Inf(-1), common: wp.common}
 	var base uint64
 	for _, ss := range s.segs {
 		s.bases = append(s.bases, base)
@@ -282,7 +290,7 @@ func (s *segPosSearcher) openSeg() error {
 		}
 	}
 	s.open = true
-	s.decided, s.allDecided, s.decidedIt, s.zits0, s.curs, s.bounds = nil, false, nil, nil, nil, nil
+	s.decided, s.allDecided, s.decidedIt, s.zits0, s.curs, s.bounds, s.pcurs = nil, false, nil, nil, nil, nil, nil
 	if bm == nil || bm.IsEmpty() {
 		s.cand = nil
 		return nil
@@ -302,6 +310,11 @@ func (s *segPosSearcher) openSeg() error {
 		}
 		if s.memos != nil && s.freqs != nil && decodedFreqs {
 			if err := s.cursors(); err != nil {
+				return err
+			}
+		}
+		if s.curs != nil && !s.allDecided && s.common != nil && oldPosFirst {
+			if err := s.posCursors(); err != nil {
 				return err
 			}
 		}
@@ -347,6 +360,36 @@ func (s *segPosSearcher) cursors() error {
 		curs[i].p = p
 	}
 	s.curs = curs
+	return nil
+}
+
+// oldPosFirst enables reading the positions of the documents older than
+// a window pair from termFreqs.oldPositions (the tests and
+// BenchmarkTextCost turn it off to compare).
+var oldPosFirst = true
+
+// posCursors sets s.pcurs for the current segment: a cursor over the
+// positions of each term of C in the documents of versions older than
+// its own.
+func (s *segPosSearcher) posCursors() error {
+	pcurs := make([]posCursor, len(s.terms))
+	any := false
+	for i, t := range s.terms {
+		since := s.common.since[t.term]
+		if t.field != fieldExact || since == 0 {
+			continue
+		}
+		p, err := s.freqs.oldPositions(s.all[s.si], t, since, s.all)
+		if err != nil {
+			return err
+		}
+		if p != nil {
+			pcurs[i].p, any = p, true
+		}
+	}
+	if any {
+		s.pcurs = pcurs
+	}
 	return nil
 }
 
@@ -680,6 +723,23 @@ func (s *segPosSearcher) check(d uint64) (bool, error) {
 		return s.readScores(d, s.its)
 	}
 	for i, it := range s.its {
+		if s.pcurs != nil && s.pcurs[i].p != nil {
+			if cached, ok := s.pcurs[i].at(uint32(d)); ok {
+				// The positions kept, the frequency and norm from the
+				// decoded postings: zap's values.
+				f, bits, ok := s.curs[i].at(uint32(d))
+				if !ok {
+					return false, nil
+				}
+				s.freq[i], s.norm[i] = f, v16Norm(bits)
+				ps := s.pos[i][:0]
+				for _, p := range cached {
+					ps = append(ps, int(p))
+				}
+				s.pos[i] = ps
+				continue
+			}
+		}
 		p, err := s.at(i, it, d)
 		if err != nil || p == nil {
 			return false, err

@@ -39,7 +39,17 @@ type termFreqs struct {
 	bytes  int
 	segs   map[segment.Segment]map[posTerm]*decodedPostings
 	recent map[segment.Segment]map[int]*roaring.Bitmap
+	// old are the positions of the documents older than each term's
+	// window version (oldPositions), oldBytes their memory, at most
+	// oldPosBudget (beside termFreqsBudget).
+	old      map[segment.Segment]map[posTerm]*oldPositions
+	oldBytes int
 }
+
+// oldPosBudget bounds the memory of an engine's oldPositions: a term's
+// are at most about commonRule.minDocs + commonRule.checkEvery documents
+// of a few positions (~0.5 MiB), so 96 MiB hold those of ~200 terms.
+const oldPosBudget = 96 << 20
 
 // termFreqsBudget bounds the memory of an engine's termFreqs (at 1 M
 // documents the postings of C's 334 terms hold ~40 M postings, 240 MB;
@@ -133,7 +143,7 @@ func (c *termFreqs) get(seg segment.Segment, t posTerm, current []segment.Segmen
 // slotCache does), so that their postings do not stay until the budget is
 // reached. The caller holds c.mu.
 func (c *termFreqs) forgetPiled(current []segment.Segment) {
-	if len(c.segs) > 2*len(current)+8 || len(c.recent) > 2*len(current)+8 {
+	if len(c.segs) > 2*len(current)+8 || len(c.recent) > 2*len(current)+8 || len(c.old) > 2*len(current)+8 {
 		c.forget(current)
 	}
 }
@@ -198,6 +208,17 @@ func (c *termFreqs) forget(current []segment.Segment) {
 		}
 		delete(c.recent, s)
 	}
+	for s, m := range c.old {
+		if keep[s] {
+			continue
+		}
+		for _, p := range m {
+			if p != nil {
+				c.oldBytes -= p.size()
+			}
+		}
+		delete(c.old, s)
+	}
 	for s, m := range c.segs {
 		if keep[s] {
 			continue
@@ -209,6 +230,138 @@ func (c *termFreqs) forget(current []segment.Segment) {
 		}
 		delete(c.segs, s)
 	}
+}
+
+// oldPositions are one term's positions in the documents of one segment
+// whose window version is older than the term's (or that have none): the
+// only documents of a NEAR of two common words that are checked by their
+// positions (segPosSearcher.check), the same ones in every such search
+// of the term; at most about commonRule.minDocs + commonRule.checkEvery
+// documents a term, as the term joined C at that document frequency.
+type oldPositions struct {
+	docs []uint32
+	off  []uint32 // docs[i]'s positions: pos[off[i]:off[i+1]], sorted
+	pos  []uint32
+}
+
+func (p *oldPositions) size() int { return 4*(len(p.docs)+len(p.off)+len(p.pos)) + 64 }
+
+// oldPositions returns t's positions in the documents of seg whose
+// window version is below since (the version t joined C in), deleted
+// ones included, decoding them on first use (nil when they cannot be
+// kept: then the searches read them as before).
+func (c *termFreqs) oldPositions(seg segment.Segment, t posTerm, since int, current []segment.Segment) (*oldPositions, error) {
+	c.mu.Lock()
+	p, ok := c.old[seg][t]
+	c.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	recent, err := c.recentDocs(seg, since, current)
+	if err != nil {
+		return nil, err
+	}
+	// fits says whether n documents' positions (~12 bytes each) can be
+	// kept; they are not decoded otherwise (the search reads the
+	// candidates' positions from zap as before, fewer than the term's).
+	fits := func(n uint64) bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.oldBytes+12*int(n) > oldPosBudget {
+			c.forget(current)
+		}
+		return c.oldBytes+12*int(n) <= oldPosBudget
+	}
+	p, err = decodeOldPositions(seg, t, recent, fits)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.oldBytes+p.size() > oldPosBudget {
+		return p, nil // used once, not kept
+	}
+	if c.old == nil {
+		c.old = map[segment.Segment]map[posTerm]*oldPositions{}
+	}
+	m := c.old[seg]
+	if m == nil {
+		m = map[posTerm]*oldPositions{}
+		c.old[seg] = m
+	}
+	if _, ok := m[t]; !ok {
+		m[t] = p
+		c.oldBytes += p.size()
+	}
+	c.forgetPiled(current)
+	return p, nil
+}
+
+// decodeOldPositions reads t's positions in the documents of seg not in
+// recent, if fits says that their number can be kept (nil otherwise).
+func decodeOldPositions(seg segment.Segment, t posTerm, recent *roaring.Bitmap, fits func(n uint64) bool) (*oldPositions, error) {
+	d, err := seg.Dictionary(t.field)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := d.PostingsList([]byte(t.term), nil, nil)
+	if err != nil || pl == nil {
+		return nil, err
+	}
+	all := actual(pl.Iterator(false, false, false, nil))
+	if all == nil {
+		return nil, nil
+	}
+	docs := roaring.AndNot(all, recent)
+	if !fits(docs.GetCardinality()) {
+		return nil, nil
+	}
+	out := &oldPositions{docs: make([]uint32, 0, docs.GetCardinality()), off: []uint32{0}}
+	it := pl.Iterator(true, true, true, nil)
+	for di := docs.Iterator(); di.HasNext(); {
+		n := di.Next()
+		p, err := it.Advance(uint64(n))
+		if err != nil {
+			return nil, err
+		}
+		if p == nil || p.Number() != uint64(n) {
+			return nil, nil
+		}
+		start := len(out.pos)
+		for _, l := range p.Locations() {
+			if l.Pos() > math.MaxUint32 {
+				return nil, nil
+			}
+			out.pos = append(out.pos, uint32(l.Pos()))
+		}
+		slices.Sort(out.pos[start:])
+		out.docs = append(out.docs, n)
+		out.off = append(out.off, uint32(len(out.pos)))
+	}
+	return out, nil
+}
+
+// posCursor reads oldPositions for increasing document numbers.
+type posCursor struct {
+	p *oldPositions
+	j int
+}
+
+// at returns the positions of local document d, which must not be below
+// the last one asked; false when d is not one of the documents.
+func (c *posCursor) at(d uint32) ([]uint32, bool) {
+	docs, j := c.p.docs, c.j
+	for k := 0; k < 8 && j < len(docs) && docs[j] < d; k++ {
+		j++
+	}
+	if j < len(docs) && docs[j] < d {
+		j += sort.Search(len(docs)-j, func(x int) bool { return docs[j+x] >= d })
+	}
+	c.j = j
+	if j == len(docs) || docs[j] != d {
+		return nil, false
+	}
+	return c.p.pos[c.p.off[j]:c.p.off[j+1]], true
 }
 
 // v16Norm is zap v16's Posting.Norm of norm bits (the field length).

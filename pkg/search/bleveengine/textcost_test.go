@@ -26,6 +26,13 @@ func setFastPaths(on bool) func() {
 	}
 }
 
+// setNear3 turns topCollector and oldPositions together on or off
+// (DOCREPO_BENCH_COMPARE=near3), returning a function restoring them.
+func setNear3(on bool) func() {
+	a, b := setDirectTop(on), setOldPos(on)
+	return func() { a(); b() }
+}
+
 // setDirectTop turns topCollector (a phrase or NEAR alone counted and its
 // best matches kept, the others' scores skipped by bounds) on or off,
 // returning a function restoring it.
@@ -63,9 +70,18 @@ func setPairFirst(on bool) func() {
 // setFastDecided turns the cheaper reading of the documents the window
 // pairs decide (fastDecided, decodedFreqs) on or off, returning a function restoring it.
 func setFastDecided(on bool) func() {
-	old, decoded := fastDecided, decodedFreqs
-	fastDecided, decodedFreqs = on, on
-	return func() { fastDecided, decodedFreqs = old, decoded }
+	old, decoded, oldPos := fastDecided, decodedFreqs, oldPosFirst
+	fastDecided, decodedFreqs, oldPosFirst = on, on, on
+	return func() { fastDecided, decodedFreqs, oldPosFirst = old, decoded, oldPos }
+}
+
+// setOldPos turns the reading of the positions of documents older than a
+// window pair from termFreqs.oldPositions on or off, returning a function
+// restoring it.
+func setOldPos(on bool) func() {
+	old := oldPosFirst
+	oldPosFirst = on
+	return func() { oldPosFirst = old }
 }
 
 // setWindowFirst turns the window pairs' use on or off, returning a
@@ -227,7 +243,9 @@ func TestFastPathsAgree(t *testing.T) {
 // columns (setColumnFilters), =window for the window pairs
 // (setWindowFirst), =decided for the cheaper reading of the documents
 // they decide (setFastDecided), =top for the counting of a NEAR's matches
-// with only the best kept and scored (setDirectTop). DOCREPO_BENCH_MODES=nearC adds a mode not in the
+// with only the best kept and scored (setDirectTop), =oldpos for the
+// positions of the documents older than a window pair from memory
+// (setOldPos), =near3 for both. DOCREPO_BENCH_MODES=nearC adds a mode not in the
 // probe: NEAR of two of the ten commonest terms of C (the window pairs'
 // worst case: most of the index matches). Besides the mean, each path's p50,
 // p95 and p99 of the CPU time of single searches (getrusage around each)
@@ -253,6 +271,10 @@ func BenchmarkTextCost(b *testing.B) {
 		toggle = setFastDecided
 	case "top":
 		toggle = setDirectTop
+	case "oldpos":
+		toggle = setOldPos
+	case "near3":
+		toggle = setNear3
 	}
 	for _, who := range scaleFilters[:2] {
 		name := map[string]string{"none": "unrestricted", "10%": "user10%"}[who.name]
@@ -284,7 +306,7 @@ func BenchmarkTextCost(b *testing.B) {
 		}
 	}
 	e.freqs.mu.Lock()
-	scaleLog(b, "decoded postings held (termFreqs): %.1f MiB in %d segments", float64(e.freqs.bytes)/(1<<20), len(e.freqs.segs))
+	scaleLog(b, "decoded postings held (termFreqs): %.1f MiB in %d segments; positions of older documents %.1f MiB", float64(e.freqs.bytes)/(1<<20), len(e.freqs.segs), float64(e.freqs.oldBytes)/(1<<20))
 	e.freqs.mu.Unlock()
 }
 
