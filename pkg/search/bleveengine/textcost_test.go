@@ -247,7 +247,8 @@ func TestFastPathsAgree(t *testing.T) {
 // positions of the documents older than a window pair from memory
 // (setOldPos), =near3 for both. DOCREPO_BENCH_MODES=nearC adds a mode not in the
 // probe: NEAR of two of the ten commonest terms of C (the window pairs'
-// worst case: most of the index matches). Besides the mean, each path's p50,
+// worst case: most of the index matches); =nearS the stack probe's NEAR
+// on an index the stack imported (stackNearMode). Besides the mean, each path's p50,
 // p95 and p99 of the CPU time of single searches (getrusage around each)
 // are logged.
 //
@@ -286,6 +287,10 @@ func BenchmarkTextCost(b *testing.B) {
 		if only["nearC"] {
 			modes = append(modes, commonNearMode(e, rand.New(rand.NewPCG(7, 8))))
 		}
+		if only["nearS"] {
+			n, _ := e.Count(context.Background())
+			modes = append(modes, stackNearMode(int(n), rand.New(rand.NewPCG(7, 9))))
+		}
 		for _, m := range modes {
 			if m.vector || len(only) > 0 && !only[m.name] {
 				continue
@@ -308,6 +313,44 @@ func BenchmarkTextCost(b *testing.B) {
 	e.freqs.mu.Lock()
 	scaleLog(b, "decoded postings held (termFreqs): %.1f MiB in %d segments; positions of older documents %.1f MiB", float64(e.freqs.bytes)/(1<<20), len(e.freqs.segs), float64(e.freqs.oldBytes)/(1<<20))
 	e.freqs.mu.Unlock()
+}
+
+// stackNearMode is the through-the-stack probe's FTS NEAR
+// (services/search/bench/probe.go) on an index the stack imported from
+// services/search/bench/synthetic.go's corpus of n documents: two words six
+// positions apart of a document, drawn as that corpus draws them (its
+// vocabulary is not BenchmarkVectorScale's: its syllable count is drawn
+// anew at each syllable).
+func stackNearMode(n int, r *rand.Rand) probeMode {
+	vr := rand.New(rand.NewPCG(1, 2))
+	cons, vows := "bcdfghjklmnprstvz", "aeiou"
+	seen := map[string]bool{}
+	var vocab []string
+	for len(vocab) < 20000 {
+		var b strings.Builder
+		for s := 0; s < 2+vr.IntN(3); s++ {
+			b.WriteByte(cons[vr.IntN(len(cons))])
+			b.WriteByte(vows[vr.IntN(len(vows))])
+		}
+		if w := b.String(); !seen[w] {
+			seen[w] = true
+			vocab = append(vocab, w)
+		}
+	}
+	words := func(i int) []string {
+		dr := rand.New(rand.NewPCG(uint64(i), 99))
+		z := rand.NewZipf(dr, 1.1, 2, uint64(len(vocab)-1))
+		out := make([]string, 60+dr.IntN(60))
+		for j := range out {
+			out[j] = vocab[z.Uint64()]
+		}
+		return out
+	}
+	return probeMode{"nearS", false, func() string {
+		w := words(r.IntN(max(n, 1)))
+		p := r.IntN(len(w) - 10)
+		return fmt.Sprintf(`{"where": {"fts": {"query": %q}}}`, `*N5"`+w[p]+" "+w[p+6]+`"`)
+	}}
 }
 
 // commonNearMode is NEAR (*N5) of two distinct terms among the ten that
