@@ -599,10 +599,10 @@ func openScaleIndex(b *testing.B) *Engine {
 		w0, wcpu0 := time.Now(), cpuTime()
 		<-e.warmed
 		e.freqs.mu.Lock()
-		held := e.freqs.bytes
+		held, old := e.freqs.bytes, e.freqs.oldBytes
 		e.freqs.mu.Unlock()
-		scaleLog(b, "decoded postings warmed after open: %.1f MiB, another %v wall, %v CPU",
-			float64(held)/(1<<20), time.Since(w0).Round(time.Millisecond), (cpuTime() - wcpu0).Round(time.Millisecond))
+		scaleLog(b, "decoded postings warmed after open: %.1f MiB, older documents' positions %.1f MiB, another %v wall, %v CPU",
+			float64(held)/(1<<20), float64(old)/(1<<20), time.Since(w0).Round(time.Millisecond), (cpuTime() - wcpu0).Round(time.Millisecond))
 	}
 	logMemory(b, dir, int(n))
 	if path := os.Getenv("DOCREPO_BENCH_HEAPPROFILE"); path != "" {
@@ -695,7 +695,9 @@ func probeModes(gen *scaleGen, r *rand.Rand) []probeMode {
 // requests: with the window pairs, then without (windowFirst off, the
 // position path; "-window"), or with DOCREPO_BENCH_COMPARE=decided with
 // the window pairs' decided documents read as before termFreqs
-// ("-decided", setFastDecided off).
+// ("-decided", setFastDecided off); with =near3 they run without
+// topCollector and oldPositions ("-near3") and with, alternating, twice. DOCREPO_BENCH_MODES=nearS adds the stack
+// probe's NEAR (stackNearMode) for an index the stack imported.
 //
 //	DOCREPO_BENCH_INDEX=/tmp/idx go test ./search/bleveengine -run XXX \
 //	-bench ScaleModes -benchtime 1x
@@ -705,6 +707,10 @@ func BenchmarkScaleModes(b *testing.B) {
 	r := rand.New(rand.NewPCG(7, 7))
 	word := func() string { return gen.vocab[50+r.IntN(1500)] }
 	modes := probeModes(gen, r)
+	if onlyModes()["nearS"] {
+		n, _ := e.Count(context.Background())
+		modes = append(modes, stackNearMode(int(n), rand.New(rand.NewPCG(7, 9))))
+	}
 	for _, who := range []struct {
 		name   string
 		groups []int64
@@ -722,6 +728,17 @@ func BenchmarkScaleModes(b *testing.B) {
 				}
 			}
 			if len(only) > 0 && !only[m.name] {
+				continue
+			}
+			if strings.HasPrefix(m.name, "near") && os.Getenv("DOCREPO_BENCH_COMPARE") == "near3" {
+				// Old and new alternating, twice (the first run of a
+				// process also pays the page cache and the decodings).
+				for round := range 2 {
+					restore := setNear3(false)
+					runModes(b, e, who.name, fmt.Sprintf("%s -near3 (%d)", m.name, round+1), reqs)
+					restore()
+					runModes(b, e, who.name, fmt.Sprintf("%s (%d)", m.name, round+1), reqs)
+				}
 				continue
 			}
 			runModes(b, e, who.name, m.name, reqs)

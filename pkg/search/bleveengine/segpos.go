@@ -379,7 +379,7 @@ func (s *segPosSearcher) posCursors() error {
 		if t.field != fieldExact || since == 0 {
 			continue
 		}
-		p, err := s.freqs.oldPositions(s.all[s.si], t, since, s.all)
+		p, err := s.freqs.oldPositions(s.all[s.si], t, since, s.all, false)
 		if err != nil {
 			return err
 		}

@@ -44,6 +44,10 @@ type termFreqs struct {
 	// oldPosBudget (beside termFreqsBudget).
 	old      map[segment.Segment]map[posTerm]*oldPositions
 	oldBytes int
+	// asked are the (segment, term) pairs whose oldPositions were asked
+	// for once: they are decoded when asked again (a term a single search
+	// asks for costs it no more than zap's locations of its candidates).
+	asked map[segment.Segment]map[posTerm]bool
 }
 
 // oldPosBudget bounds the memory of an engine's oldPositions: a term's
@@ -208,6 +212,11 @@ func (c *termFreqs) forget(current []segment.Segment) {
 		}
 		delete(c.recent, s)
 	}
+	for s := range c.asked {
+		if !keep[s] {
+			delete(c.asked, s)
+		}
+	}
 	for s, m := range c.old {
 		if keep[s] {
 			continue
@@ -248,11 +257,23 @@ func (p *oldPositions) size() int { return 4*(len(p.docs)+len(p.off)+len(p.pos))
 
 // oldPositions returns t's positions in the documents of seg whose
 // window version is below since (the version t joined C in), deleted
-// ones included, decoding them on first use (nil when they cannot be
+// ones included, decoding them the second time they are asked for, or the
+// first when first is set (nil when they are not decoded or cannot be
 // kept: then the searches read them as before).
-func (c *termFreqs) oldPositions(seg segment.Segment, t posTerm, since int, current []segment.Segment) (*oldPositions, error) {
+func (c *termFreqs) oldPositions(seg segment.Segment, t posTerm, since int, current []segment.Segment, first bool) (*oldPositions, error) {
 	c.mu.Lock()
 	p, ok := c.old[seg][t]
+	if !ok && !first && !c.asked[seg][t] {
+		if c.asked == nil {
+			c.asked = map[segment.Segment]map[posTerm]bool{}
+		}
+		if c.asked[seg] == nil {
+			c.asked[seg] = map[posTerm]bool{}
+		}
+		c.asked[seg][t] = true
+		c.mu.Unlock()
+		return nil, nil
+	}
 	c.mu.Unlock()
 	if ok {
 		return p, nil
@@ -486,7 +507,9 @@ const warmShare = 2
 // warmFreqs decodes, in the background after Open, the postings of
 // terms (C's, in the order they joined it: the commonest first) in every
 // segment of the index, until termFreqsBudget/warmShare bytes are held
-// (at 1 M documents the 334 terms of C hold more). Otherwise the first NEAR of
+// (at 1 M documents the 334 terms of C hold more), and their positions in
+// the documents older than their version (oldPositions) until
+// oldPosBudget/warmShare are. Otherwise the first NEAR of
 // common words after a start decodes each of its terms in every segment
 // (tens of milliseconds a term at 1 M documents): the first searches of
 // a new process were the slowest. It holds the engine's shared lock one
@@ -506,10 +529,10 @@ func (e *Engine) warmFreqs(terms []string) {
 		}
 	}
 	e.freqs.mu.Lock()
-	held := e.freqs.bytes
+	held, old := e.freqs.bytes, e.freqs.oldBytes
 	e.freqs.mu.Unlock()
 	slog.Info("bleveengine: decoded postings warmed", "dir", e.dir, "terms", n, "of", len(terms),
-		"mib", held>>20, "took", time.Since(t0).Round(time.Millisecond))
+		"mib", held>>20, "old_positions_mib", old>>20, "took", time.Since(t0).Round(time.Millisecond))
 }
 
 // warmTerm decodes term's postings in every segment of the current
@@ -538,15 +561,22 @@ func (e *Engine) warmTerm(term string) (bool, error) {
 		all = append(all, ss.Segment())
 	}
 	t := posTerm{field: fieldExact, term: term}
+	since := e.common.Load().since[term]
 	for _, seg := range all {
 		e.freqs.mu.Lock()
 		full := e.freqs.bytes >= termFreqsBudget/warmShare
+		oldFull := e.freqs.oldBytes >= oldPosBudget/warmShare
 		e.freqs.mu.Unlock()
 		if full {
 			return false, nil
 		}
 		if _, err := e.freqs.get(seg, t, all); err != nil {
 			return false, err
+		}
+		if since > 0 && !oldFull {
+			if _, err := e.freqs.oldPositions(seg, t, since, all, true); err != nil {
+				return false, err
+			}
 		}
 	}
 	return true, nil
