@@ -49,8 +49,7 @@ type searchRun struct {
 	// by scan before a record.
 	cols *colFilter
 	// top, when not nil, collects the page of a search whose where
-	// clause is top.f alone, if its searcher is a segPosSearcher
-	// (top.used).
+	// clause is top.f alone (top.used once it has).
 	top *topCollector
 }
 
@@ -726,9 +725,12 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 			leaf.slots = append(leaf.slots, slot)
 		}
 	}
-	if ps, ok := s.(*segPosSearcher); ok && run.top != nil && run.top.f == f && restrict == nil {
+	if run.top != nil && run.top.f == f && restrict == nil {
 		// The whole search: its page straight from the matches.
-		return leaf, run.top.collect(run, ps)
+		if ps, ok := s.(*segPosSearcher); ok {
+			return leaf, run.top.collect(run, ps)
+		}
+		return leaf, run.top.collectSearcher(run, s)
 	}
 	if ps, ok := s.(*segPosSearcher); ok {
 		// A phrase or NEAR alone: its matches straight from the

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/blevesearch/bleve/v2/search"
+
 	"github.com/docrepo/docrepo/pkg/search/dsl"
 )
 
@@ -12,13 +14,15 @@ import (
 var directTop = true
 
 // topCollector answers a search whose where clause is one fts clause
-// answered by a segPosSearcher (a phrase or NEAR alone, issue 23), without
-// metadata filters or vector clause: its matches are counted and only the
-// best offset+limit of them kept, instead of every match being written to
-// the clause's leaf, scanned again into a match list and cut by topN (a
-// NEAR of two common words matches most of the index). The total, the page
-// and its scores are those of the general path: the same matches (a slot
-// of the table, live, not seen before, eligible), the same comparator.
+// alone, without metadata filters or vector clause: its matches are counted
+// and only the best offset+limit of them kept, instead of every match being
+// written to the clause's leaf, scanned again into a match list and cut by
+// topN (a NEAR of two common words, or a three-letter prefix, matches a
+// large part of the index). The total, the page and its scores are those
+// of the general path: the same matches (a slot of the table, live, not
+// seen before, eligible), the same comparator. Phrases and NEAR come from
+// their segPosSearcher (collect), every other clause from its bleve
+// searcher (collectSearcher).
 //
 // When the results are sorted by score first (the default), the searcher
 // is told the score a match must reach to be kept (segPosSearcher.
@@ -75,37 +79,90 @@ func (run *searchRun) newTopCollector(f *dsl.FTS) *topCollector {
 // collect counts and keeps the matches of ps, the searcher of the clause.
 func (t *topCollector) collect(run *searchRun, ps *segPosSearcher) error {
 	t.used = true
-	tab := run.tab
-	recs := tab.recs
-	elig := run.eligibleSlots()
-	visible := visibility(run.req)
-	seen := newBitset(len(recs))
+	admit := t.admitter(run)
 	err := ps.eachMatch(func(seg int, local, num uint64, score float64) error {
 		slot, ok, err := run.res.slotAt(seg, local, num)
-		if err != nil || !ok || !tab.isLive(slot) || seen.has(int(slot)) {
+		if err != nil {
 			return err
 		}
-		seen.set(int(slot))
-		if elig != nil {
-			if !elig.has(int(slot)) {
-				return nil
-			}
-		} else if r := &recs[slot]; r.deleted || !visible(r) {
-			return nil
-		}
-		t.total++
-		if math.IsNaN(score) {
-			t.skipped++
-			return nil
-		}
-		t.offer(match{slot: slot, score: score})
-		if t.byScore && len(t.h) == t.n {
+		if admit(slot, ok, score) && t.byScore && len(t.h) == t.n {
 			ps.minScore = t.h[0].score
 		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if topObserved != nil {
+		topObserved(t.total, t.skipped)
+	}
+	return run.checkCtx()
+}
+
+// admitter returns the function that counts one match of the clause (its
+// slot, ok false when it has none yet) and offers it unless its score is
+// NaN (not scored: below the kept); it reports whether it was offered. A
+// match counts once, when it is a live slot the caller may see, as in the
+// general path's leaf and scan.
+func (t *topCollector) admitter(run *searchRun) func(slot int32, ok bool, score float64) bool {
+	tab := run.tab
+	recs := tab.recs
+	elig := run.eligibleSlots()
+	visible := visibility(run.req)
+	seen := newBitset(len(recs))
+	return func(slot int32, ok bool, score float64) bool {
+		if !ok || !tab.isLive(slot) || seen.has(int(slot)) {
+			return false
+		}
+		seen.set(int(slot))
+		if elig != nil {
+			if !elig.has(int(slot)) {
+				return false
+			}
+		} else if r := &recs[slot]; r.deleted || !visible(r) {
+			return false
+		}
+		t.total++
+		if math.IsNaN(score) {
+			t.skipped++
+			return false
+		}
+		t.offer(match{slot: slot, score: score})
+		return true
+	}
+}
+
+// collectSearcher counts and keeps the matches of s, the clause's bleve
+// searcher (a prefix, a term, AND or OR of words: any fts clause alone but
+// a phrase or NEAR), instead of writing every match to the clause's leaf
+// and scanning it again: a three-letter prefix at 1 M documents matches
+// hundreds of thousands, all of score 1 (issue 23: prefix's 8-client p99).
+func (t *topCollector) collectSearcher(run *searchRun, s search.Searcher) error {
+	t.used = true
+	admit := t.admitter(run)
+	sctx := &search.SearchContext{
+		DocumentMatchPool: search.NewDocumentMatchPool(s.DocumentMatchPoolSize(), 0),
+		IndexReader:       run.r,
+	}
+	for n := 0; ; n++ {
+		if n%checkEvery == 0 {
+			if err := run.checkCtx(); err != nil {
+				return err
+			}
+		}
+		dm, err := s.Next(sctx)
+		if err != nil {
+			return err
+		}
+		if dm == nil {
+			break
+		}
+		slot, ok, err := run.res.slot(dm.IndexInternalID)
+		if err != nil {
+			return err
+		}
+		admit(slot, ok, dm.Score)
+		sctx.DocumentMatchPool.Put(dm)
 	}
 	if topObserved != nil {
 		topObserved(t.total, t.skipped)

@@ -478,6 +478,9 @@ func TestTopCollectorAgrees(t *testing.T) {
 		}
 	}
 	queries = append(queries, `"the of"`, `*N2"the of tax"`, `*NP2"the of" "tax report"`, `*N"tax zebra"`)
+	// Any other clause alone comes from its bleve searcher (collectSearcher):
+	// prefixes (every match of score 1), words, AND, OR, NOT, a phrase prefix.
+	queries = append(queries, `t*`, `ta*`, `"the ta*"`, `tax`, `the tax`, `tax OR zebra OR the`, `the -tax`, `zebra`)
 	pages := []string{`"limit": 1`, `"limit": 3`, `"limit": 10, "offset": 5`, `"limit": 60`, `"limit": 2, "offset": 200`,
 		`"limit": 5, "sort": [{"field": "_score"}]`, `"limit": 5, "sort": [{"field": "id", "direction": "desc"}]`,
 		`"limit": 4, "sort": [{"field": "_score", "direction": "desc"}, {"field": "id", "direction": "desc"}]`,
