@@ -150,9 +150,13 @@ func runCommonChild(t *testing.T, dir string, round, mode int, r *rand.Rand) (re
 		}
 		return false
 	}
+	// A kill at a random time is timed from the child's first report,
+	// made once it has opened (or created) the index: under load a child
+	// killed 50 ms after its start could leave no index at all.
 	var timer <-chan time.Time
+	var after time.Duration
 	if mode == 0 {
-		timer = time.After(time.Duration(50+r.IntN(400)) * time.Millisecond)
+		after = time.Duration(50+r.IntN(400)) * time.Millisecond
 	}
 	looks := 1 + r.IntN(3)
 	giveUp := time.After(20 * time.Second)
@@ -162,6 +166,9 @@ wait:
 		case line, ok := <-lines:
 			if !ok {
 				t.Fatalf("round %d: the child ended: %v\n%s", round, cmd.Wait(), stderr.String())
+			}
+			if mode == 0 && timer == nil {
+				timer = time.After(after)
 			}
 			if read(line) && mode == 1 {
 				if looks--; looks == 0 {
