@@ -897,53 +897,75 @@ func cmpBool(a, b bool) int {
 	return 1
 }
 
-// topN returns the first n matches in cmp order, sorted. It keeps a heap of
-// the n best so far, the worst on top, so most matches cost one comparison.
+// topN returns the first n matches in cmp order, sorted, most matches
+// costing one comparison (matchHeap).
 func topN(ms []match, n int, cmp func(a, b *match) int) []match {
-	sortFn := func(a, b match) int { return cmp(&a, &b) }
 	if n >= len(ms) {
-		slices.SortFunc(ms, sortFn)
+		slices.SortFunc(ms, func(a, b match) int { return cmp(&a, &b) })
 		return ms
 	}
-	h := make([]match, 0, n)
-	down := func(i int) {
-		for {
-			l := 2*i + 1
-			if l >= len(h) {
-				return
-			}
-			w := l
-			if r := l + 1; r < len(h) && cmp(&h[r], &h[l]) > 0 {
-				w = r
-			}
-			if cmp(&h[w], &h[i]) <= 0 {
-				return
-			}
-			h[i], h[w] = h[w], h[i]
-			i = w
-		}
-	}
+	mh := matchHeap{h: make([]match, 0, n), n: n, cmp: cmp}
 	for i := range ms {
 		m := &ms[i]
-		if len(h) < n {
-			h = append(h, *m)
-			for j := len(h) - 1; j > 0; {
-				p := (j - 1) / 2
-				if cmp(&h[j], &h[p]) <= 0 {
-					break
-				}
-				h[j], h[p] = h[p], h[j]
-				j = p
-			}
-			continue
-		}
-		if cmp(m, &h[0]) < 0 {
-			h[0] = *m
-			down(0)
+		if !mh.full() {
+			mh.push(*m)
+		} else if cmp(m, &mh.h[0]) < 0 {
+			mh.replaceTop(*m)
 		}
 	}
-	slices.SortFunc(h, sortFn)
-	return h
+	return mh.sorted()
+}
+
+// matchHeap keeps the first n matches in cmp order of those offered: a
+// heap with the last of them on top (topN, topCollector).
+type matchHeap struct {
+	h   []match
+	n   int
+	cmp func(a, b *match) int
+}
+
+// full reports whether the heap holds n matches.
+func (mh *matchHeap) full() bool { return len(mh.h) >= mh.n }
+
+// push adds m to a heap that is not full.
+func (mh *matchHeap) push(m match) {
+	h, cmp := append(mh.h, m), mh.cmp
+	for j := len(h) - 1; j > 0; {
+		p := (j - 1) / 2
+		if cmp(&h[j], &h[p]) <= 0 {
+			break
+		}
+		h[j], h[p] = h[p], h[j]
+		j = p
+	}
+	mh.h = h
+}
+
+// replaceTop puts m in place of the last kept match (h[0]).
+func (mh *matchHeap) replaceTop(m match) {
+	h, cmp := mh.h, mh.cmp
+	h[0] = m
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		w := l
+		if r := l + 1; r < len(h) && cmp(&h[r], &h[l]) > 0 {
+			w = r
+		}
+		if cmp(&h[w], &h[i]) <= 0 {
+			return
+		}
+		h[i], h[w] = h[w], h[i]
+		i = w
+	}
+}
+
+// sorted returns the kept matches in cmp order.
+func (mh *matchHeap) sorted() []match {
+	slices.SortFunc(mh.h, func(a, b match) int { return mh.cmp(&a, &b) })
+	return mh.h
 }
 
 // selectFields returns the selected metadata fields of r (nil when none is

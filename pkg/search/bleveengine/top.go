@@ -2,7 +2,6 @@ package bleveengine
 
 import (
 	"math"
-	"slices"
 
 	"github.com/blevesearch/bleve/v2/search"
 
@@ -31,10 +30,8 @@ var directTop = true
 // reading their terms' frequencies and norms.
 type topCollector struct {
 	f       *dsl.FTS
-	n       int
-	cmp     func(a, b *match) int
+	heap    matchHeap // the best offset+limit so far
 	byScore bool
-	h       []match // a heap, the worst kept on top
 	total   int
 	used    bool
 	// skipped counts the matches not scored (tests, benchmarks).
@@ -70,8 +67,8 @@ func (run *searchRun) newTopCollector(f *dsl.FTS) *topCollector {
 	}
 	keys := q.EffectiveSort()
 	return &topCollector{
-		f: f, n: q.Offset + limit,
-		cmp:     comparator(keys, run.tab.recs, ids, cols, true),
+		f:       f,
+		heap:    matchHeap{n: q.Offset + limit, cmp: comparator(keys, run.tab.recs, ids, cols, true)},
 		byScore: keys[0].Field == dsl.FieldScore && keys[0].Desc,
 	}
 }
@@ -85,8 +82,8 @@ func (t *topCollector) collect(run *searchRun, ps *segPosSearcher) error {
 		if err != nil {
 			return err
 		}
-		if admit(slot, ok, score) && t.byScore && len(t.h) == t.n {
-			ps.minScore = t.h[0].score
+		if admit(slot, ok, score) && t.byScore && t.heap.full() {
+			ps.minScore = t.heap.h[0].score
 		}
 		return nil
 	})
@@ -176,47 +173,17 @@ var topObserved func(total, skipped int)
 
 // offer keeps m when it is among the best n so far.
 func (t *topCollector) offer(m match) {
-	h, cmp := t.h, t.cmp
-	if t.n <= 0 {
-		return
-	}
-	if len(h) < t.n {
-		h = append(h, m)
-		for j := len(h) - 1; j > 0; {
-			p := (j - 1) / 2
-			if cmp(&h[j], &h[p]) <= 0 {
-				break
-			}
-			h[j], h[p] = h[p], h[j]
-			j = p
-		}
-		t.h = h
-		return
-	}
-	if t.byScore && m.score < h[0].score || cmp(&m, &h[0]) >= 0 {
+	mh := &t.heap
+	switch {
+	case mh.n <= 0:
+	case !mh.full():
+		mh.push(m)
+	case t.byScore && m.score < mh.h[0].score || mh.cmp(&m, &mh.h[0]) >= 0:
 		// (A lower score sorts after h[0] when the score comes first.)
-		return
-	}
-	h[0] = m
-	for i := 0; ; {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
-		}
-		w := l
-		if r := l + 1; r < len(h) && cmp(&h[r], &h[l]) > 0 {
-			w = r
-		}
-		if cmp(&h[w], &h[i]) <= 0 {
-			return
-		}
-		h[i], h[w] = h[w], h[i]
-		i = w
+	default:
+		mh.replaceTop(m)
 	}
 }
 
 // matches returns the kept matches in order.
-func (t *topCollector) matches() []match {
-	slices.SortFunc(t.h, func(a, b match) int { return t.cmp(&a, &b) })
-	return t.h
-}
+func (t *topCollector) matches() []match { return t.heap.sorted() }
