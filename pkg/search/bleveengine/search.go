@@ -412,15 +412,7 @@ func (run *searchRun) pageTotal(matches []match, total int) (engine.Result, erro
 	q, plan, recs := run.q, run.plan, run.tab.recs
 	scored := plan.Vector != nil || len(plan.FullText) > 0
 	res := engine.Result{Total: int64(total)}
-	var ids []int64
-	if compactSlots {
-		ids = run.tab.ids
-	}
-	var cols *metaColumns
-	if columnFilters {
-		cols = &run.tab.cols
-	}
-	page := pageOf(matches, q.Offset, q.Limit, comparator(q.EffectiveSort(), recs, ids, cols, scored))
+	page := pageOf(matches, q.Offset, q.Limit, run.comparator(q.EffectiveSort(), scored))
 	if len(page) == 0 {
 		return res, nil
 	}
@@ -798,6 +790,20 @@ func visibility(req *engine.Request) func(r *record) bool {
 		}
 		return false
 	}
+}
+
+// comparator is comparator over the search's table: its compact ids and
+// metadata columns when they are enabled (pageTotal, topCollector).
+func (run *searchRun) comparator(keys []dsl.Sort, scored bool) func(a, b *match) int {
+	var ids []int64
+	if compactSlots {
+		ids = run.tab.ids
+	}
+	var cols *metaColumns
+	if columnFilters {
+		cols = &run.tab.cols
+	}
+	return comparator(keys, run.tab.recs, ids, cols, scored)
 }
 
 // comparator orders matches by the sort keys; documents lacking a field

@@ -57,18 +57,10 @@ func (run *searchRun) newTopCollector(f *dsl.FTS) *topCollector {
 	if limit <= 0 {
 		limit = dsl.DefaultLimit
 	}
-	var ids []int64
-	if compactSlots {
-		ids = run.tab.ids
-	}
-	var cols *metaColumns
-	if columnFilters {
-		cols = &run.tab.cols
-	}
 	keys := q.EffectiveSort()
 	return &topCollector{
 		f:       f,
-		heap:    matchHeap{n: q.Offset + limit, cmp: comparator(keys, run.tab.recs, ids, cols, true)},
+		heap:    matchHeap{n: q.Offset + limit, cmp: run.comparator(keys, true)},
 		byScore: keys[0].Field == dsl.FieldScore && keys[0].Desc,
 	}
 }
