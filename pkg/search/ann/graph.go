@@ -440,6 +440,13 @@ type SearchOptions struct {
 	// group's many nodes do not crowd others out of the results (nor end
 	// the walk early).
 	Group func(id int32) int32
+	// Entries, when above 1, is the breadth of the search on layer 1
+	// whose nodes all enter layer 0 (default: the one node a greedy
+	// descent ends at).
+	Entries int
+	// Seeds, when not empty, are more nodes that enter layer 0 beside the
+	// greedy descent's.
+	Seeds []int32
 }
 
 // Search returns up to o.Ef nodes nearest to q that are neither deleted
@@ -460,7 +467,20 @@ func (g *Graph) Search(q *Query, o SearchOptions) ([]Result, int) {
 	curD := dist(cur)
 	visits := 1
 	for l := g.top; l > 0; l-- {
+		if l == 1 && o.Entries > 1 {
+			break
+		}
 		cur, curD = g.greedy(dist, cur, curD, l)
+	}
+	entries := []cand{{id: cur, d: curD}}
+	if o.Entries > 1 && g.top >= 1 {
+		entries = g.layerSearch(dist, entries, o.Entries, 1)
+	}
+	for _, id := range o.Seeds {
+		if id >= 0 && int(id) < len(g.level) && id != cur {
+			entries = append(entries, cand{id: id, d: dist(id)})
+			visits++
+		}
 	}
 	ok := func(id int32) bool { return !g.isDeleted(id) && (o.Accept == nil || o.Accept(id)) }
 	vis := g.visitSet(len(g.level))
@@ -500,10 +520,12 @@ func (g *Graph) Search(q *Query, o SearchOptions) ([]Result, int) {
 			}
 		}
 	}
-	vis.mark(cur)
-	heap.Push(&cands, cand{id: cur, d: curD})
-	if ok(cur) {
-		add(cand{id: cur, d: curD})
+	for _, e := range entries {
+		vis.mark(e.id)
+		heap.Push(&cands, e)
+		if ok(e.id) {
+			add(e)
+		}
 	}
 	for len(cands) > 0 {
 		c := heap.Pop(&cands).(cand)
@@ -537,6 +559,21 @@ func (g *Graph) Search(q *Query, o SearchOptions) ([]Result, int) {
 		rs[i] = Result{ID: c.id, Dist: c.d}
 	}
 	return rs, visits
+}
+
+// InDegrees returns, per node, the number of layer-0 link lists that
+// hold it (diagnostics: a node no list holds is reached only as an entry
+// point).
+func (g *Graph) InDegrees() []int32 {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	in := make([]int32, len(g.level))
+	for _, x := range g.links0 {
+		if x >= 0 {
+			in[x]++
+		}
+	}
+	return in
 }
 
 // cand is a node and its distance.

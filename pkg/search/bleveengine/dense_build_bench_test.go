@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -35,6 +36,11 @@ import (
 // per search and per scanned vector, against the walk's CPU per visit —
 // the ratio walkPays needs.
 //
+// With DOCREPO_BENCH_GRAPH_DIR, each graph is written there at each size
+// (m16-efc100-200000.graph) and read back instead of built when it is
+// there already: a run stopped part-way resumes from its last size, and
+// walks can be compared on a large graph without building it again.
+//
 // DOCREPO_ANN_CONFIGS lists the settings as M/efConstruction
 // (default 16/100,24/200,32/200); DOCREPO_BENCH_QUERIES the number of
 // queries (default 100).
@@ -56,7 +62,7 @@ func BenchmarkDenseBuild(b *testing.B) {
 		}
 		slices.Sort(sizes)
 	}
-	type setting struct{ m, efc int }
+	type setting struct{ m, efc, dims int }
 	var settings []setting
 	cs := os.Getenv("DOCREPO_ANN_CONFIGS")
 	if cs == "" {
@@ -64,11 +70,18 @@ func BenchmarkDenseBuild(b *testing.B) {
 	}
 	for _, f := range strings.Split(cs, ",") {
 		var s setting
-		if _, err := fmt.Sscanf(strings.TrimSpace(f), "%d/%d", &s.m, &s.efc); err != nil {
+		f = strings.TrimSpace(f)
+		if strings.Count(f, "/") == 2 {
+			if _, err := fmt.Sscanf(f, "%d/%d/%d", &s.m, &s.efc, &s.dims); err != nil {
+				b.Fatalf("DOCREPO_ANN_CONFIGS=%q: %v", cs, err)
+			}
+		} else if _, err := fmt.Sscanf(f, "%d/%d", &s.m, &s.efc); err != nil {
 			b.Fatalf("DOCREPO_ANN_CONFIGS=%q: %v", cs, err)
 		}
 		settings = append(settings, s)
 	}
+	graphDir := os.Getenv("DOCREPO_BENCH_GRAPH_DIR")
+	diag := os.Getenv("DOCREPO_BENCH_MISSED") != ""
 	n := sizes[len(sizes)-1]
 	gen := newScaleGen(b, true)
 	queries := gen.queries(envInt(b, "DOCREPO_BENCH_QUERIES", 100))
@@ -95,38 +108,136 @@ func BenchmarkDenseBuild(b *testing.B) {
 				defer wg.Done()
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
-				g := ann.New(dim, func(id int32) []float32 { return vecs[id] }, ann.Config{M: s.m, EfConstruction: s.efc, Seed: uint64(dim)})
+				gdim := dim
+				if s.dims > 0 {
+					gdim = min(s.dims, dim)
+				}
+				vec := func(id int32) []float32 { return vecs[id][:gdim] }
+				g := ann.New(gdim, vec, ann.Config{M: s.m, EfConstruction: s.efc, Seed: uint64(dim)})
+				name := fmt.Sprintf("M %2d efC %3d", s.m, s.efc)
+				if gdim < dim {
+					name += fmt.Sprintf(" dims %d", gdim)
+				}
 				added := 0
 				for si, size := range sizes {
+					saved := ""
+					if graphDir != "" {
+						saved = filepath.Join(graphDir, fmt.Sprintf("m%d-efc%d-%s%d.graph", s.m, s.efc, map[bool]string{true: fmt.Sprintf("d%d-", gdim)}[gdim < dim], size))
+						if f, err := os.Open(saved); err == nil {
+							lg, err := ann.ReadGraph(f, vec, ann.Config{Seed: uint64(dim) + uint64(size)})
+							f.Close()
+							if err != nil {
+								b.Errorf("%s: %v", saved, err)
+								return
+							}
+							g, added, saved = lg, size, ""
+							logMu.Lock()
+							scaleLog(b, "%7d docs  %s: graph read from %s (not built in this run)", size, name, filepath.Base(f.Name()))
+							logMu.Unlock()
+						}
+					}
 					adds := size - added
 					bc0, bt0 := threadCPU(), time.Now()
 					for ; added < size; added++ {
-						g.Add(vecs[added])
+						g.Add(vecs[added][:gdim])
 					}
 					buildCPU, buildWall := threadCPU()-bc0, time.Since(bt0)
 					bytes, _ := g.WriteTo(io.Discard)
+					if saved != "" {
+						if err := writeGraph(saved, g); err != nil {
+							b.Errorf("%s: %v", saved, err)
+							return
+						}
+					}
 					want := exactAt(si)
-					for _, ef := range []int{walkEf(100) / 4, walkEf(100) / 2, walkEf(100), 2 * walkEf(100)} {
+					in := g.InDegrees()
+					zero := 0
+					for _, d := range in {
+						if d == 0 {
+							zero++
+						}
+					}
+					for _, w := range denseWalks() {
 						var r10, r100 float64
-						visits := 0
+						visits, missed, missedZero, missedIn := 0, 0, 0, 0
 						sc0 := threadCPU()
 						for q, qv := range queries {
-							rs, v := g.Search(ann.NewQuery(qv), ann.SearchOptions{Ef: ef, Group: func(id int32) int32 { return id }})
+							var seeds []int32
+							if w.seeds > 0 {
+								// The w.seeds nearest of about 1,024 nodes spread over the graph, by an exact scan.
+								stride := max(1, size/1024)
+								type sd struct {
+									id int32
+									d  float64
+								}
+								var all []sd
+								for id := 0; id < size; id += stride {
+									all = append(all, sd{int32(id), ann.L2(qv[:gdim], vecs[id][:gdim])})
+								}
+								slices.SortFunc(all, func(a, b sd) int {
+									if a.d < b.d {
+										return -1
+									}
+									if a.d > b.d {
+										return 1
+									}
+									return 0
+								})
+								for _, x := range all[:min(w.seeds, len(all))] {
+									seeds = append(seeds, x.id)
+								}
+								visits += len(all)
+							}
+							rs, v := g.Search(ann.NewQuery(qv[:gdim]), ann.SearchOptions{Ef: w.ef, Entries: w.entries, Seeds: seeds, Group: func(id int32) int32 { return id }})
 							visits += v
+							if gdim < dim {
+								// Re-ranked by the full vectors, as the engine re-ranks.
+								for i := range rs {
+									rs[i].Dist = float32(ann.L2(qv, vecs[rs[i].ID]))
+								}
+								slices.SortFunc(rs, func(a, b ann.Result) int {
+									if a.Dist != b.Dist {
+										if a.Dist < b.Dist {
+											return -1
+										}
+										return 1
+									}
+									return int(a.ID - b.ID)
+								})
+							}
 							got := make([]int32, 0, 100)
 							for _, r := range rs[:min(100, len(rs))] {
 								got = append(got, r.ID)
 							}
 							r10 += recall32(got, want[q], 10)
 							r100 += recall32(got, want[q], 100)
+							for rank, id := range want[q][:min(10, len(want[q]))] {
+								if !slices.Contains(got, id) {
+									if diag {
+										d10 := ann.L2(qv, vecs[want[q][min(9, len(want[q])-1)]])
+										d1 := ann.L2(qv, vecs[want[q][0]])
+										logMu.Lock()
+										scaleLog(b, "%7d docs  %s  breadth %4d: query %d missed its exact #%d (node %d, in-degree %d): distance %.4f, #1 %.4f, #10 %.4f, walk's last kept %.4f",
+											size, name, w.ef, q, rank+1, id, in[id], ann.L2(qv, vecs[id]), d1, d10, rs[len(rs)-1].Dist)
+										logMu.Unlock()
+									}
+									missed++
+									missedIn += int(in[id])
+									if in[id] == 0 {
+										missedZero++
+									}
+								}
+							}
 						}
 						searchCPU := threadCPU() - sc0
 						nq := float64(len(queries))
 						logMu.Lock()
-						scaleLog(b, "%7d docs  M %2d efC %3d  breadth %4d: recall@10 %.4f recall@100 %.4f  %6.0f visits  %5.2f ms CPU/search (%.2f µs/visit)  build %6.3f ms CPU/add (%v wall for %d adds)  graph %5.0f B/vector  load average %s",
-							size, s.m, s.efc, ef, r10/nq, r100/nq, float64(visits)/nq, ms1(searchCPU)/nq,
+						scaleLog(b, "%7d docs  %s  breadth %4d entries %2d seeds %2d: recall@10 %.4f recall@100 %.4f  %6.0f visits  %5.2f ms CPU/search (%.2f µs/visit)  build %6.3f ms CPU/add (%v wall for %d adds)  graph %5.0f B/vector  load average %s",
+							size, name, w.ef, w.entries, w.seeds, r10/nq, r100/nq, float64(visits)/nq, ms1(searchCPU)/nq,
 							float64(searchCPU.Nanoseconds())/1000/float64(visits),
 							ms1(buildCPU)/float64(adds), buildWall.Round(time.Second), adds, float64(bytes)/float64(size), loadAvg())
+						scaleLog(b, "%7d docs  %s  breadth %4d entries %2d: of the exact top 10, %d missed: mean layer-0 in-degree %.1f, %d with none (of all nodes: %d with none, %.2f%%)",
+							size, name, w.ef, w.entries, missed, float64(missedIn)/float64(max(1, missed)), missedZero, zero, 100*float64(zero)/float64(len(in)))
 						logMu.Unlock()
 					}
 				}
@@ -158,6 +269,51 @@ func BenchmarkDenseBuild(b *testing.B) {
 		}()
 		wg.Wait()
 	}
+}
+
+// denseWalk is a way BenchmarkDenseBuild walks a graph: a breadth and
+// the layer-1 breadth that gives the walk its entry points (0: one).
+type denseWalk struct{ ef, entries, seeds int }
+
+// denseWalks are the walks BenchmarkDenseBuild measures: the engine's
+// (breadth walkEf(100)), a quarter, half and twice that breadth, and the
+// engine's breadth entered from 16 and 64 nodes of layer 1
+// (DOCREPO_BENCH_ENTRIES, comma-separated, replaces 16,64).
+func denseWalks() []denseWalk {
+	ef := walkEf(100)
+	ws := []denseWalk{{ef / 4, 0, 0}, {ef / 2, 0, 0}, {ef, 0, 0}, {2 * ef, 0, 0}}
+	es := "16,64"
+	if v, ok := os.LookupEnv("DOCREPO_BENCH_ENTRIES"); ok {
+		es = v
+	}
+	for _, f := range strings.Split(es, ",") {
+		if e, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && e > 1 {
+			ws = append(ws, denseWalk{ef, e, 0})
+		}
+	}
+	for _, f := range strings.Split(os.Getenv("DOCREPO_BENCH_SEEDS"), ",") {
+		if e, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && e > 0 {
+			ws = append(ws, denseWalk{ef / 4, 0, e}, denseWalk{ef / 2, 0, e}, denseWalk{ef, 0, e})
+		}
+	}
+	return ws
+}
+
+// writeGraph writes g to path through a temporary file.
+func writeGraph(path string, g *ann.Graph) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".graph-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := g.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
 
 // exactTops returns each query's k nearest vectors by squared distance:
@@ -225,4 +381,114 @@ func threadCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkDenseShards measures graphs of a bounded size, one per shard of
+// consecutive vectors (DOCREPO_BENCH_SHARD, default 100,000), each walked at
+// the engine's breadth and their results merged, against one graph over
+// all the vectors (BenchmarkDenseBuild's): whether recall@10 then follows
+// the shard's size rather than the index's, and what the walks cost. The
+// vectors are BenchmarkDenseBuild's (blend-glove content vectors, its
+// queries); DOCREPO_BENCH_DOCS is the total (default 200,000). With
+// DOCREPO_BENCH_GRAPH_DIR, shard 0's graph is BenchmarkDenseBuild's graph
+// at the shard's size when it is there (m16-efc100-100000.graph: the same
+// vectors, the same build), and each shard's graph is saved and read back
+// as BenchmarkDenseBuild's are (shard1-of-100000.graph).
+//
+//	DOCREPO_BENCH_VECTORS=blend-glove DOCREPO_BENCH_GRAPH_DIR=/tmp/g go test ./search/bleveengine -run XXX -bench DenseShards -benchtime 1x -timeout 3h
+func BenchmarkDenseShards(b *testing.B) {
+	if !benchBlend() {
+		b.Skip("set DOCREPO_BENCH_VECTORS=blend-glove (or blend)")
+	}
+	shard := envInt(b, "DOCREPO_BENCH_SHARD", 100000)
+	n := envInt(b, "DOCREPO_BENCH_DOCS", 200000)
+	graphDir := os.Getenv("DOCREPO_BENCH_GRAPH_DIR")
+	gen := newScaleGen(b, true)
+	queries := gen.queries(envInt(b, "DOCREPO_BENCH_QUERIES", 100))
+	vecs := make([][]float32, n)
+	parallel(n, func(i int) { vecs[i] = gen.doc0(i).ContentVectors[0] })
+	dim := len(vecs[0])
+	want := exactTops(vecs, queries, 100)
+	for b.Loop() {
+		runtime.LockOSThread()
+		var graphs []*ann.Graph
+		var bases []int
+		for base := 0; base < n; base += shard {
+			size := min(shard, n-base)
+			vec := func(id int32) []float32 { return vecs[base+int(id)] }
+			var g *ann.Graph
+			var path string
+			if graphDir != "" {
+				path = filepath.Join(graphDir, fmt.Sprintf("shard%d-of-%d.graph", base/shard, shard))
+				if base == 0 {
+					if _, err := os.Stat(path); err != nil {
+						path = filepath.Join(graphDir, fmt.Sprintf("m16-efc100-%d.graph", shard))
+					}
+				}
+				if f, err := os.Open(path); err == nil {
+					g, err = ann.ReadGraph(f, vec, ann.Config{Seed: uint64(dim)})
+					f.Close()
+					if err != nil {
+						b.Fatalf("%s: %v", path, err)
+					}
+					if g.Len() != size {
+						b.Fatalf("%s: %d nodes, want %d", path, g.Len(), size)
+					}
+					scaleLog(b, "shard %d (%d vectors): graph read from %s", base/shard, size, filepath.Base(path))
+				}
+			}
+			if g == nil {
+				g = ann.New(dim, vec, ann.Config{Seed: uint64(dim)})
+				c0, t0 := threadCPU(), time.Now()
+				for i := range size {
+					g.Add(vecs[base+i])
+				}
+				scaleLog(b, "shard %d (%d vectors): built, %.3f ms CPU/add (%v wall); load average %s",
+					base/shard, size, ms1(threadCPU()-c0)/float64(size), time.Since(t0).Round(time.Second), loadAvg())
+				if path != "" {
+					if err := writeGraph(filepath.Join(graphDir, fmt.Sprintf("shard%d-of-%d.graph", base/shard, shard)), g); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			graphs = append(graphs, g)
+			bases = append(bases, base)
+		}
+		for _, ef := range []int{walkEf(100) / 2, walkEf(100), 2 * walkEf(100)} {
+			var r10, r100 float64
+			visits := 0
+			c0 := threadCPU()
+			for q, qv := range queries {
+				pq := ann.NewQuery(qv)
+				var all []ann.Result
+				for i, g := range graphs {
+					rs, v := g.Search(pq, ann.SearchOptions{Ef: ef, Group: func(id int32) int32 { return id }})
+					visits += v
+					for _, r := range rs {
+						all = append(all, ann.Result{ID: r.ID + int32(bases[i]), Dist: r.Dist})
+					}
+				}
+				slices.SortFunc(all, func(a, b ann.Result) int {
+					if a.Dist != b.Dist {
+						if a.Dist < b.Dist {
+							return -1
+						}
+						return 1
+					}
+					return int(a.ID - b.ID)
+				})
+				got := make([]int32, 0, 100)
+				for _, r := range all[:min(100, len(all))] {
+					got = append(got, r.ID)
+				}
+				r10 += recall32(got, want[q], 10)
+				r100 += recall32(got, want[q], 100)
+			}
+			cpu := threadCPU() - c0
+			nq := float64(len(queries))
+			scaleLog(b, "%7d docs in %d shards of %d, breadth %4d each: recall@10 %.4f recall@100 %.4f  %6.0f visits  %5.2f ms CPU/search  load average %s",
+				n, len(graphs), shard, ef, r10/nq, r100/nq, float64(visits)/nq, ms1(cpu)/nq, loadAvg())
+		}
+		runtime.UnlockOSThread()
+	}
 }
