@@ -10,10 +10,14 @@
 //     on the graph are exact. Search applies a filter during the walk:
 //     nodes the filter refuses are passed through but never returned, and
 //     the walk goes on until it has Ef admitted nodes (or MaxVisits).
-//     Deleted nodes stay as waypoints. WriteTo and ReadGraph persist it
-//     (checksummed); AddLogged returns a record of what an Add changed
-//     and Replay applies it, so a log of Adds after a checkpoint rebuilds
-//     the graph without computing a distance.
+//     Deleted nodes stay as waypoints. Nodes are kept in shards of
+//     Config.Shard (100,000 by default), each linked within itself and
+//     walked from its own entry point, the shards' results merged: one
+//     graph's recall at a fixed breadth falls as it grows (recall@10 0.996
+//     at 100 k, 0.984 at 200 k), a shard's stays at its size's. WriteTo
+//     and ReadGraph persist it (checksummed); AddLogged returns a record
+//     of what an Add changed and Replay applies it, so a log of Adds
+//     after a checkpoint rebuilds the graph without computing a distance.
 //   - Codes: int8 codes with a scale per vector, in blocks of 1,024
 //     vectors, for exact scans. Laid out by dimension (ByDimension), a
 //     sparse query (a short text's hash vector, a few dozen non-zero

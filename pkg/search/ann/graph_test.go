@@ -214,8 +214,19 @@ func TestDeletedNodesAreNeverResults(t *testing.T) {
 }
 
 func TestGraphFileRoundTrip(t *testing.T) {
+	for _, shard := range []int{0, 150} {
+		t.Run(fmt.Sprintf("shard %d", shard), func(t *testing.T) { testGraphFileRoundTrip(t, shard) })
+	}
+}
+
+// testGraphFileRoundTrip is TestGraphFileRoundTrip for a graph of shards
+// of shard nodes (0: the default, one shard at this size).
+func testGraphFileRoundTrip(t *testing.T, shard int) {
 	docs, queries := hashCorpus(t, 500, 5, 64, true)
-	g := build(docs, 64)
+	g := New(64, func(id int32) []float32 { return docs[id] }, Config{Seed: 7, Shard: shard})
+	for _, v := range docs {
+		g.Add(v)
+	}
 	g.Delete(17)
 	var buf bytes.Buffer
 	if _, err := g.WriteTo(&buf); err != nil {
@@ -229,6 +240,9 @@ func TestGraphFileRoundTrip(t *testing.T) {
 	}
 	if g2.Len() != 500 || !g2.IsDeleted(17) || g2.Deleted() != 1 {
 		t.Fatalf("read back %d nodes, 17 deleted %v, %d deleted", g2.Len(), g2.IsDeleted(17), g2.Deleted())
+	}
+	if g2.Config() != g.Config() || g2.Shards() != g.Shards() || !slices.Equal(g2.entries, g.entries) || !slices.Equal(g2.tops, g.tops) {
+		t.Fatalf("read back %+v in %d shards (entries %v), want %+v in %d (%v)", g2.Config(), g2.Shards(), g2.entries, g.Config(), g.Shards(), g.entries)
 	}
 	for _, q := range queries {
 		a, _ := g.Search(NewQuery(q), SearchOptions{Ef: 20})
@@ -254,15 +268,15 @@ func TestGraphFileRoundTrip(t *testing.T) {
 	}
 }
 
-// TestGraphKeepsItsBuildSettings: a graph read back keeps the M and
-// efConstruction of its file (an index built with older defaults opens
+// TestGraphKeepsItsBuildSettings: a graph read back keeps the M,
+// efConstruction and shard size of its file (an index built with older defaults opens
 // with them and goes on adding nodes with their link lists), whatever the
 // Config it is read with or the defaults are; a zero Config takes the
 // defaults.
 func TestGraphKeepsItsBuildSettings(t *testing.T) {
 	docs, queries := hashCorpus(t, 400, 5, 64, true)
 	vec := func(id int32) []float32 { return docs[id] }
-	if got := New(64, vec, Config{}).Config(); got != (Config{M: DefaultM, EfConstruction: DefaultEfConstruction}) {
+	if got := New(64, vec, Config{}).Config(); got != (Config{M: DefaultM, EfConstruction: DefaultEfConstruction, Shard: DefaultShard}) {
 		t.Fatalf("zero Config: %+v, want the defaults", got)
 	}
 	for _, tc := range []struct {
@@ -270,11 +284,12 @@ func TestGraphKeepsItsBuildSettings(t *testing.T) {
 		built Config
 		read  Config
 	}{
-		{name: "the first defaults, read with zero", built: Config{M: 16, EfConstruction: 100}, read: Config{Seed: 7}},
-		{name: "wider, read with other settings", built: Config{M: 32, EfConstruction: 200}, read: Config{M: 12, EfConstruction: 50, Seed: 7}},
+		{name: "the first defaults, read with zero", built: Config{M: 16, EfConstruction: 100, Shard: Unsharded}, read: Config{Seed: 7}},
+		{name: "wider, read with other settings", built: Config{M: 32, EfConstruction: 200, Shard: Unsharded}, read: Config{M: 12, EfConstruction: 50, Shard: 50, Seed: 7}},
+		{name: "shards, read with none", built: Config{M: 16, EfConstruction: 100, Shard: 120}, read: Config{Shard: Unsharded, Seed: 7}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := New(64, vec, Config{M: tc.built.M, EfConstruction: tc.built.EfConstruction, Seed: 1})
+			g := New(64, vec, Config{M: tc.built.M, EfConstruction: tc.built.EfConstruction, Shard: tc.built.Shard, Seed: 1})
 			for _, v := range docs[:300] {
 				g.Add(v)
 			}
@@ -686,5 +701,91 @@ func TestDotKernelsAgree(t *testing.T) {
 		if diff := math.Abs(float64(got - want)); diff > 1e-5*max(1, mag) {
 			t.Fatalf("n=%d: dot %v, portable %v", n, got, want)
 		}
+	}
+}
+
+// TestShardsKeepTheirLinksAndMergeTheirResults: a graph of shards links
+// each node only to nodes of its own shard, each shard has its own entry
+// point, and Search walks every shard and merges: the exact nearest are
+// found as in one graph (the shards' nodes are found wherever they lie),
+// a grouped search returns each group once even when its nodes straddle
+// two shards, and a bounded walk reports reaching its bound. A graph of
+// one shard (Unsharded) is written as before shards (DRANN1), one of
+// several as DRANN2.
+func TestShardsKeepTheirLinksAndMergeTheirResults(t *testing.T) {
+	docs, queries := hashCorpus(t, 1500, 40, 256, true)
+	vec := func(id int32) []float32 { return docs[id] }
+	g := New(256, vec, Config{Seed: 7, Shard: 500})
+	for _, v := range docs {
+		g.Add(v)
+	}
+	if g.Shards() != 3 || g.Config().Shard != 500 {
+		t.Fatalf("%d shards of %d, want 3 of 500", g.Shards(), g.Config().Shard)
+	}
+	for id := range int32(len(docs)) {
+		for l := 0; l <= int(g.level[id]); l++ {
+			for _, x := range g.links(id, l) {
+				if x >= 0 && x/500 != id/500 {
+					t.Fatalf("node %d (shard %d) is linked to node %d (shard %d) on layer %d", id, id/500, x, x/500, l)
+				}
+			}
+		}
+	}
+	for s, e := range g.entries {
+		if int(e)/500 != s {
+			t.Fatalf("shard %d's entry point is node %d", s, e)
+		}
+	}
+	var sum float64
+	fromShard := make([]int, 3)
+	for _, q := range queries {
+		rs, _ := g.Search(NewQuery(q), SearchOptions{Ef: 100})
+		got := rerank(docs, q, rs, 10)
+		for _, id := range got {
+			fromShard[id/500]++
+		}
+		sum += recall(got, exactTop(docs, q, 10, nil))
+	}
+	if got := sum / float64(len(queries)); got < 0.97 {
+		t.Errorf("recall@10 = %.3f, want >= 0.97", got)
+	}
+	for s, n := range fromShard {
+		if n == 0 {
+			t.Errorf("no result from shard %d: %v", s, fromShard)
+		}
+	}
+	// Groups of 7 nodes: group 71 is nodes 497-503, across shards 0 and 1.
+	group := func(id int32) int32 { return id / 7 }
+	for _, q := range queries {
+		rs, _ := g.Search(NewQuery(q), SearchOptions{Ef: 50, Group: group})
+		seen := map[int32]bool{}
+		for i, r := range rs {
+			if seen[group(r.ID)] {
+				t.Fatalf("group %d returned twice: %v", group(r.ID), rs)
+			}
+			seen[group(r.ID)] = true
+			if i > 0 && r.Dist < rs[i-1].Dist {
+				t.Fatalf("results out of order: %v", rs)
+			}
+		}
+		if len(rs) != 50 {
+			t.Fatalf("%d groups, want 50", len(rs))
+		}
+	}
+	if _, visits := g.Search(NewQuery(queries[0]), SearchOptions{Ef: 100, MaxVisits: 60}); visits < 60 {
+		t.Errorf("a walk bounded at 60 visits reports %d", visits)
+	}
+	one := New(256, vec, Config{Seed: 7, Shard: Unsharded})
+	for _, v := range docs[:600] {
+		one.Add(v)
+	}
+	if one.Shards() != 1 || one.Config().Shard != Unsharded {
+		t.Errorf("unsharded: %d shards, config %+v", one.Shards(), one.Config())
+	}
+	if b := graphBytes(t, one); !bytes.HasPrefix(b, magic) {
+		t.Errorf("an unsharded graph is written as %q, want %q", b[:8], magic)
+	}
+	if b := graphBytes(t, g); !bytes.HasPrefix(b, magicSharded) {
+		t.Errorf("a sharded graph is written as %q, want %q", b[:8], magicSharded)
 	}
 }

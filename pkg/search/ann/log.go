@@ -147,8 +147,9 @@ func (g *Graph) Replay(rec []byte) error {
 		return fmt.Errorf("%w: record of node %d, the graph has %d", ErrCorrupt, a.id, n)
 	}
 	want := 0
-	if g.entry >= 0 {
-		want = min(a.lvl, g.top) + 1
+	sh := g.shardOf(a.id)
+	if entry, top := g.entryOf(sh); entry >= 0 {
+		want = min(a.lvl, top) + 1
 	}
 	if a.lvl >= maxLevels || layers != uint64(want) {
 		return fmt.Errorf("%w: node %d of level %d with links on %d layers", ErrCorrupt, a.id, a.lvl, layers)
@@ -156,6 +157,11 @@ func (g *Graph) Replay(rec []byte) error {
 	a.own = make([][]int32, layers)
 	for l := range a.own {
 		a.own[l] = r.ids(g.maxLinks(l), n)
+		for _, x := range a.own[l] {
+			if g.shardOf(x) != sh {
+				return fmt.Errorf("%w: node %d linked to node %d of another shard", ErrCorrupt, a.id, x)
+			}
+		}
 	}
 	nc := r.uvarint()
 	if r.err == nil && nc > uint64(want*g.m0) {
@@ -169,7 +175,7 @@ func (g *Graph) Replay(rec []byte) error {
 		if r.err != nil {
 			return r.err
 		}
-		if int(c.node) >= n || c.node < 0 || c.layer >= want || c.layer > int(g.level[c.node]) || k > 1+g.maxLinks(c.layer) {
+		if int(c.node) >= n || c.node < 0 || g.shardOf(c.node) != sh || c.layer >= want || c.layer > int(g.level[c.node]) || k > 1+g.maxLinks(c.layer) {
 			return fmt.Errorf("%w: change of node %d's layer %d", ErrCorrupt, c.node, c.layer)
 		}
 		old := g.links(c.node, c.layer)

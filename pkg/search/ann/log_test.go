@@ -3,6 +3,7 @@ package ann
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -22,9 +23,18 @@ func graphBytes(t *testing.T, g *Graph) []byte {
 // same; a record cut anywhere, or one replayed out of turn, is refused
 // and leaves the graph as it was.
 func TestReplayedRecordsRebuildTheSameGraph(t *testing.T) {
+	for _, shard := range []int{0, 250} {
+		t.Run(fmt.Sprintf("shard %d", shard), func(t *testing.T) { testReplayedRecords(t, shard) })
+	}
+}
+
+// testReplayedRecords is TestReplayedRecordsRebuildTheSameGraph for a
+// graph of shards of shard nodes (0: the default, one shard at this
+// size; 250: the checkpoint in shard 1, the records in shards 1 and 2).
+func testReplayedRecords(t *testing.T, shard int) {
 	docs, queries := hashCorpus(t, 700, 10, 64, true)
 	vec := func(id int32) []float32 { return docs[id] }
-	g := New(64, vec, Config{Seed: 7})
+	g := New(64, vec, Config{Seed: 7, Shard: shard})
 	const ckpt = 400
 	for _, v := range docs[:ckpt] {
 		g.Add(v)

@@ -11,14 +11,20 @@ import (
 )
 
 // The graph's file format (little-endian): the magic "DRANN1\n\x00", then
-// dim, m, efConstruction, n, entry, top as uint32 (entry as int32), the
+// dim, m, efConstruction, n, entry, top as uint32 (entry as int32) — or,
+// for a graph of shards, the magic "DRANN2\n\x00", the same six and the
+// shard size (the shards' entry points are found again from the levels:
+// a shard's is its first node of its highest level) — then the
 // squared norms of the vectors (float32), levels (uint8),
 // layer-0 links (n·2m int32), the upper links of each node of level > 0
 // (level·m int32, in node order), the deleted bits (uint64 per 64 nodes)
 // and a CRC-32 (Castagnoli) of everything before it. A file that fails
 // the check is refused (the caller rebuilds the graph).
 
-var magic = []byte("DRANN1\n\x00")
+var (
+	magic        = []byte("DRANN1\n\x00")
+	magicSharded = []byte("DRANN2\n\x00")
+)
 
 // ErrCorrupt is returned by ReadGraph for a file that is not a whole,
 // intact graph.
@@ -35,8 +41,15 @@ func (g *Graph) WriteTo(w io.Writer) (int64, error) {
 	bw := bufio.NewWriterSize(cw, 64<<10)
 	n := len(g.level)
 	var hdr []byte
-	hdr = append(hdr, magic...)
-	for _, v := range []uint32{uint32(g.dim), uint32(g.m), uint32(g.efC), uint32(n), uint32(g.entry), uint32(g.top)} {
+	entry, top := g.entryOf(0)
+	fields := []uint32{uint32(g.dim), uint32(g.m), uint32(g.efC), uint32(n), uint32(entry), uint32(top)}
+	if g.shard == 0 {
+		hdr = append(hdr, magic...)
+	} else {
+		hdr = append(hdr, magicSharded...)
+		fields = append(fields, uint32(g.shard))
+	}
+	for _, v := range fields {
 		hdr = binary.LittleEndian.AppendUint32(hdr, v)
 	}
 	bw.Write(hdr)
@@ -114,18 +127,31 @@ func ReadGraph(r io.Reader, vec func(id int32) []float32, cfg Config) (*Graph, e
 	if _, err := io.ReadFull(br, hdr); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	if string(hdr[:len(magic)]) != string(magic) {
+	sharded := string(hdr[:len(magic)]) == string(magicSharded)
+	if !sharded && string(hdr[:len(magic)]) != string(magic) {
 		return nil, fmt.Errorf("%w: bad magic", ErrCorrupt)
+	}
+	if sharded {
+		more := make([]byte, 4)
+		if _, err := io.ReadFull(br, more); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		hdr = append(hdr, more...)
 	}
 	u := func(i int) uint32 { return binary.LittleEndian.Uint32(hdr[len(magic)+4*i:]) }
 	dim, m, efC, n := int(u(0)), int(u(1)), int(u(2)), int(u(3))
 	if dim <= 0 || dim > 1<<16 || m <= 0 || m > 256 || n > 1<<30 {
 		return nil, fmt.Errorf("%w: bad header", ErrCorrupt)
 	}
-	cfg.M, cfg.EfConstruction = m, efC
+	cfg.M, cfg.EfConstruction, cfg.Shard = m, efC, Unsharded
+	if sharded {
+		if cfg.Shard = int(u(6)); cfg.Shard <= 0 || cfg.Shard > 1<<30 {
+			return nil, fmt.Errorf("%w: bad shard size", ErrCorrupt)
+		}
+	}
 	g := New(dim, vec, cfg)
-	g.entry, g.top = int32(u(4)), int(u(5))
-	if n == 0 && g.entry != -1 || n > 0 && (g.entry < 0 || int(g.entry) >= n) || g.top >= maxLevels {
+	entry, top := int32(u(4)), int(u(5))
+	if n == 0 && entry != -1 || n > 0 && (entry < 0 || int(entry) >= n) || top >= maxLevels {
 		return nil, fmt.Errorf("%w: bad entry point", ErrCorrupt)
 	}
 	var err error
@@ -192,12 +218,29 @@ func ReadGraph(r io.Reader, vec func(id int32) []float32, cfg Config) (*Graph, e
 	if _, e := io.ReadFull(raw, sum); e != nil || binary.LittleEndian.Uint32(sum) != want {
 		return nil, fmt.Errorf("%w: checksum", ErrCorrupt)
 	}
-	for _, ls := range append([][]int32{g.links0}, g.upper...) {
-		for _, x := range ls {
-			if x < -1 || int(x) >= n {
-				return nil, fmt.Errorf("%w: link out of range", ErrCorrupt)
+	for id := range n {
+		for l := 0; l <= int(g.level[id]); l++ {
+			for _, x := range g.links(int32(id), l) {
+				if x < -1 || int(x) >= n || x >= 0 && g.shardOf(x) != g.shardOf(int32(id)) {
+					return nil, fmt.Errorf("%w: link out of range", ErrCorrupt)
+				}
 			}
 		}
+	}
+	// Each shard's entry point: its first node of its highest level (as
+	// apply chose it).
+	for id := range n {
+		sh := g.shardOf(int32(id))
+		for len(g.entries) <= sh {
+			g.entries = append(g.entries, -1)
+			g.tops = append(g.tops, 0)
+		}
+		if g.entries[sh] < 0 || int(g.level[id]) > g.tops[sh] {
+			g.entries[sh], g.tops[sh] = int32(id), int(g.level[id])
+		}
+	}
+	if e0, t0 := g.entryOf(0); n > 0 && (e0 != entry || t0 != top) {
+		return nil, fmt.Errorf("%w: bad entry point", ErrCorrupt)
 	}
 	return g, nil
 }

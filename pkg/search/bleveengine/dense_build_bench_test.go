@@ -113,7 +113,7 @@ func BenchmarkDenseBuild(b *testing.B) {
 					gdim = min(s.dims, dim)
 				}
 				vec := func(id int32) []float32 { return vecs[id][:gdim] }
-				g := ann.New(gdim, vec, ann.Config{M: s.m, EfConstruction: s.efc, Seed: uint64(dim)})
+				g := ann.New(gdim, vec, ann.Config{M: s.m, EfConstruction: s.efc, Shard: ann.Unsharded, Seed: uint64(dim)})
 				name := fmt.Sprintf("M %2d efC %3d", s.m, s.efc)
 				if gdim < dim {
 					name += fmt.Sprintf(" dims %d", gdim)
@@ -124,7 +124,7 @@ func BenchmarkDenseBuild(b *testing.B) {
 					if graphDir != "" {
 						saved = filepath.Join(graphDir, fmt.Sprintf("m%d-efc%d-%s%d.graph", s.m, s.efc, map[bool]string{true: fmt.Sprintf("d%d-", gdim)}[gdim < dim], size))
 						if f, err := os.Open(saved); err == nil {
-							lg, err := ann.ReadGraph(f, vec, ann.Config{Seed: uint64(dim) + uint64(size)})
+							lg, err := ann.ReadGraph(f, vec, ann.Config{Seed: uint64(dim) + uint64(size)}) // one shard: the file says
 							f.Close()
 							if err != nil {
 								b.Errorf("%s: %v", saved, err)
@@ -162,33 +162,7 @@ func BenchmarkDenseBuild(b *testing.B) {
 						visits, missed, missedZero, missedIn := 0, 0, 0, 0
 						sc0 := threadCPU()
 						for q, qv := range queries {
-							var seeds []int32
-							if w.seeds > 0 {
-								// The w.seeds nearest of about 1,024 nodes spread over the graph, by an exact scan.
-								stride := max(1, size/1024)
-								type sd struct {
-									id int32
-									d  float64
-								}
-								var all []sd
-								for id := 0; id < size; id += stride {
-									all = append(all, sd{int32(id), ann.L2(qv[:gdim], vecs[id][:gdim])})
-								}
-								slices.SortFunc(all, func(a, b sd) int {
-									if a.d < b.d {
-										return -1
-									}
-									if a.d > b.d {
-										return 1
-									}
-									return 0
-								})
-								for _, x := range all[:min(w.seeds, len(all))] {
-									seeds = append(seeds, x.id)
-								}
-								visits += len(all)
-							}
-							rs, v := g.Search(ann.NewQuery(qv[:gdim]), ann.SearchOptions{Ef: w.ef, Entries: w.entries, Seeds: seeds, Group: func(id int32) int32 { return id }})
+							rs, v := g.Search(ann.NewQuery(qv[:gdim]), ann.SearchOptions{Ef: w.ef, Group: func(id int32) int32 { return id }})
 							visits += v
 							if gdim < dim {
 								// Re-ranked by the full vectors, as the engine re-ranks.
@@ -232,12 +206,12 @@ func BenchmarkDenseBuild(b *testing.B) {
 						searchCPU := threadCPU() - sc0
 						nq := float64(len(queries))
 						logMu.Lock()
-						scaleLog(b, "%7d docs  %s  breadth %4d entries %2d seeds %2d: recall@10 %.4f recall@100 %.4f  %6.0f visits  %5.2f ms CPU/search (%.2f µs/visit)  build %6.3f ms CPU/add (%v wall for %d adds)  graph %5.0f B/vector  load average %s",
-							size, name, w.ef, w.entries, w.seeds, r10/nq, r100/nq, float64(visits)/nq, ms1(searchCPU)/nq,
+						scaleLog(b, "%7d docs  %s  breadth %4d: recall@10 %.4f recall@100 %.4f  %6.0f visits  %5.2f ms CPU/search (%.2f µs/visit)  build %6.3f ms CPU/add (%v wall for %d adds)  graph %5.0f B/vector  load average %s",
+							size, name, w.ef, r10/nq, r100/nq, float64(visits)/nq, ms1(searchCPU)/nq,
 							float64(searchCPU.Nanoseconds())/1000/float64(visits),
 							ms1(buildCPU)/float64(adds), buildWall.Round(time.Second), adds, float64(bytes)/float64(size), loadAvg())
-						scaleLog(b, "%7d docs  %s  breadth %4d entries %2d: of the exact top 10, %d missed: mean layer-0 in-degree %.1f, %d with none (of all nodes: %d with none, %.2f%%)",
-							size, name, w.ef, w.entries, missed, float64(missedIn)/float64(max(1, missed)), missedZero, zero, 100*float64(zero)/float64(len(in)))
+						scaleLog(b, "%7d docs  %s  breadth %4d: of the exact top 10, %d missed: mean layer-0 in-degree %.1f, %d with none (of all nodes: %d with none, %.2f%%)",
+							size, name, w.ef, missed, float64(missedIn)/float64(max(1, missed)), missedZero, zero, 100*float64(zero)/float64(len(in)))
 						logMu.Unlock()
 					}
 				}
@@ -273,30 +247,16 @@ func BenchmarkDenseBuild(b *testing.B) {
 
 // denseWalk is a way BenchmarkDenseBuild walks a graph: a breadth and
 // the layer-1 breadth that gives the walk its entry points (0: one).
-type denseWalk struct{ ef, entries, seeds int }
+type denseWalk struct{ ef int }
 
-// denseWalks are the walks BenchmarkDenseBuild measures: the engine's
-// (breadth walkEf(100)), a quarter, half and twice that breadth, and the
-// engine's breadth entered from 16 and 64 nodes of layer 1
-// (DOCREPO_BENCH_ENTRIES, comma-separated, replaces 16,64).
+// denseWalks are the breadths BenchmarkDenseBuild walks at: the
+// engine's (walkEf(100)), a quarter, half and twice that. (Walks entered
+// from more nodes — a layer-1 beam of 16 or 64, or the nearest 8 or 32 of
+// ~1,024 spread nodes by an exact scan — were measured at fb3892e and
+// found no more: dense-shards-2026-11-27d.md.)
 func denseWalks() []denseWalk {
 	ef := walkEf(100)
-	ws := []denseWalk{{ef / 4, 0, 0}, {ef / 2, 0, 0}, {ef, 0, 0}, {2 * ef, 0, 0}}
-	es := "16,64"
-	if v, ok := os.LookupEnv("DOCREPO_BENCH_ENTRIES"); ok {
-		es = v
-	}
-	for _, f := range strings.Split(es, ",") {
-		if e, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && e > 1 {
-			ws = append(ws, denseWalk{ef, e, 0})
-		}
-	}
-	for _, f := range strings.Split(os.Getenv("DOCREPO_BENCH_SEEDS"), ",") {
-		if e, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && e > 0 {
-			ws = append(ws, denseWalk{ef / 4, 0, e}, denseWalk{ef / 2, 0, e}, denseWalk{ef, 0, e})
-		}
-	}
-	return ws
+	return []denseWalk{{ef / 4}, {ef / 2}, {ef}, {2 * ef}}
 }
 
 // writeGraph writes g to path through a temporary file.
@@ -438,7 +398,7 @@ func BenchmarkDenseShards(b *testing.B) {
 				}
 			}
 			if g == nil {
-				g = ann.New(dim, vec, ann.Config{Seed: uint64(dim)})
+				g = ann.New(dim, vec, ann.Config{Shard: ann.Unsharded, Seed: uint64(dim)})
 				c0, t0 := threadCPU(), time.Now()
 				for i := range size {
 					g.Add(vecs[base+i])

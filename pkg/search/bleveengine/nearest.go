@@ -131,7 +131,8 @@ func (run *searchRun) eligibleSet() (bitset, error) {
 // documents it keeps times their passages) meets about ef·M0/f nodes
 // when a share f of the documents is eligible, a scan reads f·N, and a
 // node met costs about visitCost scanned vectors, so the walk pays when
-// f·N exceeds about √(visitCost·ef·M0·N). The breadth is the walk's
+// f·N exceeds about √(visitCost·ef·M0·N), ef summed over the graph's
+// shards (ann.Config.Shard: each is walked). The breadth is the walk's
 // for k (walk), not the smallest: k = 100 among abstracts of 4-5
 // passages walks about 1,850 vectors wide, which on SciFact's 24,014
 // passages costs more than the exact scan (measured on a tenth of the
@@ -169,7 +170,8 @@ func (run *searchRun) walkPays(set *vecSet, k int, eligible func(int32, *record)
 	if withVecs > 0 {
 		perDoc = float64(vecs) / float64(withVecs)
 	}
-	ef := float64(walkEf(k)) * perDoc
+	// Each shard of the graph is walked at that breadth.
+	ef := float64(walkEf(k)) * perDoc * float64(max(1, set.graph.Shards()))
 	cost := float64(visitCost)
 	if legacyPays {
 		ef, cost = efSearch, 1

@@ -220,7 +220,7 @@ func (vx *vecIndex) readState() error {
 // readGraph reads a set's graph of the checkpoint; a missing or damaged
 // one is built again from the vectors.
 func (vx *vecIndex) readGraph(s *vecSet) (*ann.Graph, error) {
-	cfg := ann.Config{Seed: uint64(s.key.dim)}
+	cfg := ann.Config{Shard: graphShard, Seed: uint64(s.key.dim)}
 	f, err := os.Open(vx.graphPath(s.key, vx.seq))
 	if err == nil {
 		defer f.Close()

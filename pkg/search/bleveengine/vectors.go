@@ -277,7 +277,7 @@ func (e *Engine) vecSet(key setKey) *vecSet {
 		}
 	}
 	if e.wantGraph() {
-		s.graph = ann.New(key.dim, s.full.vector, ann.Config{Seed: uint64(key.dim)})
+		s.graph = ann.New(key.dim, s.full.vector, ann.Config{Shard: graphShard, Seed: uint64(key.dim)})
 	}
 	vx.newCodesFile(s)
 	vx.sets[key] = s
@@ -286,6 +286,10 @@ func (e *Engine) vecSet(key setKey) *vecSet {
 	}
 	return s
 }
+
+// graphShard is the shard size of new graphs (ann.Config.Shard; 0:
+// ann.DefaultShard); tests make it small to have several shards.
+var graphShard int
 
 // wantGraph reports whether a new set gets a graph (Options.VectorGraph);
 // the caller holds mu.

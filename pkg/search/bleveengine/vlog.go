@@ -24,7 +24,9 @@ import (
 //   - set: a set created (target, dimension, whether it has a graph and,
 //     since M and efConstruction became settings of their own, the
 //     graph's M and efConstruction: a record without them is of a graph
-//     built with legacyGraphConfig, ann's defaults then);
+//     built with legacyGraphConfig, ann's defaults then; since graphs
+//     have shards, the shard size, 0 for none: a record without it is of
+//     a graph of one shard);
 //   - vec: a vector appended to a set (its number) and, with a graph, the
 //     record of its Add (ann.Graph.AddLogged: its links and the lists of
 //     the neighbours it changed), so replaying it computes no distance;
@@ -136,7 +138,7 @@ func (l *vecLog) close() error {
 // legacyGraphConfig is the build settings of a graph whose set record
 // names none (written before records named them): the log's Add records
 // are of a graph with those link lists, so it is replayed into one.
-var legacyGraphConfig = ann.Config{M: 16, EfConstruction: 100}
+var legacyGraphConfig = ann.Config{M: 16, EfConstruction: 100, Shard: ann.Unsharded}
 
 // logSet records a new set and its graph's build settings (g nil: none).
 func (vx *vecIndex) logSet(k setKey, g *ann.Graph) {
@@ -151,6 +153,7 @@ func (vx *vecIndex) logSet(k setKey, g *ann.Graph) {
 		cfg := g.Config()
 		b = binary.AppendUvarint(b, uint64(cfg.M))
 		b = binary.AppendUvarint(b, uint64(cfg.EfConstruction))
+		b = binary.AppendUvarint(b, uint64(max(0, cfg.Shard))) // 0: unsharded
 	}
 	vx.log.end(b)
 }
@@ -169,6 +172,14 @@ func decodeSet(b []byte) (setKey, *ann.Config, error) {
 			c.M, c.EfConstruction = int(d.uvarint()), int(d.uvarint())
 			if c.M <= 0 || c.M > 256 || c.EfConstruction <= 0 || c.EfConstruction > 1<<16 {
 				d.err = errCorrupt
+			}
+			// Records before shards end here: their graphs have none.
+			if d.err == nil && len(d.b) != 0 {
+				if c.Shard = int(d.uvarint()); c.Shard == 0 {
+					c.Shard = ann.Unsharded
+				} else if c.Shard > 1<<30 {
+					d.err = errCorrupt
+				}
 			}
 		}
 		cfg = &c
@@ -273,7 +284,7 @@ func (vx *vecIndex) newSet(k setKey, cfg *ann.Config) (*vecSet, error) {
 	}
 	s := &vecSet{key: k, full: full, codes: ann.NewCodesLayout(k.dim, vx.layout)}
 	if cfg != nil {
-		s.graph = ann.New(k.dim, full.vector, ann.Config{M: cfg.M, EfConstruction: cfg.EfConstruction, Seed: uint64(k.dim)})
+		s.graph = ann.New(k.dim, full.vector, ann.Config{M: cfg.M, EfConstruction: cfg.EfConstruction, Shard: cfg.Shard, Seed: uint64(k.dim)})
 	}
 	return s, nil
 }

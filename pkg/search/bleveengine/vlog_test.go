@@ -85,6 +85,19 @@ func copyVectorFiles(t *testing.T, from, to string) {
 // document whose records were cut, and answers vector queries like an
 // exact scan.
 func TestVectorLogTornAtEveryByte(t *testing.T) {
+	for _, shard := range []int{0, 64} {
+		t.Run(fmt.Sprintf("graph shards of %d", shard), func(t *testing.T) {
+			defer func(old int) { graphShard = old }(graphShard)
+			graphShard = shard
+			testVectorLogTorn(t)
+		})
+	}
+}
+
+// testVectorLogTorn is TestVectorLogTornAtEveryByte with new graphs of
+// graphShard's shards (0: the default, one shard at this size; 64: the
+// checkpoint's graph of 3 shards and the log's records in shards 2-4).
+func testVectorLogTorn(t *testing.T) {
 	ctx := context.Background()
 	const dim = 16
 	docs := denseDocs(160, dim)
@@ -97,6 +110,11 @@ func TestVectorLogTornAtEveryByte(t *testing.T) {
 	}
 	if _, err := e.Upsert(ctx, docs[:150]); err != nil {
 		t.Fatal(err)
+	}
+	for k, s := range e.vecs.sets {
+		if s.graph != nil && graphShard > 0 && !k.metadata && s.graph.Shards() < 2 {
+			t.Fatalf("a content graph of %d vectors in %d shard(s), want several of %d", s.graph.Len(), s.graph.Shards(), graphShard)
+		}
 	}
 	if err := e.Close(); err != nil { // a checkpoint
 		t.Fatal(err)
@@ -351,7 +369,8 @@ func TestVectorLogSurvivesKill(t *testing.T) {
 // built with them; a record written before records named them (no
 // settings after the graph flag) gives a graph of legacyGraphConfig, the
 // settings its Add records were made with, whatever ann's defaults are
-// now; a record that does not decode is refused.
+// now, and one written before graphs had shards a graph of one shard; a
+// record that does not decode is refused.
 func TestSetRecordNamesTheGraphSettings(t *testing.T) {
 	dir := t.TempDir()
 	vx := &vecIndex{dir: dir}
@@ -369,7 +388,9 @@ func TestSetRecordNamesTheGraphSettings(t *testing.T) {
 		vx.logSet(k, g)
 		return slices.Clone(l.buf[1:])
 	}
-	wide := ann.Config{M: 24, EfConstruction: 200}
+	wide := ann.Config{M: 24, EfConstruction: 200, Shard: 5000}
+	oneShard := ann.Config{M: 24, EfConstruction: 200, Shard: ann.Unsharded}
+	beforeShards := ann.Config{M: 24, EfConstruction: 100, Shard: ann.Unsharded}
 	for _, tc := range []struct {
 		name    string
 		record  []byte
@@ -378,13 +399,15 @@ func TestSetRecordNamesTheGraphSettings(t *testing.T) {
 		corrupt bool
 	}{
 		{name: "logged, a graph", record: logged(setKey{dim: 8}, &wide), key: setKey{dim: 8}, want: &wide},
+		{name: "logged, a graph of one shard", record: logged(setKey{dim: 7}, &oneShard), key: setKey{dim: 7}, want: &oneShard},
+		{name: "before shards, a graph", record: []byte{0, 6, 1, 24, 100}, key: setKey{dim: 6}, want: &beforeShards},
 		{name: "logged, no graph", record: logged(setKey{metadata: true, dim: 9}, nil), key: setKey{metadata: true, dim: 9}},
 		{name: "before the settings, a graph", record: []byte{0, 10, 1}, key: setKey{dim: 10}, want: &legacyGraphConfig},
 		{name: "before the settings, no graph", record: []byte{1, 11, 0}, key: setKey{metadata: true, dim: 11}},
 		{name: "settings without a graph", record: []byte{0, 12, 0, 24, 100}, corrupt: true},
 		{name: "M zero", record: []byte{0, 13, 1, 0, 100}, corrupt: true},
 		{name: "efConstruction missing", record: []byte{0, 14, 1, 24}, corrupt: true},
-		{name: "a byte too many", record: []byte{0, 15, 1, 24, 100, 0}, corrupt: true},
+		{name: "a byte too many", record: []byte{0, 15, 1, 24, 100, 0, 0}, corrupt: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k, cfg, err := decodeSet(tc.record)
