@@ -36,6 +36,9 @@ import (
 // per search and per scanned vector, against the walk's CPU per visit —
 // the ratio walkPays needs.
 //
+// The graphs are of one shard unless DOCREPO_BENCH_SHARD gives a shard
+// size (ann.Config.Shard; the engine's default is ann.DefaultShard).
+//
 // With DOCREPO_BENCH_GRAPH_DIR, each graph is written there at each size
 // (m16-efc100-200000.graph) and read back instead of built when it is
 // there already: a run stopped part-way resumes from its last size, and
@@ -82,6 +85,12 @@ func BenchmarkDenseBuild(b *testing.B) {
 	}
 	graphDir := os.Getenv("DOCREPO_BENCH_GRAPH_DIR")
 	diag := os.Getenv("DOCREPO_BENCH_MISSED") != ""
+	// One graph (unsharded) unless DOCREPO_BENCH_SHARD names a shard size
+	// (ann.Config.Shard, as the engine's graphs have).
+	shardSize := ann.Unsharded
+	if os.Getenv("DOCREPO_BENCH_SHARD") != "" {
+		shardSize = envInt(b, "DOCREPO_BENCH_SHARD", 0)
+	}
 	n := sizes[len(sizes)-1]
 	gen := newScaleGen(b, true)
 	queries := gen.queries(envInt(b, "DOCREPO_BENCH_QUERIES", 100))
@@ -113,8 +122,11 @@ func BenchmarkDenseBuild(b *testing.B) {
 					gdim = min(s.dims, dim)
 				}
 				vec := func(id int32) []float32 { return vecs[id][:gdim] }
-				g := ann.New(gdim, vec, ann.Config{M: s.m, EfConstruction: s.efc, Shard: ann.Unsharded, Seed: uint64(dim)})
+				g := ann.New(gdim, vec, ann.Config{M: s.m, EfConstruction: s.efc, Shard: shardSize, Seed: uint64(dim)})
 				name := fmt.Sprintf("M %2d efC %3d", s.m, s.efc)
+				if shardSize > 0 {
+					name += fmt.Sprintf(" shards of %d", shardSize)
+				}
 				if gdim < dim {
 					name += fmt.Sprintf(" dims %d", gdim)
 				}
@@ -122,7 +134,7 @@ func BenchmarkDenseBuild(b *testing.B) {
 				for si, size := range sizes {
 					saved := ""
 					if graphDir != "" {
-						saved = filepath.Join(graphDir, fmt.Sprintf("m%d-efc%d-%s%d.graph", s.m, s.efc, map[bool]string{true: fmt.Sprintf("d%d-", gdim)}[gdim < dim], size))
+						saved = filepath.Join(graphDir, fmt.Sprintf("m%d-efc%d-%s%s%d.graph", s.m, s.efc, map[bool]string{true: fmt.Sprintf("d%d-", gdim)}[gdim < dim], map[bool]string{true: fmt.Sprintf("s%d-", shardSize)}[shardSize > 0], size))
 						if f, err := os.Open(saved); err == nil {
 							lg, err := ann.ReadGraph(f, vec, ann.Config{Seed: uint64(dim) + uint64(size)}) // one shard: the file says
 							f.Close()
