@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blevesearch/bleve/v2/index/scorch"
+
 	"github.com/docrepo/docrepo/pkg/embed"
 	"github.com/docrepo/docrepo/pkg/search/ann"
 	"github.com/docrepo/docrepo/pkg/search/engine"
@@ -698,6 +700,11 @@ func probeModes(gen *scaleGen, r *rand.Rand) []probeMode {
 // ("-decided", setFastDecided off); with =near3 they run without
 // topCollector and oldPositions ("-near3") and with, alternating, twice. DOCREPO_BENCH_MODES=nearS adds the stack
 // probe's NEAR (stackNearMode) for an index the stack imported.
+// DOCREPO_BENCH_ROUNDS=N runs each other mode N times in a row ("(k)":
+// the first after Open, then with what it cached); DOCREPO_BENCH_MERGE=1
+// merges the index into one segment after Open, before the searches (a
+// merge's new segment, which no cache knows), then searches once and
+// waits 3 s (background work the merge started).
 //
 //	DOCREPO_BENCH_INDEX=/tmp/idx go test ./search/bleveengine -run XXX \
 //	-bench ScaleModes -benchtime 1x
@@ -707,6 +714,28 @@ func BenchmarkScaleModes(b *testing.B) {
 	r := rand.New(rand.NewPCG(7, 7))
 	word := func() string { return gen.vocab[50+r.IntN(1500)] }
 	modes := probeModes(gen, r)
+	rounds := 1
+	if k, _ := strconv.Atoi(os.Getenv("DOCREPO_BENCH_ROUNDS")); k > 1 {
+		rounds = k
+	}
+	if os.Getenv("DOCREPO_BENCH_MERGE") != "" {
+		adv, err := e.idx.Advanced()
+		if err != nil {
+			b.Fatal(err)
+		}
+		t0, cpu0 := time.Now(), cpuTime()
+		if err := adv.(*scorch.Scorch).ForceMerge(context.Background(), nil); err != nil {
+			b.Fatal(err)
+		}
+		scaleLog(b, "merged into one segment: %v wall, %v CPU; load average %s",
+			time.Since(t0).Round(time.Millisecond), (cpuTime() - cpu0).Round(time.Millisecond), loadAvg())
+		if _, err := e.Search(context.Background(), engine.Request{Query: queryOf(b, `{"where": {"fts": {"query": "`+gen.vocab[100]+`"}}}`), Unrestricted: true}); err != nil {
+			b.Fatal(err)
+		}
+		cpu0 = cpuTime()
+		time.Sleep(3 * time.Second)
+		scaleLog(b, "3 s after the merge and a search: %v CPU", (cpuTime() - cpu0).Round(time.Millisecond))
+	}
 	if onlyModes()["nearS"] {
 		n, _ := e.Count(context.Background())
 		modes = append(modes, stackNearMode(int(n), rand.New(rand.NewPCG(7, 9))))
@@ -737,6 +766,12 @@ func BenchmarkScaleModes(b *testing.B) {
 					restore := setNear3(false)
 					runModes(b, e, who.name, fmt.Sprintf("%s -near3 (%d)", m.name, round+1), reqs)
 					restore()
+					runModes(b, e, who.name, fmt.Sprintf("%s (%d)", m.name, round+1), reqs)
+				}
+				continue
+			}
+			if rounds > 1 {
+				for round := range rounds {
 					runModes(b, e, who.name, fmt.Sprintf("%s (%d)", m.name, round+1), reqs)
 				}
 				continue
