@@ -65,12 +65,8 @@ func (c *slotCache) resolver(r index.IndexReader, tab *table) *resolver {
 		base += seg.Count()
 	}
 	// Forget merged-away segments once they pile up.
-	if len(c.segs) > 2*len(segs)+8 {
-		for seg := range c.segs {
-			if !current[seg] {
-				delete(c.segs, seg)
-			}
-		}
+	if piled(len(c.segs), len(segs)) {
+		forgetSegments(c.segs, current, nil)
 	}
 	return rs
 }

@@ -147,8 +147,27 @@ func (c *termFreqs) get(seg segment.Segment, t posTerm, current []segment.Segmen
 // slotCache does), so that their postings do not stay until the budget is
 // reached. The caller holds c.mu.
 func (c *termFreqs) forgetPiled(current []segment.Segment) {
-	if len(c.segs) > 2*len(current)+8 || len(c.recent) > 2*len(current)+8 || len(c.old) > 2*len(current)+8 {
+	if piled(len(c.segs), len(current)) || piled(len(c.recent), len(current)) || piled(len(c.old), len(current)) {
 		c.forget(current)
+	}
+}
+
+// piled says whether a cache holding segments of held segments, of which
+// current are the snapshot's, should forget the others: more than twice
+// current and a few.
+func piled(held, current int) bool { return held > 2*current+8 }
+
+// forgetSegments deletes from m the segments not in keep, passing each
+// one's value to drop (a cache's accounting) first.
+func forgetSegments[V any](m map[segment.Segment]V, keep map[segment.Segment]bool, drop func(V)) {
+	for s, v := range m {
+		if keep[s] {
+			continue
+		}
+		if drop != nil {
+			drop(v)
+		}
+		delete(m, s)
 	}
 }
 
@@ -203,41 +222,29 @@ func (c *termFreqs) forget(current []segment.Segment) {
 	for _, s := range current {
 		keep[s] = true
 	}
-	for s, m := range c.recent {
-		if keep[s] {
-			continue
-		}
+	forgetSegments(c.recent, keep, func(m map[int]*roaring.Bitmap) {
 		for _, bm := range m {
 			c.bytes -= int(bm.GetSizeInBytes()) + 64
 		}
-		delete(c.recent, s)
-	}
-	for s := range c.asked {
-		if !keep[s] {
-			delete(c.asked, s)
-		}
-	}
-	for s, m := range c.old {
-		if keep[s] {
-			continue
-		}
+	})
+	forgetSegments(c.asked, keep, nil)
+	forgetSegments(c.old, keep, unsize[*oldPositions](&c.oldBytes))
+	forgetSegments(c.segs, keep, unsize[*decodedPostings](&c.bytes))
+}
+
+// unsize returns a forgetSegments drop that takes the sizes of a
+// segment's entries (a nil one holds nothing) off *total.
+func unsize[P interface {
+	comparable
+	size() int
+}](total *int) func(map[posTerm]P) {
+	return func(m map[posTerm]P) {
+		var none P
 		for _, p := range m {
-			if p != nil {
-				c.oldBytes -= p.size()
+			if p != none {
+				*total -= p.size()
 			}
 		}
-		delete(c.old, s)
-	}
-	for s, m := range c.segs {
-		if keep[s] {
-			continue
-		}
-		for _, p := range m {
-			if p != nil {
-				c.bytes -= p.size()
-			}
-		}
-		delete(c.segs, s)
 	}
 }
 
