@@ -281,6 +281,9 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if err := e.load(); err != nil {
 		return nil, err
 	}
+	// Segments merged while the records were read are not in the slot
+	// cache yet.
+	e.fillSlotsSoon(e.slots)
 	if warmFreqsAtOpen && !opts.InMemory && e.features.window {
 		var terms []string
 		for _, v := range e.common.Load().versions {
@@ -320,8 +323,11 @@ func (e *Engine) load() error {
 		return err
 	}
 	t2 := time.Now()
-	e.tab, e.slots = newTable(), newSlotCache()
+	e.tab, e.slots = newTable(), e.newSlots()
 	err = loadRecords(idx, e.vecs.holds, e.putLoaded)
+	// The load learnt the slots of the segments it read; those merged
+	// since (or written meanwhile) are filled in the background.
+	e.slots.learned()
 	// What open added to the vector index is logged like any write.
 	e.vecs.log.flush()
 	if err == nil {
@@ -395,7 +401,9 @@ func (e *Engine) checkpointCodes() {
 // the vector index to it: a document whose vectors the persisted vector
 // index holds (by stamp) gets them back, any other has its vectors added.
 // Vectors of documents the bleve index no longer holds stay unowned.
-func (e *Engine) putLoaded(r *record) error {
+// When the record was read from a segment (at, not nil), the slot cache
+// learns its slot.
+func (e *Engine) putLoaded(r *record, at *segmentDoc) error {
 	e.vecMu.Lock()
 	defer e.vecMu.Unlock()
 	nv, err := e.stageVectors(r)
@@ -405,6 +413,9 @@ func (e *Engine) putLoaded(r *record) error {
 	e.mu.Lock()
 	slot := e.tab.put(*r, nil)
 	e.vecs.bind(r.id, slot, nv, !r.deleted)
+	if at != nil {
+		e.slots.learn(at.ss.Segment(), at.num, slot)
+	}
 	e.mu.Unlock()
 	return nil
 }
@@ -567,7 +578,7 @@ func (e *Engine) newIndex(dir string) (bleve.Index, error) {
 // and passes each to put. Vectors that known says the vector index holds
 // already (by their stored bytes) are not decoded: the record has
 // keepVectors set instead.
-func loadRecords(idx bleve.Index, known func(id int64, s vecStamps) bool, put func(*record) error) error {
+func loadRecords(idx bleve.Index, known func(id int64, s vecStamps) bool, put func(*record, *segmentDoc) error) error {
 	adv, err := idx.Advanced()
 	if err != nil {
 		return err
@@ -641,7 +652,7 @@ func loadRecords(idx bleve.Index, known func(id int64, s vecStamps) bool, put fu
 		}
 		keep := rec.keepVectors
 		rec.cvec, rec.cdim, rec.mvec, rec.keepVectors = cvec, cdim, mvec, keep
-		if err := put(&rec); err != nil {
+		if err := put(&rec, nil); err != nil {
 			return err
 		}
 	}
@@ -655,7 +666,7 @@ func loadRecords(idx bleve.Index, known func(id int64, s vecStamps) bool, put fu
 // instead of copying them; the consumer decides whether the vector index
 // holds them (known reads the vector index, which put changes) and reads
 // them again from the segment, to decode, only when it does not.
-func loadSegments(snap *scorch.IndexSnapshot, known func(id int64, s vecStamps) bool, put func(*record) error) error {
+func loadSegments(snap *scorch.IndexSnapshot, known func(id int64, s vecStamps) bool, put func(*record, *segmentDoc) error) error {
 	segs := snap.Segments()
 	type batch struct {
 		docs []segmentDoc
@@ -729,7 +740,7 @@ func loadSegments(snap *scorch.IndexSnapshot, known func(id int64, s vecStamps) 
 					return fmt.Errorf("bleveengine: document %d: %w", r.id, err)
 				}
 			}
-			if err := put(r); err != nil {
+			if err := put(r, d); err != nil {
 				return err
 			}
 		}
@@ -1339,7 +1350,7 @@ func (e *Engine) Reset(ctx context.Context) error {
 	e.candidates.take()
 	e.commonChecked, e.sinceCommon = false, 0
 	e.vecs = vecs
-	e.idx, e.features, e.tab, e.slots, e.embedder = idx, features, newTable(), newSlotCache(), nil
+	e.idx, e.features, e.tab, e.slots, e.embedder = idx, features, newTable(), e.newSlots(), nil
 	return nil
 }
 
