@@ -273,6 +273,22 @@ func (e *Engine) fillSlots(c *slotCache) {
 	}
 }
 
+// scorchSnapshot opens a reader of the index and returns it as a scorch
+// snapshot (nil when the index is not scorch's) with the reader to close.
+// The caller holds mu.
+func (e *Engine) scorchSnapshot() (*scorch.IndexSnapshot, index.IndexReader, error) {
+	adv, err := e.idx.Advanced()
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, nil, err
+	}
+	snap, _ := r.(*scorch.IndexSnapshot)
+	return snap, r, nil
+}
+
 // fillChunk fills up to slotFillChunk document numbers of the first
 // segment of the current snapshot that c has not filled; false when there
 // is none (or the engine is closed or reset).
@@ -282,17 +298,12 @@ func (e *Engine) fillChunk(c *slotCache) (bool, error) {
 	if e.closed || e.slots != c {
 		return false, nil
 	}
-	adv, err := e.idx.Advanced()
-	if err != nil {
-		return false, err
-	}
-	r, err := adv.Reader()
+	snap, r, err := e.scorchSnapshot()
 	if err != nil {
 		return false, err
 	}
 	defer r.Close()
-	snap, ok := r.(*scorch.IndexSnapshot)
-	if !ok {
+	if snap == nil {
 		return false, nil
 	}
 	c.mu.Lock()

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
-	"github.com/blevesearch/bleve/v2/index/scorch"
 
 	segment "github.com/blevesearch/scorch_segment_api/v2"
 	zap "github.com/blevesearch/zapx/v16"
@@ -550,17 +549,12 @@ func (e *Engine) warmTerm(term string) (bool, error) {
 	if e.closed {
 		return false, nil
 	}
-	adv, err := e.idx.Advanced()
-	if err != nil {
-		return false, err
-	}
-	r, err := adv.Reader()
+	snap, r, err := e.scorchSnapshot()
 	if err != nil {
 		return false, err
 	}
 	defer r.Close()
-	snap, ok := r.(*scorch.IndexSnapshot)
-	if !ok {
+	if snap == nil {
 		return false, nil
 	}
 	var all []segment.Segment
