@@ -188,20 +188,8 @@ func BenchmarkDenseBuild(b *testing.B) {
 								for i := range rs {
 									rs[i].Dist = float32(ann.L2(qv, vecs[rs[i].ID]))
 								}
-								slices.SortFunc(rs, func(a, b ann.Result) int {
-									if a.Dist != b.Dist {
-										if a.Dist < b.Dist {
-											return -1
-										}
-										return 1
-									}
-									return int(a.ID - b.ID)
-								})
 							}
-							got := make([]int32, 0, 100)
-							for _, r := range rs[:min(100, len(rs))] {
-								got = append(got, r.ID)
-							}
+							got := nearestIDs(rs, 100)
 							r10 += recall32(got, want[q], 10)
 							r100 += recall32(got, want[q], 100)
 							for rank, id := range want[q][:min(10, len(want[q]))] {
@@ -276,6 +264,25 @@ type denseWalk struct{ ef int }
 func denseWalks() []denseWalk {
 	ef := walkEf(100)
 	return []denseWalk{{ef / 4}, {ef / 2}, {ef}, {2 * ef}}
+}
+
+// nearestIDs sorts rs by distance (ties by id) and returns the ids of the
+// first k.
+func nearestIDs(rs []ann.Result, k int) []int32 {
+	slices.SortFunc(rs, func(a, b ann.Result) int {
+		if a.Dist != b.Dist {
+			if a.Dist < b.Dist {
+				return -1
+			}
+			return 1
+		}
+		return int(a.ID - b.ID)
+	})
+	got := make([]int32, 0, k)
+	for _, r := range rs[:min(k, len(rs))] {
+		got = append(got, r.ID)
+	}
+	return got
 }
 
 // writeGraph writes g to path through a temporary file.
@@ -447,19 +454,7 @@ func BenchmarkDenseShards(b *testing.B) {
 						all = append(all, ann.Result{ID: r.ID + int32(bases[i]), Dist: r.Dist})
 					}
 				}
-				slices.SortFunc(all, func(a, b ann.Result) int {
-					if a.Dist != b.Dist {
-						if a.Dist < b.Dist {
-							return -1
-						}
-						return 1
-					}
-					return int(a.ID - b.ID)
-				})
-				got := make([]int32, 0, 100)
-				for _, r := range all[:min(100, len(all))] {
-					got = append(got, r.ID)
-				}
+				got := nearestIDs(all, 100)
 				r10 += recall32(got, want[q], 10)
 				r100 += recall32(got, want[q], 100)
 			}
