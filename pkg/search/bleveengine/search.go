@@ -738,6 +738,16 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 		}
 		return leaf, run.checkCtx()
 	}
+	if err := run.eachMatch(s, add); err != nil {
+		return nil, err
+	}
+	return leaf, nil
+}
+
+// eachMatch calls f with the table slot (ok false: not in the table yet)
+// and score of each match of searcher s, checking the search's context
+// every checkEvery matches.
+func (run *searchRun) eachMatch(s search.Searcher, f func(slot int32, ok bool, score float64)) error {
 	sctx := &search.SearchContext{
 		DocumentMatchPool: search.NewDocumentMatchPool(s.DocumentMatchPoolSize(), 0),
 		IndexReader:       run.r,
@@ -745,24 +755,23 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 	for n := 0; ; n++ {
 		if n%checkEvery == 0 {
 			if err := run.checkCtx(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		dm, err := s.Next(sctx)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if dm == nil {
-			break
+			return nil
 		}
 		slot, ok, err := run.res.slot(dm.IndexInternalID)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		add(slot, ok, dm.Score)
+		f(slot, ok, dm.Score)
 		sctx.DocumentMatchPool.Put(dm)
 	}
-	return leaf, nil
 }
 
 // visibility returns the caller's visibility pre-filter: unrestricted

@@ -129,29 +129,8 @@ func (t *topCollector) admitter(run *searchRun) func(slot int32, ok bool, score 
 func (t *topCollector) collectSearcher(run *searchRun, s search.Searcher) error {
 	t.used = true
 	admit := t.admitter(run)
-	sctx := &search.SearchContext{
-		DocumentMatchPool: search.NewDocumentMatchPool(s.DocumentMatchPoolSize(), 0),
-		IndexReader:       run.r,
-	}
-	for n := 0; ; n++ {
-		if n%checkEvery == 0 {
-			if err := run.checkCtx(); err != nil {
-				return err
-			}
-		}
-		dm, err := s.Next(sctx)
-		if err != nil {
-			return err
-		}
-		if dm == nil {
-			break
-		}
-		slot, ok, err := run.res.slot(dm.IndexInternalID)
-		if err != nil {
-			return err
-		}
-		admit(slot, ok, dm.Score)
-		sctx.DocumentMatchPool.Put(dm)
+	if err := run.eachMatch(s, func(slot int32, ok bool, score float64) { admit(slot, ok, score) }); err != nil {
+		return err
 	}
 	if topObserved != nil {
 		topObserved(t.total, t.skipped)
