@@ -332,6 +332,13 @@ func (g *Graph) apply(a *addition) {
 			dst[i] = -1
 		}
 	}
+	g.noteEntry(id, lvl)
+}
+
+// noteEntry makes node id (of level lvl) its shard's entry point when it
+// is the shard's first node or above the shard's entry: a shard's entry is
+// its first node of its highest level (ReadGraph finds it again so).
+func (g *Graph) noteEntry(id int32, lvl int) {
 	sh := g.shardOf(id)
 	for len(g.entries) <= sh {
 		g.entries = append(g.entries, -1)

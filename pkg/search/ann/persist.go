@@ -230,14 +230,7 @@ func ReadGraph(r io.Reader, vec func(id int32) []float32, cfg Config) (*Graph, e
 	// Each shard's entry point: its first node of its highest level (as
 	// apply chose it).
 	for id := range n {
-		sh := g.shardOf(int32(id))
-		for len(g.entries) <= sh {
-			g.entries = append(g.entries, -1)
-			g.tops = append(g.tops, 0)
-		}
-		if g.entries[sh] < 0 || int(g.level[id]) > g.tops[sh] {
-			g.entries[sh], g.tops[sh] = int32(id), int(g.level[id])
-		}
+		g.noteEntry(int32(id), int(g.level[id]))
 	}
 	if e0, t0 := g.entryOf(0); n > 0 && (e0 != entry || t0 != top) {
 		return nil, fmt.Errorf("%w: bad entry point", ErrCorrupt)
