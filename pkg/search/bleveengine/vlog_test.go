@@ -288,6 +288,22 @@ func firstDiff(a, b []byte) int {
 // Open adds again at most the vectors of the batch in flight (before the
 // log it added every vector written since the checkpoint).
 func TestVectorLogSurvivesKill(t *testing.T) {
+	testVectorLogSurvivesKill(t, "TestVectorLogSurvivesKill")
+}
+
+// TestVectorLogSurvivesKillSharded is TestVectorLogSurvivesKill with the
+// index's graphs in shards of 128 vectors: the checkpoint's graph is read
+// back with its shards in the child, whose Adds go on in them, and
+// replayed after the kill.
+func TestVectorLogSurvivesKillSharded(t *testing.T) {
+	defer func(old int) { graphShard = old }(graphShard)
+	graphShard = 128
+	testVectorLogSurvivesKill(t, "TestVectorLogSurvivesKillSharded")
+}
+
+// testVectorLogSurvivesKill is TestVectorLogSurvivesKill run as test
+// name (the child runs it again).
+func testVectorLogSurvivesKill(t *testing.T, name string) {
 	const dim, batch = 32, 5
 	docs := denseDocs(700, dim)
 	opts := Options{VectorGraph: GraphAlways}
@@ -316,10 +332,17 @@ func TestVectorLogSurvivesKill(t *testing.T) {
 	if _, err := e.Upsert(ctx, docs[:100]); err != nil {
 		t.Fatal(err)
 	}
+	if graphShard > 0 {
+		for k, s := range e.vecs.sets {
+			if !k.metadata && s.graph != nil && s.graph.Shards() < 2 {
+				t.Fatalf("a content graph of %d vectors in %d shard(s), want several of %d", s.graph.Len(), s.graph.Shards(), graphShard)
+			}
+		}
+	}
 	if err := e.Close(); err != nil { // a checkpoint
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestVectorLogSurvivesKill$", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "DOCREPO_TEST_KILL_CHILD="+dir)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -355,6 +378,11 @@ func TestVectorLogSurvivesKill(t *testing.T) {
 	}
 	if e.vecs.added > inFlight {
 		t.Errorf("open after the kill added %d vectors, want at most the %d of the batch in flight (%d documents acknowledged)", e.vecs.added, inFlight, acked)
+	}
+	if graphShard > 0 {
+		// The graph's shards are walked, not scanned past.
+		defer func(old bool) { forceWalk = old }(forceWalk)
+		forceWalk = true
 	}
 	for _, d := range docs[:acked] {
 		if got := vectorSearch(t, e, d.ContentVectors[0], 1, "content", nil); !slices.Equal(got, []int64{d.ID}) {
