@@ -290,6 +290,21 @@ func TestVectorIndexFollowsUpdatesDeletesAndRestores(t *testing.T) {
 // is the one the engine had (the same answers); a damaged STATE adds
 // every vector again.
 func TestVectorIndexSurvivesReopenAndCrash(t *testing.T) {
+	// Shards of 128: the damaged graph is rebuilt by ann.Build, its
+	// shards at once.
+	for _, shard := range []int{0, 128} {
+		t.Run(fmt.Sprintf("shard %d", shard), func(t *testing.T) {
+			defer func(old int) { graphShard = old }(graphShard)
+			graphShard = shard
+			// The searches walk the graphs (at this size a scan pays).
+			defer func(old bool) { forceWalk = old }(forceWalk)
+			forceWalk = true
+			testVectorIndexSurvives(t)
+		})
+	}
+}
+
+func testVectorIndexSurvives(t *testing.T) {
 	ctx := context.Background()
 	c := newANNCorpus(t, 600)
 	root := t.TempDir()
@@ -381,6 +396,11 @@ func TestVectorIndexSurvivesReopenAndCrash(t *testing.T) {
 			defer e.Close()
 			if a := e.vecs.added; a > tt.maxAdds || a < tt.minAdds {
 				t.Errorf("open added %d vectors, want %d..%d", a, tt.minAdds, tt.maxAdds)
+			}
+			for k, s := range e.vecs.sets {
+				if s.graph != nil && graphShard > 0 && !k.metadata && s.graph.Shards() < 2 {
+					t.Fatalf("a content graph of %d vectors in %d shard(s), want several of %d", s.graph.Len(), s.graph.Shards(), graphShard)
+				}
 			}
 			for i, q := range queries {
 				got := vectorSearch(t, e, q, 10, "content", nil)
