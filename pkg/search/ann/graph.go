@@ -31,6 +31,13 @@ type Config struct {
 	// breadth each give 0.997 at 200 k (dense-shards-2026-11-27d.md): the
 	// recall follows the shard's size, the cost the number of shards.
 	Shard int
+	// Reselect shrinks a full neighbour list the way graphs were built
+	// before 2026-11-27: the list and the new node chosen again whole by
+	// the diversity heuristic, instead of one link dropped (see
+	// reverseLinks). It costs ~2-3 times as much CPU per Add for the same
+	// recall; it is kept for benchmarks comparing the two
+	// (BenchmarkDenseShrink). It is not written with the graph.
+	Reselect bool
 }
 
 // Unsharded, as Config.Shard, puts every node in one shard (graphs
@@ -59,12 +66,13 @@ const maxLevels = 16
 // without locking (only the writer changes the graph) and then links it
 // under the write lock, so searches wait only for the linking.
 type Graph struct {
-	dim     int
-	m, m0   int
-	efC     int
-	ml      float64
-	rng     *rand.Rand
-	visited sync.Pool
+	dim      int
+	m, m0    int
+	efC      int
+	reselect bool
+	ml       float64
+	rng      *rand.Rand
+	visited  sync.Pool
 
 	// vec returns node id's full-precision vector (the caller's store:
 	// the engine's memory-mapped file); the graph keeps only links.
@@ -103,7 +111,7 @@ func New(dim int, vec func(id int32) []float32, cfg Config) *Graph {
 		shard = 0
 	}
 	return &Graph{
-		dim: dim, vec: vec, m: cfg.M, m0: 2 * cfg.M, efC: cfg.EfConstruction,
+		dim: dim, vec: vec, m: cfg.M, m0: 2 * cfg.M, efC: cfg.EfConstruction, reselect: cfg.Reselect,
 		ml: 1 / math.Log(float64(cfg.M)), rng: rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)),
 		shard: shard,
 	}
@@ -116,7 +124,7 @@ func (g *Graph) Config() Config {
 	if shard == 0 {
 		shard = Unsharded
 	}
-	return Config{M: g.m, EfConstruction: g.efC, Shard: shard}
+	return Config{M: g.m, EfConstruction: g.efC, Shard: shard, Reselect: g.reselect}
 }
 
 // Shards returns the number of shards holding nodes.
@@ -282,9 +290,26 @@ func (g *Graph) add(v []float32, log bool, dst []byte) (int32, []byte) {
 			}
 			sel := g.selectHeuristic(found, maxLinks)
 			a.own[l] = sel
+			// The new node's distances to the nodes the layer's search
+			// met, so that a neighbour's shrinking does not compute them
+			// again.
+			known := make(map[int32]float32, len(found))
+			for _, c := range found {
+				known[c.id] = c.d
+			}
+			newDist := func(x int32) float32 {
+				if d, ok := known[x]; ok {
+					return d
+				}
+				d := pdist(x)
+				known[x] = d
+				return d
+			}
 			for _, nb := range sel {
-				links, appended := g.reverseLinks(nb, l, a.id, v, vn, pdist(nb))
-				a.changes = append(a.changes, change{node: nb, layer: l, links: links, appended: appended})
+				links, appended, changed := g.reverseLinks(nb, l, a.id, newDist, newDist(nb))
+				if changed {
+					a.changes = append(a.changes, change{node: nb, layer: l, links: links, appended: appended})
+				}
 			}
 			eps = found
 		}
@@ -350,15 +375,26 @@ func (g *Graph) noteEntry(id int32, lvl int) {
 }
 
 // reverseLinks returns node nb's links on layer l with the new node id
-// (vector v, squared norm vn) at distance d added: appended when there is
-// room, otherwise chosen among the links and the new node by the same
-// heuristic as a new node's own links (HNSW's shrinking of a full
-// neighbour list). Keeping merely the closest would drop a new node
-// farther from nb than all of nb's links from every neighbour's list:
-// an outlier (a one-sentence document among abstracts) would get no link
-// pointing to it and no walk could reach it. appended reports the first
-// case.
-func (g *Graph) reverseLinks(nb int32, l int, id int32, v []float32, vn, d float32) ([]int32, bool) {
+// (newDist: its distance to a node; d: to nb) added, and whether they
+// differ from nb's links now. When there is room the new node is
+// appended (appended). When the list is full one of the list and the new
+// node is dropped (Lucene's rule): the farthest from nb of those that are
+// not diverse, a node nearer to one of the nodes nearer to nb than to nb
+// (the heuristic's test, as selectBy), or the farthest of all when every
+// one is diverse. The links keep their places, the new node taking the
+// dropped one's; when the new node is the one dropped nothing changes.
+//
+// Dropping merely the farthest would drop a new node farther from nb than
+// all of nb's links from every neighbour's list: an outlier (a
+// one-sentence document among abstracts) would get no link pointing to
+// it and no walk could reach it. The rule keeps it where it is diverse.
+// Choosing the whole list again by the heuristic (Config.Reselect, the
+// rule before 2026-11-27) keeps it so too, but costs up to O(M²)
+// distances per neighbour, where this rule costs nb's distances to its
+// links and, from the farthest, the tests up to the first one that
+// fails: ~2-3 times less CPU per Add for the same recall (graph-build-
+// 2026-11-27e.md).
+func (g *Graph) reverseLinks(nb int32, l int, id int32, newDist func(int32) float32, d float32) (links []int32, appended, changed bool) {
 	cur := g.links(nb, l)
 	out := make([]int32, 0, len(cur)+1)
 	for _, x := range cur {
@@ -367,7 +403,7 @@ func (g *Graph) reverseLinks(nb int32, l int, id int32, v []float32, vn, d float
 		}
 	}
 	if len(out) < len(cur) {
-		return append(out, id), true
+		return append(out, id), true, true
 	}
 	cs := make([]cand, 0, len(out)+1)
 	for _, x := range out {
@@ -376,17 +412,40 @@ func (g *Graph) reverseLinks(nb int32, l int, id int32, v []float32, vn, d float
 	cs = append(cs, cand{id: id, d: d})
 	sortCands(cs)
 	// The new node is not in the graph's arrays yet: its distances come
-	// from v.
+	// from newDist.
 	between := func(a, b int32) float32 {
 		switch id {
 		case a:
-			return g.vdist(v, vn, b)
+			return newDist(b)
 		case b:
-			return g.vdist(v, vn, a)
+			return newDist(a)
 		}
 		return g.ndist(a, b)
 	}
-	return g.selectBy(cs, len(cur), between), false
+	if g.reselect {
+		return g.selectBy(cs, len(cur), between), false, true
+	}
+	drop := cs[dropOne(cs, between)].id
+	if drop == id {
+		return out, false, false
+	}
+	out[slices.Index(out, drop)] = id
+	return out, false, true
+}
+
+// dropOne returns the index in cs (sorted nearest first) of the
+// candidate a full list drops: the last one nearer (by between) to a
+// candidate before it than to the list's node, or the last one when
+// there is none.
+func dropOne(cs []cand, between func(a, b int32) float32) int {
+	for i := len(cs) - 1; i > 0; i-- {
+		for _, o := range cs[:i] {
+			if between(cs[i].id, o.id) < cs[i].d {
+				return i
+			}
+		}
+	}
+	return len(cs) - 1
 }
 
 // selectHeuristic picks up to n of the candidates (sorted nearest first)

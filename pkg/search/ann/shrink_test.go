@@ -1,0 +1,64 @@
+package ann
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestFullListDropsItsFarthestNonDiverseLink pins the rule for a full
+// neighbour list (reverseLinks): node 0 at the origin holds four links
+// (layer 0 of M 2), and a new node that links to it replaces the
+// farthest of the links and itself that is nearer to a node nearer to
+// node 0 than to node 0 (not diverse), or the farthest of all when each
+// one is diverse; the other links keep their places, and when the new
+// node is the one dropped the list does not change.
+func TestFullListDropsItsFarthestNonDiverseLink(t *testing.T) {
+	// Links 1..4 of node 0: 3 lies just beside 1 (not diverse), 4 is the
+	// farthest but in a direction of its own.
+	around := [][]float32{{1, 0, 0}, {0, 2, 0}, {1.2, 0.1, 0}, {-3, 0, 0}}
+	diverse := [][]float32{{1, 0, 0}, {0, 1.1, 0}, {-1.2, 0, 0}, {0, -1.3, 0}}
+	const id = 5
+	for _, tc := range []struct {
+		name    string
+		links   [][]float32
+		added   []float32
+		want    []int32
+		changed bool
+	}{
+		// The new node is diverse; 3 is the only one that is not.
+		{"a non-diverse link goes before the farther diverse ones", around, []float32{0, -2.5, 0}, []int32{1, 2, id, 4}, true},
+		// The new node is the farthest and lies beside 2: 3 and the new
+		// node are not diverse, and the new node is the farther.
+		{"a farther non-diverse new node is not linked", around, []float32{0.2, 3.5, 0}, []int32{1, 2, 3, 4}, false},
+		// Every link and the new node (off the plane) are diverse.
+		{"when all are diverse the farthest goes", diverse, []float32{0, 0, 0.8}, []int32{1, 2, 3, id}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			docs := append([][]float32{{0, 0, 0}}, tc.links...)
+			docs = append(docs, tc.added)
+			g := New(3, func(id int32) []float32 { return docs[id] }, Config{M: 2})
+			for i, v := range docs[:id] {
+				own := []int32{0}
+				if i == 0 {
+					own = []int32{1, 2, 3, 4}
+				}
+				g.apply(&addition{id: int32(i), vn: sqNorm(v), own: [][]int32{own}})
+			}
+			vn := sqNorm(tc.added)
+			newDist := func(x int32) float32 { return g.vdist(tc.added, vn, x) }
+			got, appended, changed := g.reverseLinks(0, 0, id, newDist, newDist(0))
+			if !slices.Equal(got, tc.want) || appended || changed != tc.changed {
+				t.Errorf("links %v (appended %v, changed %v), want %v (changed %v)", got, appended, changed, tc.want, tc.changed)
+			}
+		})
+	}
+	// With room, the new node is appended.
+	docs := [][]float32{{0, 0, 0}, {1, 0, 0}, {0, 1, 0}}
+	g := New(3, func(id int32) []float32 { return docs[id] }, Config{M: 2})
+	g.apply(&addition{id: 0, vn: 0, own: [][]int32{{1}}})
+	g.apply(&addition{id: 1, vn: 1, own: [][]int32{{0}}})
+	got, appended, changed := g.reverseLinks(0, 0, 2, func(x int32) float32 { return g.vdist(docs[2], 1, x) }, 1)
+	if !slices.Equal(got, []int32{1, 2}) || !appended || !changed {
+		t.Errorf("with room: links %v (appended %v, changed %v), want [1 2] appended", got, appended, changed)
+	}
+}
