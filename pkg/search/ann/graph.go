@@ -378,11 +378,13 @@ func (g *Graph) noteEntry(id int32, lvl int) {
 // (newDist: its distance to a node; d: to nb) added, and whether they
 // differ from nb's links now. When there is room the new node is
 // appended (appended). When the list is full one of the list and the new
-// node is dropped (Lucene's rule): the farthest from nb of those that are
-// not diverse, a node nearer to one of the nodes nearer to nb than to nb
-// (the heuristic's test, as selectBy), or the farthest of all when every
-// one is diverse. The links keep their places, the new node taking the
-// dropped one's; when the new node is the one dropped nothing changes.
+// node is dropped (dropOne, Lucene's rule): the farthest link that the
+// new node is nearer to than nb is (the new node makes it not diverse);
+// else the new node when it is not diverse (nearer to one of the nearer
+// links than to nb, the heuristic's test); else the farthest link (not
+// the new node, were it the farthest). The
+// links keep their places, the new node taking the dropped one's; when
+// the new node is the one dropped nothing changes.
 //
 // Dropping merely the farthest would drop a new node farther from nb than
 // all of nb's links from every neighbour's list: an outlier (a
@@ -390,10 +392,9 @@ func (g *Graph) noteEntry(id int32, lvl int) {
 // it and no walk could reach it. The rule keeps it where it is diverse.
 // Choosing the whole list again by the heuristic (Config.Reselect, the
 // rule before 2026-11-27) keeps it so too, but costs up to O(M²)
-// distances per neighbour, where this rule costs nb's distances to its
-// links and, from the farthest, the tests up to the first one that
-// fails: ~2-3 times less CPU per Add for the same recall (graph-build-
-// 2026-11-27e.md).
+// distances between links per full neighbour, where this rule costs nb's
+// distances to its links and the new node's to them (most known from
+// its layer's search): graph-build-2026-11-27e.md.
 func (g *Graph) reverseLinks(nb int32, l int, id int32, newDist func(int32) float32, d float32) (links []int32, appended, changed bool) {
 	cur := g.links(nb, l)
 	out := make([]int32, 0, len(cur)+1)
@@ -425,7 +426,7 @@ func (g *Graph) reverseLinks(nb int32, l int, id int32, newDist func(int32) floa
 	if g.reselect {
 		return g.selectBy(cs, len(cur), between), false, true
 	}
-	drop := cs[dropOne(cs, between)].id
+	drop := cs[dropOne(cs, id, between)].id
 	if drop == id {
 		return out, false, false
 	}
@@ -434,16 +435,30 @@ func (g *Graph) reverseLinks(nb int32, l int, id int32, newDist func(int32) floa
 }
 
 // dropOne returns the index in cs (sorted nearest first) of the
-// candidate a full list drops: the last one nearer (by between) to a
-// candidate before it than to the list's node, or the last one when
-// there is none.
-func dropOne(cs []cand, between func(a, b int32) float32) int {
-	for i := len(cs) - 1; i > 0; i-- {
-		for _, o := range cs[:i] {
-			if between(cs[i].id, o.id) < cs[i].d {
-				return i
-			}
+// candidate a full list drops when the new node id joins it (Lucene's
+// findWorstNonDiverse, the other nodes of the list taken as checked):
+// the farthest of the nodes farther than the new node that are nearer to
+// it than to the list's node; else the new node, when it is nearer (by
+// between) to a node nearer to the list's node than it; else the farthest
+// of the others. Only the new node's distances are computed: a list's
+// nodes were checked against each other when they joined it. Unlike
+// Lucene's, the rule keeps a diverse new node even when it is the
+// farthest: dropped so, an outlier added last would be dropped from every
+// list (TestOutliersAddedLastAreLinkedTo).
+func dropOne(cs []cand, id int32, between func(a, b int32) float32) int {
+	k := slices.IndexFunc(cs, func(c cand) bool { return c.id == id })
+	for i := len(cs) - 1; i > k; i-- {
+		if between(cs[i].id, id) < cs[i].d {
+			return i
 		}
+	}
+	for _, o := range cs[:k] {
+		if between(id, o.id) < cs[k].d {
+			return k
+		}
+	}
+	if k == len(cs)-1 {
+		return k - 1
 	}
 	return len(cs) - 1
 }

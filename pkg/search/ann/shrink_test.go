@@ -6,15 +6,16 @@ import (
 )
 
 // TestFullListDropsItsFarthestNonDiverseLink pins the rule for a full
-// neighbour list (reverseLinks): node 0 at the origin holds four links
-// (layer 0 of M 2), and a new node that links to it replaces the
-// farthest of the links and itself that is nearer to a node nearer to
-// node 0 than to node 0 (not diverse), or the farthest of all when each
-// one is diverse; the other links keep their places, and when the new
-// node is the one dropped the list does not change.
+// neighbour list (reverseLinks, dropOne): node 0 at the origin holds four
+// links (layer 0 of M 2), and a new node that links to it replaces the
+// farthest link that is nearer to the new node than to node 0; else the
+// new node is not linked when it is nearer to a nearer link than to node
+// 0; else the farthest link goes (not the new node). The other links keep their places, and
+// when the new node is the one dropped the list does not change.
 func TestFullListDropsItsFarthestNonDiverseLink(t *testing.T) {
-	// Links 1..4 of node 0: 3 lies just beside 1 (not diverse), 4 is the
-	// farthest but in a direction of its own.
+	// Links 1..4 of node 0, 4 the farthest; around, 3 lies just beside 1
+	// (not diverse, but no new node made it so).
+	spread := [][]float32{{1, 0, 0}, {0, 2, 0}, {0, -3, 0}, {-4, 0, 0}}
 	around := [][]float32{{1, 0, 0}, {0, 2, 0}, {1.2, 0.1, 0}, {-3, 0, 0}}
 	diverse := [][]float32{{1, 0, 0}, {0, 1.1, 0}, {-1.2, 0, 0}, {0, -1.3, 0}}
 	const id = 5
@@ -25,13 +26,17 @@ func TestFullListDropsItsFarthestNonDiverseLink(t *testing.T) {
 		want    []int32
 		changed bool
 	}{
-		// The new node is diverse; 3 is the only one that is not.
-		{"a non-diverse link goes before the farther diverse ones", around, []float32{0, -2.5, 0}, []int32{1, 2, id, 4}, true},
-		// The new node is the farthest and lies beside 2: 3 and the new
-		// node are not diverse, and the new node is the farther.
-		{"a farther non-diverse new node is not linked", around, []float32{0.2, 3.5, 0}, []int32{1, 2, 3, 4}, false},
+		// The new node lies between node 0 and 3: 3 goes, not 4.
+		{"a link the new node makes not diverse goes before the farthest", spread, []float32{0, -2, 0}, []int32{1, 2, id, 4}, true},
+		// The new node is the farthest and lies beside 2.
+		{"a farthest new node that is not diverse is not linked", around, []float32{0.2, 3.5, 0}, []int32{1, 2, 3, 4}, false},
+		// The new node is diverse and makes no link not diverse.
+		{"else the farthest goes", around, []float32{0, -2.5, 0}, []int32{1, 2, 3, id}, true},
 		// Every link and the new node (off the plane) are diverse.
 		{"when all are diverse the farthest goes", diverse, []float32{0, 0, 0.8}, []int32{1, 2, 3, id}, true},
+		// ... but not a diverse new node farther than every link (an
+		// outlier).
+		{"a diverse new node farther than every link stays", diverse, []float32{0, 0, 2}, []int32{1, 2, 3, id}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			docs := append([][]float32{{0, 0, 0}}, tc.links...)
