@@ -282,31 +282,50 @@ func (g *Graph) add(v []float32, log bool, dst []byte) (int32, []byte) {
 		}
 		eps := []cand{{id: cur, d: curD}}
 		a.own = make([][]int32, min(lvl, top)+1)
+		// The distances this Add computes between nodes (the new node's
+		// to the nodes its searches met, and between the candidates and
+		// links that its selection and its neighbours' shrinking
+		// compare), so that none is computed twice: neighbours of one
+		// node share many links.
+		known := make(map[int32]float32, 2*g.efC)
+		pairs := make(map[uint64]float32, 8*g.efC)
+		between := func(x, y int32) float32 {
+			switch a.id {
+			case x:
+				x, y = y, x
+				fallthrough
+			case y:
+				d, ok := known[x]
+				if !ok {
+					d = pdist(x)
+					known[x] = d
+				}
+				return d
+			}
+			key := uint64(uint32(min(x, y)))<<32 | uint64(uint32(max(x, y)))
+			d, ok := pairs[key]
+			if !ok {
+				pairMiss++
+				d = g.ndist(min(x, y), max(x, y))
+				pairs[key] = d
+			} else {
+				pairHit++
+			}
+			return d
+		}
 		for l := min(lvl, top); l >= 0; l-- {
 			found := g.layerSearch(pdist, eps, g.efC, l)
 			maxLinks := g.m
 			if l == 0 {
 				maxLinks = g.m0
 			}
-			sel := g.selectHeuristic(found, maxLinks)
+			sel := g.selectBy(found, maxLinks, between)
 			a.own[l] = sel
-			// The new node's distances to the nodes the layer's search
-			// met, so that a neighbour's shrinking does not compute them
-			// again.
-			known := make(map[int32]float32, len(found))
 			for _, c := range found {
 				known[c.id] = c.d
 			}
-			newDist := func(x int32) float32 {
-				if d, ok := known[x]; ok {
-					return d
-				}
-				d := pdist(x)
-				known[x] = d
-				return d
-			}
 			for _, nb := range sel {
-				links, appended, changed := g.reverseLinks(nb, l, a.id, newDist, newDist(nb))
+				links, appended, changed := g.reverseLinks(nb, l, a.id, between)
 				if changed {
 					a.changes = append(a.changes, change{node: nb, layer: l, links: links, appended: appended})
 				}
@@ -395,7 +414,7 @@ func (g *Graph) noteEntry(id int32, lvl int) {
 // distances between links per full neighbour, where this rule costs nb's
 // distances to its links and the new node's to them (most known from
 // its layer's search): graph-build-2026-11-27e.md.
-func (g *Graph) reverseLinks(nb int32, l int, id int32, newDist func(int32) float32, d float32) (links []int32, appended, changed bool) {
+func (g *Graph) reverseLinks(nb int32, l int, id int32, between func(a, b int32) float32) (links []int32, appended, changed bool) {
 	cur := g.links(nb, l)
 	out := make([]int32, 0, len(cur)+1)
 	for _, x := range cur {
@@ -408,30 +427,38 @@ func (g *Graph) reverseLinks(nb int32, l int, id int32, newDist func(int32) floa
 	}
 	cs := make([]cand, 0, len(out)+1)
 	for _, x := range out {
-		cs = append(cs, cand{id: x, d: g.ndist(nb, x)})
+		cs = append(cs, cand{id: x, d: between(nb, x)})
 	}
-	cs = append(cs, cand{id: id, d: d})
+	cs = append(cs, cand{id: id, d: between(nb, id)})
 	sortCands(cs)
-	// The new node is not in the graph's arrays yet: its distances come
-	// from newDist.
-	between := func(a, b int32) float32 {
-		switch id {
-		case a:
-			return newDist(b)
-		case b:
-			return newDist(a)
-		}
-		return g.ndist(a, b)
-	}
 	if g.reselect {
 		return g.selectBy(cs, len(cur), between), false, true
 	}
-	drop := cs[dropOne(cs, id, between)].id
+	var drop int32
+	if ShrinkAll {
+		drop = cs[dropAll(cs, between)].id
+	} else {
+		drop = cs[dropOne(cs, id, between)].id
+	}
 	if drop == id {
 		return out, false, false
 	}
 	out[slices.Index(out, drop)] = id
 	return out, false, true
+}
+
+var ShrinkAll bool
+var pairHit, pairMiss int
+
+func dropAll(cs []cand, between func(a, b int32) float32) int {
+	for i := len(cs) - 1; i > 0; i-- {
+		for _, o := range cs[:i] {
+			if between(cs[i].id, o.id) < cs[i].d {
+				return i
+			}
+		}
+	}
+	return len(cs) - 1
 }
 
 // dropOne returns the index in cs (sorted nearest first) of the

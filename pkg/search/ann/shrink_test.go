@@ -49,9 +49,7 @@ func TestFullListDropsItsFarthestNonDiverseLink(t *testing.T) {
 				}
 				g.apply(&addition{id: int32(i), vn: sqNorm(v), own: [][]int32{own}})
 			}
-			vn := sqNorm(tc.added)
-			newDist := func(x int32) float32 { return g.vdist(tc.added, vn, x) }
-			got, appended, changed := g.reverseLinks(0, 0, id, newDist, newDist(0))
+			got, appended, changed := g.reverseLinks(0, 0, id, testBetween(g, id, tc.added))
 			if !slices.Equal(got, tc.want) || appended || changed != tc.changed {
 				t.Errorf("links %v (appended %v, changed %v), want %v (changed %v)", got, appended, changed, tc.want, tc.changed)
 			}
@@ -62,8 +60,23 @@ func TestFullListDropsItsFarthestNonDiverseLink(t *testing.T) {
 	g := New(3, func(id int32) []float32 { return docs[id] }, Config{M: 2})
 	g.apply(&addition{id: 0, vn: 0, own: [][]int32{{1}}})
 	g.apply(&addition{id: 1, vn: 1, own: [][]int32{{0}}})
-	got, appended, changed := g.reverseLinks(0, 0, 2, func(x int32) float32 { return g.vdist(docs[2], 1, x) }, 1)
+	got, appended, changed := g.reverseLinks(0, 0, 2, testBetween(g, 2, docs[2]))
 	if !slices.Equal(got, []int32{1, 2}) || !appended || !changed {
 		t.Errorf("with room: links %v (appended %v, changed %v), want [1 2] appended", got, appended, changed)
+	}
+}
+
+// testBetween is the distance between two nodes of g or new node id (of
+// vector v, not in g yet), as add gives reverseLinks.
+func testBetween(g *Graph, id int32, v []float32) func(a, b int32) float32 {
+	vn := sqNorm(v)
+	return func(a, b int32) float32 {
+		switch id {
+		case a:
+			return g.vdist(v, vn, b)
+		case b:
+			return g.vdist(v, vn, a)
+		}
+		return g.ndist(a, b)
 	}
 }

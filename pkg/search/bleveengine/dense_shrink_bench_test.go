@@ -45,6 +45,7 @@ func BenchmarkDenseShrink(b *testing.B) {
 		slices.Sort(sizes)
 	}
 	chunk := envInt(b, "DOCREPO_BENCH_CHUNK", 500)
+	ann.ShrinkAll = os.Getenv("EXP_ALL") != ""
 	n := sizes[len(sizes)-1]
 	gen := newScaleGen(b, true)
 	queries := gen.queries(envInt(b, "DOCREPO_BENCH_QUERIES", 100))
