@@ -31,13 +31,12 @@ type Config struct {
 	// breadth each give 0.997 at 200 k (dense-shards-2026-11-27d.md): the
 	// recall follows the shard's size, the cost the number of shards.
 	Shard int
-	// Reselect shrinks a full neighbour list the way graphs were built
-	// before 2026-11-27: the list and the new node chosen again whole by
-	// the diversity heuristic, instead of one link dropped (see
-	// reverseLinks). It costs ~2-3 times as much CPU per Add for the same
-	// recall; it is kept for benchmarks comparing the two
-	// (BenchmarkDenseShrink). It is not written with the graph.
-	Reselect bool
+	// Recompute computes a full layer-0 neighbour list's distances to
+	// its node again each time the list is shrunk, as graphs were built
+	// before 2026-11-27, instead of keeping them (linkDist): the same
+	// graph for more CPU per Add. It is kept for benchmarks comparing the
+	// two (BenchmarkDenseShrink) and is not written with the graph.
+	Recompute bool
 }
 
 // Unsharded, as Config.Shard, puts every node in one shard (graphs
@@ -66,22 +65,30 @@ const maxLevels = 16
 // without locking (only the writer changes the graph) and then links it
 // under the write lock, so searches wait only for the linking.
 type Graph struct {
-	dim      int
-	m, m0    int
-	efC      int
-	reselect bool
-	ml       float64
-	rng      *rand.Rand
-	visited  sync.Pool
+	dim       int
+	m, m0     int
+	efC       int
+	recompute bool
+	ml        float64
+	rng       *rand.Rand
+	visited   sync.Pool
 
 	// vec returns node id's full-precision vector (the caller's store:
 	// the engine's memory-mapped file); the graph keeps only links.
 	vec func(id int32) []float32
 
-	mu       sync.RWMutex
-	sqn      []float32 // squared norm per node
-	level    []uint8
-	links0   []int32   // n·m0, -1 for an empty place
+	mu     sync.RWMutex
+	sqn    []float32 // squared norm per node
+	level  []uint8
+	links0 []int32 // n·m0, -1 for an empty place
+	// linkDist holds, for each place of links0, the squared distance of
+	// the link to its node, NaN when not known (a graph read back,
+	// joined or replayed: the distances are not written; they are
+	// computed when a list is next shrunk). Only the writer reads and
+	// writes it; it may be shorter than links0 (not known). It spares
+	// the shrinking of a full list (reverseLinks) computing 2·M distances
+	// again: 4·2·M bytes per node (128 B at M 16).
+	linkDist []float32
 	upper    [][]int32 // per node: level·m links (layers 1..level), nil at level 0
 	deleted  []uint64  // bit per node
 	nDeleted int
@@ -111,7 +118,7 @@ func New(dim int, vec func(id int32) []float32, cfg Config) *Graph {
 		shard = 0
 	}
 	return &Graph{
-		dim: dim, vec: vec, m: cfg.M, m0: 2 * cfg.M, efC: cfg.EfConstruction, reselect: cfg.Reselect,
+		dim: dim, vec: vec, m: cfg.M, m0: 2 * cfg.M, efC: cfg.EfConstruction, recompute: cfg.Recompute,
 		ml: 1 / math.Log(float64(cfg.M)), rng: rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)),
 		shard: shard,
 	}
@@ -124,7 +131,7 @@ func (g *Graph) Config() Config {
 	if shard == 0 {
 		shard = Unsharded
 	}
-	return Config{M: g.m, EfConstruction: g.efC, Shard: shard, Reselect: g.reselect}
+	return Config{M: g.m, EfConstruction: g.efC, Shard: shard, Recompute: g.recompute}
 }
 
 // Shards returns the number of shards holding nodes.
@@ -245,10 +252,13 @@ func (g *Graph) AddLogged(v []float32, dst []byte) (int32, []byte) {
 
 // addition is what one Add changes in the graph.
 type addition struct {
-	id      int32
-	lvl     int
-	vn      float32
-	own     [][]int32 // own[l]: the new node's links on layer l
+	id  int32
+	lvl int
+	vn  float32
+	own [][]int32 // own[l]: the new node's links on layer l
+	// ownDist: the distances of own[0]'s links (nil: not known, as in
+	// a replayed record).
+	ownDist []float32
 	changes []change
 }
 
@@ -259,6 +269,9 @@ type change struct {
 	layer    int
 	links    []int32
 	appended bool
+	// dists: on layer 0, the distances of links to node (nil: not
+	// known); appended, the new node's alone.
+	dists []float32
 }
 
 func (g *Graph) add(v []float32, log bool, dst []byte) (int32, []byte) {
@@ -282,17 +295,13 @@ func (g *Graph) add(v []float32, log bool, dst []byte) (int32, []byte) {
 		}
 		eps := []cand{{id: cur, d: curD}}
 		a.own = make([][]int32, min(lvl, top)+1)
-		// The distances this Add computes between nodes (the new node's
-		// to the nodes its searches met, and between the candidates and
-		// links that its selection and its neighbours' shrinking
-		// compare), so that none is computed twice: neighbours of one
-		// node share many links.
+		// The new node's distances to the nodes its searches met, so that
+		// its neighbours' shrinking does not compute them again.
 		known := make(map[int32]float32, 2*g.efC)
-		pairs := make(map[uint64]float32, 8*g.efC)
 		between := func(x, y int32) float32 {
 			switch a.id {
 			case x:
-				x, y = y, x
+				x = y
 				fallthrough
 			case y:
 				d, ok := known[x]
@@ -302,16 +311,7 @@ func (g *Graph) add(v []float32, log bool, dst []byte) (int32, []byte) {
 				}
 				return d
 			}
-			key := uint64(uint32(min(x, y)))<<32 | uint64(uint32(max(x, y)))
-			d, ok := pairs[key]
-			if !ok {
-				pairMiss++
-				d = g.ndist(min(x, y), max(x, y))
-				pairs[key] = d
-			} else {
-				pairHit++
-			}
-			return d
+			return g.ndist(x, y)
 		}
 		for l := min(lvl, top); l >= 0; l-- {
 			found := g.layerSearch(pdist, eps, g.efC, l)
@@ -324,11 +324,14 @@ func (g *Graph) add(v []float32, log bool, dst []byte) (int32, []byte) {
 			for _, c := range found {
 				known[c.id] = c.d
 			}
-			for _, nb := range sel {
-				links, appended, changed := g.reverseLinks(nb, l, a.id, between)
-				if changed {
-					a.changes = append(a.changes, change{node: nb, layer: l, links: links, appended: appended})
+			if l == 0 {
+				a.ownDist = make([]float32, len(sel))
+				for i, x := range sel {
+					a.ownDist[i] = known[x]
 				}
+			}
+			for _, nb := range sel {
+				a.changes = append(a.changes, g.reverseLinks(nb, l, a.id, between))
 			}
 			eps = found
 		}
@@ -365,15 +368,42 @@ func (g *Graph) apply(a *addition) {
 	for l, sel := range a.own {
 		copy(g.links(id, l), sel)
 	}
+	if !g.recompute {
+		// The distances of the new node's and the changed lists' links
+		// (NaN where not known).
+		for len(g.linkDist) < len(g.links0) {
+			g.linkDist = append(g.linkDist, float32(math.NaN()))
+		}
+		if a.ownDist != nil {
+			copy(g.linkDist[int(id)*g.m0:], a.ownDist)
+		}
+	}
 	for _, c := range a.changes {
 		dst := g.links(c.node, c.layer)
+		var dd []float32
+		if c.layer == 0 && !g.recompute {
+			dd = g.linkDist[int(c.node)*g.m0 : (int(c.node)+1)*g.m0]
+		}
 		if c.appended {
-			dst[slices.Index(dst, -1)] = id
+			i := slices.Index(dst, -1)
+			dst[i] = id
+			if dd != nil {
+				dd[i] = float32(math.NaN())
+				if len(c.dists) > 0 {
+					dd[i] = c.dists[0]
+				}
+			}
 			continue
 		}
 		n := copy(dst, c.links)
 		for i := n; i < len(dst); i++ {
 			dst[i] = -1
+		}
+		for i := range dd {
+			dd[i] = float32(math.NaN())
+		}
+		if dd != nil && c.dists != nil {
+			copy(dd, c.dists)
 		}
 	}
 	g.noteEntry(id, lvl)
@@ -393,29 +423,27 @@ func (g *Graph) noteEntry(id int32, lvl int) {
 	}
 }
 
-// reverseLinks returns node nb's links on layer l with the new node id
-// (newDist: its distance to a node; d: to nb) added, and whether they
-// differ from nb's links now. When there is room the new node is
-// appended (appended). When the list is full one of the list and the new
-// node is dropped (dropOne, Lucene's rule): the farthest link that the
-// new node is nearer to than nb is (the new node makes it not diverse);
-// else the new node when it is not diverse (nearer to one of the nearer
-// links than to nb, the heuristic's test); else the farthest link (not
-// the new node, were it the farthest). The
-// links keep their places, the new node taking the dropped one's; when
-// the new node is the one dropped nothing changes.
+// reverseLinks returns the change to node nb's links on layer l that
+// links the new node id to it (between: the distance of two nodes, the
+// new one's included): the new node appended when there is room,
+// otherwise the links and the new node chosen again by the same
+// heuristic as a new node's own links (HNSW's shrinking of a full
+// neighbour list). Keeping merely the closest would drop a new node
+// farther from nb than all of nb's links from every neighbour's list: an
+// outlier (a one-sentence document among abstracts) would get no link
+// pointing to it and no walk could reach it.
 //
-// Dropping merely the farthest would drop a new node farther from nb than
-// all of nb's links from every neighbour's list: an outlier (a
-// one-sentence document among abstracts) would get no link pointing to
-// it and no walk could reach it. The rule keeps it where it is diverse.
-// Choosing the whole list again by the heuristic (Config.Reselect, the
-// rule before 2026-11-27) keeps it so too, but costs up to O(M²)
-// distances between links per full neighbour, where this rule costs nb's
-// distances to its links and the new node's to them (most known from
-// its layer's search): graph-build-2026-11-27e.md.
-func (g *Graph) reverseLinks(nb int32, l int, id int32, between func(a, b int32) float32) (links []int32, appended, changed bool) {
+// On layer 0 nb's distances to its links are those kept in linkDist
+// (computed only where not known), and the change carries the new
+// list's: a profile of a build put 61 % of its CPU here, a third of it
+// in those distances (graph-build-2026-11-27e.md).
+func (g *Graph) reverseLinks(nb int32, l int, id int32, between func(a, b int32) float32) change {
 	cur := g.links(nb, l)
+	var kept []float32
+	if l == 0 && !g.recompute && int(nb+1)*g.m0 <= len(g.linkDist) {
+		kept = g.linkDist[int(nb)*g.m0 : int(nb+1)*g.m0]
+	}
+	d := between(nb, id)
 	out := make([]int32, 0, len(cur)+1)
 	for _, x := range cur {
 		if x >= 0 {
@@ -423,71 +451,28 @@ func (g *Graph) reverseLinks(nb int32, l int, id int32, between func(a, b int32)
 		}
 	}
 	if len(out) < len(cur) {
-		return append(out, id), true, true
+		return change{node: nb, layer: l, links: append(out, id), appended: true, dists: []float32{d}}
 	}
 	cs := make([]cand, 0, len(out)+1)
-	for _, x := range out {
-		cs = append(cs, cand{id: x, d: between(nb, x)})
+	for i, x := range out {
+		c := cand{id: x}
+		if kept != nil && !math.IsNaN(float64(kept[i])) {
+			c.d = kept[i]
+		} else {
+			c.d = between(nb, x)
+		}
+		cs = append(cs, c)
 	}
-	cs = append(cs, cand{id: id, d: between(nb, id)})
+	cs = append(cs, cand{id: id, d: d})
 	sortCands(cs)
-	if g.reselect {
-		return g.selectBy(cs, len(cur), between), false, true
-	}
-	var drop int32
-	if ShrinkAll {
-		drop = cs[dropAll(cs, between)].id
-	} else {
-		drop = cs[dropOne(cs, id, between)].id
-	}
-	if drop == id {
-		return out, false, false
-	}
-	out[slices.Index(out, drop)] = id
-	return out, false, true
-}
-
-var ShrinkAll bool
-var pairHit, pairMiss int
-
-func dropAll(cs []cand, between func(a, b int32) float32) int {
-	for i := len(cs) - 1; i > 0; i-- {
-		for _, o := range cs[:i] {
-			if between(cs[i].id, o.id) < cs[i].d {
-				return i
-			}
+	ch := change{node: nb, layer: l, links: g.selectBy(cs, len(cur), between)}
+	if l == 0 {
+		ch.dists = make([]float32, len(ch.links))
+		for i, x := range ch.links {
+			ch.dists[i] = cs[slices.IndexFunc(cs, func(c cand) bool { return c.id == x })].d
 		}
 	}
-	return len(cs) - 1
-}
-
-// dropOne returns the index in cs (sorted nearest first) of the
-// candidate a full list drops when the new node id joins it (Lucene's
-// findWorstNonDiverse, the other nodes of the list taken as checked):
-// the farthest of the nodes farther than the new node that are nearer to
-// it than to the list's node; else the new node, when it is nearer (by
-// between) to a node nearer to the list's node than it; else the farthest
-// of the others. Only the new node's distances are computed: a list's
-// nodes were checked against each other when they joined it. Unlike
-// Lucene's, the rule keeps a diverse new node even when it is the
-// farthest: dropped so, an outlier added last would be dropped from every
-// list (TestOutliersAddedLastAreLinkedTo).
-func dropOne(cs []cand, id int32, between func(a, b int32) float32) int {
-	k := slices.IndexFunc(cs, func(c cand) bool { return c.id == id })
-	for i := len(cs) - 1; i > k; i-- {
-		if between(cs[i].id, id) < cs[i].d {
-			return i
-		}
-	}
-	for _, o := range cs[:k] {
-		if between(id, o.id) < cs[k].d {
-			return k
-		}
-	}
-	if k == len(cs)-1 {
-		return k - 1
-	}
-	return len(cs) - 1
+	return ch
 }
 
 // selectHeuristic picks up to n of the candidates (sorted nearest first)

@@ -1,82 +1,91 @@
 package ann
 
 import (
-	"slices"
+	"bytes"
+	"math"
 	"testing"
 )
 
-// TestFullListDropsItsFarthestNonDiverseLink pins the rule for a full
-// neighbour list (reverseLinks, dropOne): node 0 at the origin holds four
-// links (layer 0 of M 2), and a new node that links to it replaces the
-// farthest link that is nearer to the new node than to node 0; else the
-// new node is not linked when it is nearer to a nearer link than to node
-// 0; else the farthest link goes (not the new node). The other links keep their places, and
-// when the new node is the one dropped the list does not change.
-func TestFullListDropsItsFarthestNonDiverseLink(t *testing.T) {
-	// Links 1..4 of node 0, 4 the farthest; around, 3 lies just beside 1
-	// (not diverse, but no new node made it so).
-	spread := [][]float32{{1, 0, 0}, {0, 2, 0}, {0, -3, 0}, {-4, 0, 0}}
-	around := [][]float32{{1, 0, 0}, {0, 2, 0}, {1.2, 0.1, 0}, {-3, 0, 0}}
-	diverse := [][]float32{{1, 0, 0}, {0, 1.1, 0}, {-1.2, 0, 0}, {0, -1.3, 0}}
-	const id = 5
+// TestKeptLinkDistancesBuildTheSameGraph: a graph that keeps its layer-0
+// links' distances (linkDist) is built, link for link, as one that
+// computes them again at each shrinking (Config.Recompute, the build
+// before 2026-11-27e), whether it is built in one go or read back or
+// replayed part-way (the distances then not known until computed); and
+// every distance it keeps is the link's distance to its node.
+func TestKeptLinkDistancesBuildTheSameGraph(t *testing.T) {
+	const dim, n, half = 64, 1200, 500
+	docs, _ := hashCorpus(t, n, 0, dim, true)
+	vec := func(id int32) []float32 { return docs[id] }
+	readBack := func(t *testing.T, g *Graph, cfg Config) *Graph {
+		r, err := ReadGraph(bytes.NewReader(graphBytes(t, g)), vec, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
 	for _, tc := range []struct {
-		name    string
-		links   [][]float32
-		added   []float32
-		want    []int32
-		changed bool
+		name  string
+		build func(t *testing.T, cfg Config) *Graph
 	}{
-		// The new node lies between node 0 and 3: 3 goes, not 4.
-		{"a link the new node makes not diverse goes before the farthest", spread, []float32{0, -2, 0}, []int32{1, 2, id, 4}, true},
-		// The new node is the farthest and lies beside 2.
-		{"a farthest new node that is not diverse is not linked", around, []float32{0.2, 3.5, 0}, []int32{1, 2, 3, 4}, false},
-		// The new node is diverse and makes no link not diverse.
-		{"else the farthest goes", around, []float32{0, -2.5, 0}, []int32{1, 2, 3, id}, true},
-		// Every link and the new node (off the plane) are diverse.
-		{"when all are diverse the farthest goes", diverse, []float32{0, 0, 0.8}, []int32{1, 2, 3, id}, true},
-		// ... but not a diverse new node farther than every link (an
-		// outlier).
-		{"a diverse new node farther than every link stays", diverse, []float32{0, 0, 2}, []int32{1, 2, 3, id}, true},
+		{"built in one go", func(t *testing.T, cfg Config) *Graph {
+			g := New(dim, vec, cfg)
+			for _, v := range docs {
+				g.Add(v)
+			}
+			return g
+		}},
+		{"read back part-way", func(t *testing.T, cfg Config) *Graph {
+			g := New(dim, vec, cfg)
+			for _, v := range docs[:half] {
+				g.Add(v)
+			}
+			g = readBack(t, g, cfg)
+			for _, v := range docs[half:] {
+				g.Add(v)
+			}
+			return g
+		}},
+		{"replayed part-way", func(t *testing.T, cfg Config) *Graph {
+			g := New(dim, vec, cfg)
+			for _, v := range docs[:half] {
+				g.Add(v)
+			}
+			r := readBack(t, g, cfg)
+			for _, v := range docs[half : 2*half] {
+				_, rec := g.AddLogged(v, nil)
+				if err := r.Replay(rec); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, v := range docs[2*half:] {
+				r.Add(v)
+			}
+			return r
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			docs := append([][]float32{{0, 0, 0}}, tc.links...)
-			docs = append(docs, tc.added)
-			g := New(3, func(id int32) []float32 { return docs[id] }, Config{M: 2})
-			for i, v := range docs[:id] {
-				own := []int32{0}
-				if i == 0 {
-					own = []int32{1, 2, 3, 4}
-				}
-				g.apply(&addition{id: int32(i), vn: sqNorm(v), own: [][]int32{own}})
+			// Lists of 8 on layer 0: most full early. (A graph read back
+			// draws its levels from the seed again: the two are built the
+			// same way.)
+			want := graphBytes(t, tc.build(t, Config{M: 4, Seed: 7, Recompute: true}))
+			g := tc.build(t, Config{M: 4, Seed: 7})
+			if !bytes.Equal(graphBytes(t, g), want) {
+				t.Fatal("the graph differs from the one built computing the distances again")
 			}
-			got, appended, changed := g.reverseLinks(0, 0, id, testBetween(g, id, tc.added))
-			if !slices.Equal(got, tc.want) || appended || changed != tc.changed {
-				t.Errorf("links %v (appended %v, changed %v), want %v (changed %v)", got, appended, changed, tc.want, tc.changed)
+			known := 0
+			for i, d := range g.linkDist {
+				x := g.links0[i]
+				if x < 0 || math.IsNaN(float64(d)) {
+					continue
+				}
+				known++
+				if node := int32(i / g.m0); d != g.ndist(node, x) {
+					t.Fatalf("node %d keeps %g as its link %d's distance, which is %g", node, d, x, g.ndist(node, x))
+				}
+			}
+			if known < len(g.links0)/2 {
+				t.Errorf("%d of %d link distances known", known, len(g.links0))
 			}
 		})
-	}
-	// With room, the new node is appended.
-	docs := [][]float32{{0, 0, 0}, {1, 0, 0}, {0, 1, 0}}
-	g := New(3, func(id int32) []float32 { return docs[id] }, Config{M: 2})
-	g.apply(&addition{id: 0, vn: 0, own: [][]int32{{1}}})
-	g.apply(&addition{id: 1, vn: 1, own: [][]int32{{0}}})
-	got, appended, changed := g.reverseLinks(0, 0, 2, testBetween(g, 2, docs[2]))
-	if !slices.Equal(got, []int32{1, 2}) || !appended || !changed {
-		t.Errorf("with room: links %v (appended %v, changed %v), want [1 2] appended", got, appended, changed)
-	}
-}
-
-// testBetween is the distance between two nodes of g or new node id (of
-// vector v, not in g yet), as add gives reverseLinks.
-func testBetween(g *Graph, id int32, v []float32) func(a, b int32) float32 {
-	vn := sqNorm(v)
-	return func(a, b int32) float32 {
-		switch id {
-		case a:
-			return g.vdist(v, vn, b)
-		case b:
-			return g.vdist(v, vn, a)
-		}
-		return g.ndist(a, b)
 	}
 }
