@@ -89,9 +89,19 @@ type Graph struct {
 	// the shrinking of a full list (reverseLinks) computing 2·M distances
 	// again: 4·2·M bytes per node (128 B at M 16).
 	linkDist []float32
-	upper    [][]int32 // per node: level·m links (layers 1..level), nil at level 0
-	deleted  []uint64  // bit per node
-	nDeleted int
+	// linkDiverse has a bit per place of links0: the link is one the
+	// heuristic keeps for its own sake (it is nearer to its node than to
+	// every such link nearer to the node: the first part of selectBy's
+	// choice) rather than to fill a place; selKnown, a bit per node: its
+	// list's bits are known. A list whose bits and distances are known
+	// is shrunk without computing a distance between two of its links
+	// unless the new node pushes one of them out (reverseLinks). Writer
+	// only, like linkDist: 4 B per node at M 16, and a bit.
+	linkDiverse []uint64
+	selKnown    []uint64
+	upper       [][]int32 // per node: level·m links (layers 1..level), nil at level 0
+	deleted     []uint64  // bit per node
+	nDeleted    int
 	// shard is the number of nodes per shard (0: one shard of all);
 	// entries and tops hold each shard's entry point (its first node of
 	// the highest level) and that level.
@@ -259,7 +269,10 @@ type addition struct {
 	// ownDist: the distances of own[0]'s links (nil: not known, as in
 	// a replayed record).
 	ownDist []float32
-	changes []change
+	// ownDiverse: the number of own[0]'s first links the heuristic kept
+	// for their own sake (-1: not known).
+	ownDiverse int
+	changes    []change
 }
 
 // change is a neighbour's new link list on a layer: appended says that it
@@ -270,8 +283,10 @@ type change struct {
 	links    []int32
 	appended bool
 	// dists: on layer 0, the distances of links to node (nil: not
-	// known); appended, the new node's alone.
-	dists []float32
+	// known); appended, the new node's alone. diverse: the number of
+	// the first links kept for their own sake (-1: not known).
+	dists   []float32
+	diverse int
 }
 
 func (g *Graph) add(v []float32, log bool, dst []byte) (int32, []byte) {
@@ -281,7 +296,7 @@ func (g *Graph) add(v []float32, log bool, dst []byte) (int32, []byte) {
 	vn := sqNorm(v)
 	pdist := func(id int32) float32 { return g.vdist(v, vn, id) }
 	lvl := min(int(-math.Log(1-g.rng.Float64())*g.ml), maxLevels-1)
-	a := addition{id: int32(len(g.level)), lvl: lvl, vn: vn}
+	a := addition{id: int32(len(g.level)), lvl: lvl, vn: vn, ownDiverse: -1}
 
 	// Find the neighbours on each layer and the neighbours' new link
 	// lists, reading the graph without a lock: only this writer changes
@@ -319,12 +334,13 @@ func (g *Graph) add(v []float32, log bool, dst []byte) (int32, []byte) {
 			if l == 0 {
 				maxLinks = g.m0
 			}
-			sel := g.selectBy(found, maxLinks, between)
+			sel, diverse := g.selectBy(found, maxLinks, between)
 			a.own[l] = sel
 			for _, c := range found {
 				known[c.id] = c.d
 			}
 			if l == 0 {
+				a.ownDiverse = diverse
 				a.ownDist = make([]float32, len(sel))
 				for i, x := range sel {
 					a.ownDist[i] = known[x]
@@ -374,9 +390,16 @@ func (g *Graph) apply(a *addition) {
 		for len(g.linkDist) < len(g.links0) {
 			g.linkDist = append(g.linkDist, float32(math.NaN()))
 		}
+		for len(g.linkDiverse)*64 < len(g.links0) {
+			g.linkDiverse = append(g.linkDiverse, 0)
+		}
+		for len(g.selKnown)*64 < len(g.level) {
+			g.selKnown = append(g.selKnown, 0)
+		}
 		if a.ownDist != nil {
 			copy(g.linkDist[int(id)*g.m0:], a.ownDist)
 		}
+		g.noteDiverse(id, a.ownDiverse)
 	}
 	for _, c := range a.changes {
 		dst := g.links(c.node, c.layer)
@@ -392,6 +415,7 @@ func (g *Graph) apply(a *addition) {
 				if len(c.dists) > 0 {
 					dd[i] = c.dists[0]
 				}
+				g.noteDiverse(c.node, -1)
 			}
 			continue
 		}
@@ -402,11 +426,33 @@ func (g *Graph) apply(a *addition) {
 		for i := range dd {
 			dd[i] = float32(math.NaN())
 		}
-		if dd != nil && c.dists != nil {
-			copy(dd, c.dists)
+		if dd != nil {
+			if c.dists != nil {
+				copy(dd, c.dists)
+			}
+			g.noteDiverse(c.node, c.diverse)
 		}
 	}
 	g.noteEntry(id, lvl)
+}
+
+// noteDiverse records that the first k links of node id's layer-0 list
+// are the ones the heuristic keeps for their own sake (k < 0: not known).
+func (g *Graph) noteDiverse(id int32, k int) {
+	if k < 0 {
+		g.selKnown[id>>6] &^= 1 << (id & 63)
+		return
+	}
+	g.selKnown[id>>6] |= 1 << (id & 63)
+	base := int(id) * g.m0
+	for i := range g.m0 {
+		p := base + i
+		if i < k {
+			g.linkDiverse[p>>6] |= 1 << (p & 63)
+		} else {
+			g.linkDiverse[p>>6] &^= 1 << (p & 63)
+		}
+	}
 }
 
 // noteEntry makes node id (of level lvl) its shard's entry point when it
@@ -453,20 +499,50 @@ func (g *Graph) reverseLinks(nb int32, l int, id int32, between func(a, b int32)
 	if len(out) < len(cur) {
 		return change{node: nb, layer: l, links: append(out, id), appended: true, dists: []float32{d}}
 	}
+	known := kept != nil && g.selKnown[nb>>6]&(1<<(nb&63)) != 0
 	cs := make([]cand, 0, len(out)+1)
+	div := make([]bool, 0, len(out)+1) // by cs's places
 	for i, x := range out {
 		c := cand{id: x}
 		if kept != nil && !math.IsNaN(float64(kept[i])) {
 			c.d = kept[i]
 		} else {
 			c.d = between(nb, x)
+			known = false
 		}
 		cs = append(cs, c)
+		if known {
+			p := int(nb)*g.m0 + i
+			div = append(div, g.linkDiverse[p>>6]&(1<<(p&63)) != 0)
+		}
 	}
 	cs = append(cs, cand{id: id, d: d})
-	sortCands(cs)
-	ch := change{node: nb, layer: l, links: g.selectBy(cs, len(cur), between)}
+	div = append(div, false)
+	if known {
+		// Sort the bits along.
+		order := make([]int, len(cs))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(i, j int) int { return cmpCands(cs[i], cs[j]) })
+		scs, sdiv := make([]cand, len(cs)), make([]bool, len(cs))
+		for i, o := range order {
+			scs[i], sdiv[i] = cs[o], div[o]
+		}
+		cs, div = scs, sdiv
+	} else {
+		sortCands(cs)
+	}
+	var links []int32
+	var diverse int
+	if known {
+		links, diverse = reselect(cs, div, id, len(cur), between)
+	} else {
+		links, diverse = g.selectBy(cs, len(cur), between)
+	}
+	ch := change{node: nb, layer: l, links: links}
 	if l == 0 {
+		ch.diverse = diverse
 		ch.dists = make([]float32, len(ch.links))
 		for i, x := range ch.links {
 			ch.dists[i] = cs[slices.IndexFunc(cs, func(c cand) bool { return c.id == x })].d
@@ -475,18 +551,85 @@ func (g *Graph) reverseLinks(nb int32, l int, id int32, between func(a, b int32)
 	return ch
 }
 
+// reselect is selectBy over cs (sorted nearest first; all but the new
+// node id a full list's links) given which links the heuristic keeps for
+// their own sake in the list as it is (div, by cs's places): the links
+// nearer than the new node keep their standing; the new node is tested
+// against those kept before it; a link farther than it and kept is
+// tested only against the kept ones the list did not keep (the new node,
+// and those below), as the others did not hold it back before; a link
+// farther and not kept stays out unless a kept one was pushed out, and is
+// then tested as selectBy tests it. The result is selectBy's, link for link,
+// for far fewer distances: a list's bits are what selectBy kept over the
+// list alone, as the links it drops were never kept before a link it
+// keeps.
+func reselect(cs []cand, div []bool, id int32, n int, between func(a, b int32) float32) ([]int32, int) {
+	out := make([]int32, 0, n)
+	var skipped []int32
+	// extra: the kept links that the list did not keep (the new node,
+	// and links a pushed-out one no longer holds back).
+	var extra []int32
+	after, pushed := false, false
+	nearer := func(c cand, os []int32) bool {
+		for _, o := range os {
+			if between(c.id, o) < c.d {
+				return true
+			}
+		}
+		return false
+	}
+	for i, c := range cs {
+		if len(out) == n {
+			break
+		}
+		var good bool
+		switch {
+		case c.id == id:
+			after = true
+			good = !nearer(c, out)
+		case !after:
+			good = div[i]
+		case div[i]:
+			good = !nearer(c, extra)
+			pushed = pushed || !good
+		case !pushed:
+			good = false
+		default:
+			good = !nearer(c, out)
+		}
+		if good {
+			out = append(out, c.id)
+			if c.id == id || !div[i] {
+				extra = append(extra, c.id)
+			}
+		} else {
+			skipped = append(skipped, c.id)
+		}
+	}
+	k := len(out)
+	for _, s := range skipped {
+		if len(out) == n {
+			break
+		}
+		out = append(out, s)
+	}
+	return out, k
+}
+
 // selectHeuristic picks up to n of the candidates (sorted nearest first)
 // by HNSW's heuristic: a candidate is kept only when it is nearer to the
 // new node than to every candidate kept before it, so the links spread
 // in different directions; the places left are filled with the nearest
 // candidates passed over.
 func (g *Graph) selectHeuristic(cs []cand, n int) []int32 {
-	return g.selectBy(cs, n, g.ndist)
+	out, _ := g.selectBy(cs, n, g.ndist)
+	return out
 }
 
 // selectBy is selectHeuristic with the distance between two candidates
-// given by between.
-func (g *Graph) selectBy(cs []cand, n int, between func(a, b int32) float32) []int32 {
+// given by between; it also returns the number of the first links kept
+// for their own sake (the rest fill places).
+func (g *Graph) selectBy(cs []cand, n int, between func(a, b int32) float32) ([]int32, int) {
 	out := make([]int32, 0, n)
 	var skipped []int32
 	for _, c := range cs {
@@ -506,13 +649,14 @@ func (g *Graph) selectBy(cs []cand, n int, between func(a, b int32) float32) []i
 			skipped = append(skipped, c.id)
 		}
 	}
+	k := len(out)
 	for _, s := range skipped {
 		if len(out) == n {
 			break
 		}
 		out = append(out, s)
 	}
-	return out
+	return out, k
 }
 
 // greedy walks layer l from cur to the node nearest by dist.
@@ -785,16 +929,16 @@ type cand struct {
 
 func less(a, b cand) bool { return a.d < b.d || a.d == b.d && a.id < b.id }
 
-func sortCands(cs []cand) {
-	slices.SortFunc(cs, func(a, b cand) int {
-		switch {
-		case less(a, b):
-			return -1
-		case less(b, a):
-			return 1
-		}
-		return 0
-	})
+func sortCands(cs []cand) { slices.SortFunc(cs, cmpCands) }
+
+func cmpCands(a, b cand) int {
+	switch {
+	case less(a, b):
+		return -1
+	case less(b, a):
+		return 1
+	}
+	return 0
 }
 
 type minHeap []cand

@@ -25,16 +25,17 @@ func TestKeptLinkDistancesBuildTheSameGraph(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
+		shard int // Config.Shard
 		build func(t *testing.T, cfg Config) *Graph
 	}{
-		{"built in one go", func(t *testing.T, cfg Config) *Graph {
+		{"built in one go", 0, func(t *testing.T, cfg Config) *Graph {
 			g := New(dim, vec, cfg)
 			for _, v := range docs {
 				g.Add(v)
 			}
 			return g
 		}},
-		{"read back part-way", func(t *testing.T, cfg Config) *Graph {
+		{"read back part-way", 0, func(t *testing.T, cfg Config) *Graph {
 			g := New(dim, vec, cfg)
 			for _, v := range docs[:half] {
 				g.Add(v)
@@ -45,7 +46,7 @@ func TestKeptLinkDistancesBuildTheSameGraph(t *testing.T) {
 			}
 			return g
 		}},
-		{"replayed part-way", func(t *testing.T, cfg Config) *Graph {
+		{"replayed part-way", 0, func(t *testing.T, cfg Config) *Graph {
 			g := New(dim, vec, cfg)
 			for _, v := range docs[:half] {
 				g.Add(v)
@@ -62,13 +63,22 @@ func TestKeptLinkDistancesBuildTheSameGraph(t *testing.T) {
 			}
 			return r
 		}},
+		// Shards of 30: every 30 nodes lists start empty and fill up by
+		// appending (whose lists' bits are not known until computed).
+		{"in shards of 30", 30, func(t *testing.T, cfg Config) *Graph {
+			g := New(dim, vec, cfg)
+			for _, v := range docs {
+				g.Add(v)
+			}
+			return g
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Lists of 8 on layer 0: most full early. (A graph read back
 			// draws its levels from the seed again: the two are built the
 			// same way.)
-			want := graphBytes(t, tc.build(t, Config{M: 4, Seed: 7, Recompute: true}))
-			g := tc.build(t, Config{M: 4, Seed: 7})
+			want := graphBytes(t, tc.build(t, Config{M: 4, Seed: 7, Shard: tc.shard, Recompute: true}))
+			g := tc.build(t, Config{M: 4, Seed: 7, Shard: tc.shard})
 			if !bytes.Equal(graphBytes(t, g), want) {
 				t.Fatal("the graph differs from the one built computing the distances again")
 			}
