@@ -31,11 +31,13 @@ type Config struct {
 	// breadth each give 0.997 at 200 k (dense-shards-2026-11-27d.md): the
 	// recall follows the shard's size, the cost the number of shards.
 	Shard int
-	// Recompute computes a full layer-0 neighbour list's distances to
-	// its node again each time the list is shrunk, as graphs were built
-	// before 2026-11-27, instead of keeping them (linkDist): the same
-	// graph for more CPU per Add. It is kept for benchmarks comparing the
-	// two (BenchmarkDenseShrink) and is not written with the graph.
+	// Recompute shrinks a full layer-0 neighbour list as graphs were
+	// built before 2026-11-27e: its distances computed again and the
+	// heuristic run over it whole, instead of from the distances and
+	// choices kept (linkDist, linkDiverse; reverseLinks). The graph is
+	// the same, link for link, for ~3 times the CPU per Add. It is kept
+	// for benchmarks comparing the two (BenchmarkBuildRules,
+	// BenchmarkDenseShrink) and is not written with the graph.
 	Recompute bool
 }
 
@@ -479,10 +481,15 @@ func (g *Graph) noteEntry(id int32, lvl int) {
 // outlier (a one-sentence document among abstracts) would get no link
 // pointing to it and no walk could reach it.
 //
-// On layer 0 nb's distances to its links are those kept in linkDist
-// (computed only where not known), and the change carries the new
-// list's: a profile of a build put 61 % of its CPU here, a third of it
-// in those distances (graph-build-2026-11-27e.md).
+// A profile of a build put 61-67 % of its CPU here: for each neighbour,
+// 2·M distances to its links and up to O(M²) between them. On layer 0
+// they are mostly spared: nb's distances to its links are those kept in
+// linkDist (computed only where not known), and when the list's choice is
+// known (linkDiverse) reselect replays the heuristic computing only the
+// new node's distances (most known from its layer's search) and those a
+// link it pushes out makes necessary. The change carries the new list's
+// distances and choice. Same graph, ~3 times less CPU per Add
+// (graph-build-2026-11-27e.md), for 4·2·M bytes and 2·M bits per node.
 func (g *Graph) reverseLinks(nb int32, l int, id int32, between func(a, b int32) float32) change {
 	cur := g.links(nb, l)
 	var kept []float32
