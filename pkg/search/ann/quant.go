@@ -64,6 +64,10 @@ type Query struct {
 	// product reads: a short query of the use embedder has no lexical
 	// part, 612 of the blend's 1,380 components.
 	tiles []int32
+	// lo and hi bound a dense query's non-zero components: its dot
+	// product with a full-precision vector (a graph walk's distances)
+	// reads that span only, the first 612 of a short use query's 1,380.
+	lo, hi int
 }
 
 // sparseShare is the largest share of non-zero components for which a
@@ -91,6 +95,19 @@ func NewQuery(q []float32) *Query {
 			}
 		}
 		return p
+	}
+	p.lo, p.hi = len(q), len(q)
+	for i, x := range q {
+		if x != 0 {
+			p.lo = i
+			break
+		}
+	}
+	for i := len(q) - 1; i >= p.lo; i-- {
+		if q[i] != 0 {
+			p.hi = i + 1
+			break
+		}
 	}
 	for t := 0; t*tileSize < len(q); t++ {
 		for _, x := range q[t*tileSize : min(len(q), (t+1)*tileSize)] {
@@ -123,7 +140,10 @@ func (q *Query) nzIdx() ([]int32, []float32) {
 // Sparse reports whether q is scored by its non-zero components.
 func (q *Query) Sparse() bool { return q.sparse }
 
-// dotF returns q·v for a full-precision v.
+// dotF returns q·v for a full-precision v, reading v only where q is
+// not zero: at q's non-zero components (sparse) or in the span holding
+// them (dense). A graph walk's visit reads a vector this way: for a short
+// use query (the blend's first 612 of 1,380 components) 2.4 of its 5.5 KB.
 func (q *Query) dotF(v []float32) float32 {
 	if q.sparse {
 		var s float32
@@ -132,7 +152,10 @@ func (q *Query) dotF(v []float32) float32 {
 		}
 		return s
 	}
-	return dotF(q.v, v)
+	if q.lo >= q.hi {
+		return 0
+	}
+	return dotF(q.v[q.lo:q.hi], v[q.lo:q.hi])
 }
 
 // dotF returns a·b of two vectors of one length.
