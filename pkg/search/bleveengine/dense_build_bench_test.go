@@ -397,7 +397,12 @@ func threadCPU() time.Duration {
 // codes, k' = 2k+32 re-ranked by the exact distance, one thread). Recall
 // is against the exact 100 nearest eligible documents; CPU is the
 // benchmark thread's (the walks of the shards run one after another on
-// it; the engine spreads them over the cores).
+// it; the engine spreads them over the cores). Then (unless
+// DOCREPO_BENCH_CLIENTS is 0; default 8) the shards are joined into one
+// graph (ann.Join) and the engine's vector search is timed with one
+// client and with that many at once (denseClients); DOCREPO_BENCH_RECALL=0
+// times only that, and DOCREPO_BENCH_FILTERS=100 measures unfiltered
+// searches only.
 //
 //	DOCREPO_BENCH_VECTORS=blend-glove DOCREPO_BENCH_DOCS=1000000 DOCREPO_BENCH_GRAPH_DIR=/tmp/g go test ./search/bleveengine -run XXX -bench DenseShards -benchtime 1x -timeout 3h
 func BenchmarkDenseShards(b *testing.B) {
@@ -418,22 +423,13 @@ func BenchmarkDenseShards(b *testing.B) {
 	codes := ann.NewCodesLayout(dim, ann.ByVector)
 	codes.AppendFrom(n, func(i int32) []float32 { return vecs[i] }, runtime.GOMAXPROCS(0))
 	for b.Loop() {
+		if os.Getenv("DOCREPO_BENCH_RECALL") == "0" {
+			continue
+		}
 		runtime.LockOSThread()
-		for _, pct := range []int{100, 10, 1} {
+		for _, pct := range benchFilters(b) {
 			want := filteredTops(b, vecs, queries, pct, graphDir)
-			var elig []uint64
-			admitted := 0
-			if pct < 100 {
-				elig = make([]uint64, (n+63)/64)
-				for i := range n {
-					if benchEligible(i, pct) {
-						elig[i>>6] |= 1 << (i & 63)
-						admitted++
-					}
-				}
-			} else {
-				admitted = n
-			}
+			elig, admitted := eligibleBits(n, pct)
 			efs := []int{walkEf(100) / 2, walkEf(100), 2 * walkEf(100)}
 			if pct == 1 {
 				// A walk through 99 % refused nodes meets most of each
@@ -492,6 +488,119 @@ func BenchmarkDenseShards(b *testing.B) {
 		}
 		runtime.UnlockOSThread()
 	}
+	if clients := envInt(b, "DOCREPO_BENCH_CLIENTS", 8); clients > 0 {
+		g, err := ann.Join(dim, func(id int32) []float32 { return vecs[id] }, ann.Config{Shard: shard, Seed: uint64(dim)}, graphs...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		denseClients(b, g, codes, vecs, queries, clients)
+	}
+}
+
+// denseClients measures the wall latency of the engine's vector search
+// at the ann level with 1 and with clients concurrent searchers, under
+// each filter: unfiltered, the product's graph of shards walked as the
+// engine walks it (ann.Graph.Search: the shards in parallel, breadth
+// walkEf(100)); under the 10 % and 1 % filters, the int8 scan of the
+// eligible split in GOMAXPROCS parts (scanCodes); then the candidates
+// re-ranked by their exact distances. What the engine adds (the records,
+// the eligibility, the other clauses, the RPC) is not in it.
+func denseClients(b *testing.B, g *ann.Graph, codes *ann.Codes, vecs, queries [][]float32, clients int) {
+	n := len(vecs)
+	for _, pct := range benchFilters(b) {
+		elig, admitted := eligibleBits(n, pct)
+		search := func(qv []float32) {
+			pq := ann.NewQuery(qv)
+			var rs []ann.Result
+			if elig == nil {
+				rs, _ = g.Search(pq, ann.SearchOptions{Ef: walkEf(100), Group: func(id int32) int32 { return id }})
+			} else {
+				parts := runtime.GOMAXPROCS(0)
+				res := make([][]ann.Result, parts)
+				var wg sync.WaitGroup
+				for p := range parts {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						res[p] = codes.ScanEligible(pq, 2*100+32, elig, p, parts)
+					}()
+				}
+				wg.Wait()
+				rs = slices.Concat(res...)
+			}
+			for i := range rs {
+				rs[i].Dist = float32(ann.L2(qv, vecs[rs[i].ID]))
+			}
+			nearestIDs(rs, 100)
+		}
+		for _, c := range []int{1, clients} {
+			per := max(1, 4*len(queries)/c)
+			if c == 1 {
+				per = len(queries)
+			}
+			lat := make([][]time.Duration, c)
+			var ru0, ru1 syscall.Rusage
+			syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+			t0 := time.Now()
+			var wg sync.WaitGroup
+			for w := range c {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range per {
+						s := time.Now()
+						search(queries[(w*per+i)%len(queries)])
+						lat[w] = append(lat[w], time.Since(s))
+					}
+				}()
+			}
+			wg.Wait()
+			wall := time.Since(t0)
+			syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+			all := slices.Concat(lat...)
+			slices.Sort(all)
+			pick := func(p float64) float64 { return ms1(all[min(len(all)-1, int(p*float64(len(all))))]) }
+			cpu := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) / time.Duration(len(all))
+			scaleLog(b, "%7d docs, filter %3d %% (%7d docs), %d client(s): %4d searches, p50 %6.1f p95 %6.1f p99 %6.1f ms wall, %5.1f q/s, %5.1f ms process CPU/search; load average %s",
+				n, pct, admitted, c, len(all), pick(0.50), pick(0.95), pick(0.99), float64(len(all))/wall.Seconds(), ms1(cpu), loadAvg())
+		}
+	}
+}
+
+// benchFilters returns the filters BenchmarkDenseShards measures, in
+// percent of the documents admitted: DOCREPO_BENCH_FILTERS (say "100"),
+// by default the perf probe's 100, 10 and 1.
+func benchFilters(b *testing.B) []int {
+	s := os.Getenv("DOCREPO_BENCH_FILTERS")
+	if s == "" {
+		return []int{100, 10, 1}
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		pct, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || pct < 1 || pct > 100 {
+			b.Fatalf("DOCREPO_BENCH_FILTERS=%q", s)
+		}
+		out = append(out, pct)
+	}
+	return out
+}
+
+// eligibleBits returns the bitset of the vectors a filter of pct % admits
+// (benchEligible; nil for 100 %) and their number.
+func eligibleBits(n, pct int) ([]uint64, int) {
+	if pct >= 100 {
+		return nil, n
+	}
+	elig := make([]uint64, (n+63)/64)
+	admitted := 0
+	for i := range n {
+		if benchEligible(i, pct) {
+			elig[i>>6] |= 1 << (i & 63)
+			admitted++
+		}
+	}
+	return elig, admitted
 }
 
 // benchEligible says whether document i passes a filter admitting pct %
