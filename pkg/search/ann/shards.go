@@ -3,6 +3,7 @@ package ann
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 )
@@ -38,7 +39,7 @@ func Build(dim, n int, vec func(id int32) []float32, cfg Config, workers int) *G
 			for s := int(next.Add(1)) - 1; s < len(parts); s = int(next.Add(1)) - 1 {
 				base := int32(s * shard)
 				p := New(dim, func(id int32) []float32 { return vec(base + id) }, Config{
-					M: g.m, EfConstruction: g.efC, Shard: Unsharded, Seed: shardSeed(cfg.Seed, s),
+					M: g.m, EfConstruction: g.efC, Shard: Unsharded, Seed: shardSeed(cfg.Seed, s), Recompute: g.recompute,
 				})
 				for i := range int32(min(shard, n-int(base))) {
 					p.Add(vec(base + i))
@@ -119,6 +120,7 @@ func (g *Graph) join(parts []*Graph) error {
 		from := len(g.links0)
 		g.links0 = append(g.links0, p.links0...)
 		renumber(g.links0[from:], base)
+		g.keepChoices(p, from, int(base))
 		for _, up := range p.upper {
 			renumber(up, base)
 			g.upper = append(g.upper, up)
@@ -127,4 +129,37 @@ func (g *Graph) join(parts []*Graph) error {
 		g.tops = append(g.tops, p.tops[0])
 	}
 	return nil
+}
+
+// keepChoices carries part p's layer-0 choices over to g, whose links0
+// holds p's from place from and its nodes from node base: the links'
+// distances and which of them the heuristic kept (linkDist, linkDiverse,
+// selKnown), so that Adds after a join shrink a full list as cheaply as in
+// the part (reverseLinks). Where p knows none, neither does g.
+func (g *Graph) keepChoices(p *Graph, from, base int) {
+	if g.recompute {
+		return
+	}
+	g.linkDist = append(g.linkDist, p.linkDist...)
+	for len(g.linkDist) < len(g.links0) {
+		g.linkDist = append(g.linkDist, float32(math.NaN()))
+	}
+	for len(g.linkDiverse)*64 < len(g.links0) {
+		g.linkDiverse = append(g.linkDiverse, 0)
+	}
+	for len(g.selKnown)*64 < base+len(p.level) {
+		g.selKnown = append(g.selKnown, 0)
+	}
+	for i := range min(len(p.links0), len(p.linkDiverse)*64) {
+		if p.linkDiverse[i>>6]&(1<<(i&63)) != 0 {
+			at := from + i
+			g.linkDiverse[at>>6] |= 1 << (at & 63)
+		}
+	}
+	for j := range min(len(p.level), len(p.selKnown)*64) {
+		if p.selKnown[j>>6]&(1<<(j&63)) != 0 {
+			at := base + j
+			g.selKnown[at>>6] |= 1 << (at & 63)
+		}
+	}
 }

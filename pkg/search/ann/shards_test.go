@@ -70,6 +70,22 @@ func TestBuildJoinsShardsBuiltAtOnce(t *testing.T) {
 			t.Errorf("no result from shard %d: %v", s, fromShard)
 		}
 	}
+	// The shards' kept link distances and choices come along: Adds after
+	// Build make the graph that recomputing them all makes.
+	re := Build(256, len(docs), vec, Config{Seed: 7, Shard: shard, Recompute: true}, 2)
+	more0, _ := hashCorpus(t, 800, 0, 256, true)
+	for i, v := range more0[700:] {
+		docs = append(docs, v)
+		one.Add(v)
+		re.Add(v)
+		if i == 99 {
+			break
+		}
+	}
+	if !bytes.Equal(graphBytes(t, one), graphBytes(t, re)) {
+		t.Fatal("after Build, Adds with the shards' kept choices make another graph than Adds recomputing them")
+	}
+	docs = docs[:700]
 	// Adds go on in the last shard, then open a new one.
 	more, _ := hashCorpus(t, 800, 0, 256, true)
 	docs = append(docs, more[700:]...)
