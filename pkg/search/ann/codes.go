@@ -485,15 +485,34 @@ func (c *Codes) scanVectors(q *Query, ids []int32, elig []uint64, part, parts in
 		}
 		return
 	}
-	// lo is a multiple of the block's lanes, so of a word's 64.
+	// lo is a multiple of the block's lanes, so of a word's 64. Dense,
+	// the eligible vectors are scored two at a time (dotTiles2Kernel),
+	// offered in order.
+	pair := dotTiles2Kernel != nil && !q.sparse
+	pending := -1
 	for w := lo / 64; w*64 < hi && w < len(elig); w++ {
 		for word := elig[w]; word != 0; word &= word - 1 {
 			id := w*64 + bits.TrailingZeros64(word)
 			if id >= hi {
 				break
 			}
-			offer(int32(id), dot(id))
+			if !pair {
+				offer(int32(id), dot(id))
+				continue
+			}
+			if pending < 0 {
+				pending = id
+				continue
+			}
+			b1, b2 := c.blocks[pending/L], c.blocks[id/L]
+			d1, d2 := dotTiles2Kernel(q.v, b1.b, pending%L, b2.b, id%L, L, q.tiles)
+			offer(int32(pending), d1)
+			offer(int32(id), d2)
+			pending = -1
 		}
+	}
+	if pending >= 0 {
+		offer(int32(pending), dot(pending))
 	}
 }
 
@@ -504,6 +523,13 @@ func (c *Codes) scanVectors(q *Query, ids []int32, elig []uint64, part, parts in
 // kernel (codes_simd.go). The sums' order is not that of the ByDimension
 // kernels: distances agree to float32 rounding.
 var dotTilesKernel = dotTilesPortable
+
+// dotTiles2Kernel, when not nil, is dotTilesKernel of two vectors at once
+// (lane1 of block codes b1, lane2 of b2), each result bit for bit
+// dotTilesKernel's: a filtered scan's eligible vectors lie scattered over
+// the blocks, ten cache lines apiece for a short query, and one vector at
+// a time the scan waits for each vector's lines in turn (codes_simd.go).
+var dotTiles2Kernel func(v []float32, b1 []int8, lane1 int, b2 []int8, lane2 int, lanes int, tiles []int32) (float32, float32)
 
 // dotTilesPortable is dotTilesKernel in plain Go, eight sums at a time,
 // each code's value read from codeValue (a load instead of an integer to

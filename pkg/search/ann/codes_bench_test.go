@@ -256,3 +256,65 @@ func BenchmarkCodesDenseLayout(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCodesPairs measures a filtered by-vector scan of a short
+// query (the first 612 of 1,380 components) scoring the eligible vectors
+// two at a time (dotTiles2Kernel) against one at a time, alternately in
+// five rounds in one process, over DOCREPO_ANN_CODES_N random vectors
+// (default 300,000) through bitsets admitting a random 10 % and 1 %:
+//
+//	GOEXPERIMENT=simd go test ./search/ann -run XXX -bench CodesPairs -benchtime 20x
+func BenchmarkCodesPairs(b *testing.B) {
+	if dotTiles2Kernel == nil {
+		b.Skip("no two-vector kernel in this build or on this CPU")
+	}
+	n, dim := 300000, 1380
+	if s := os.Getenv("DOCREPO_ANN_CODES_N"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	c := NewCodesLayout(dim, ByVector)
+	v := make([]float32, dim)
+	for range n {
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		c.Append(v)
+	}
+	q := make([]float32, dim)
+	for i := range q[:612] {
+		q[i] = float32(r.NormFloat64())
+	}
+	pq := NewQuery(q)
+	pairs := dotTiles2Kernel
+	defer func() { dotTiles2Kernel = pairs }()
+	for _, share := range []int{10, 100} {
+		e := make([]uint64, (n+63)/64)
+		for i := range n {
+			if r.IntN(share) == 0 {
+				e[i/64] |= 1 << (i % 64)
+			}
+		}
+		dotTiles2Kernel = nil
+		want := c.ScanEligible(pq, 232, e, 0, 1)
+		dotTiles2Kernel = pairs
+		if got := c.ScanEligible(pq, 232, e, 0, 1); !slices.Equal(got, want) {
+			b.Fatalf("1/%d: the scans differ", share)
+		}
+		for round := range 5 {
+			for _, two := range []bool{false, true} {
+				dotTiles2Kernel = nil
+				if two {
+					dotTiles2Kernel = pairs
+				}
+				b.Run(fmt.Sprintf("filter=1-in-%d/round=%d/pairs=%v", share, round, two), func(b *testing.B) {
+					c0 := cpuTime()
+					for b.Loop() {
+						c.ScanEligible(pq, 232, e, 0, 1)
+					}
+					b.ReportMetric(float64((cpuTime()-c0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+				})
+			}
+		}
+	}
+}

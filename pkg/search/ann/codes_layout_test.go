@@ -125,8 +125,11 @@ func TestByVectorScansAgree(t *testing.T) {
 		t.Fatal("the layouts hold other codes")
 	}
 	for kn, dk := range dotTilesKernels() {
-		old := dotTilesKernel
+		old, old2 := dotTilesKernel, dotTiles2Kernel
 		dotTilesKernel = dk
+		if kn == "go" {
+			dotTiles2Kernel = nil
+		}
 		for qi, q := range queries {
 			pq := NewQuery(q)
 			merged := func(c *Codes, parts int) []Result {
@@ -172,7 +175,7 @@ func TestByVectorScansAgree(t *testing.T) {
 				}
 			}
 		}
-		dotTilesKernel = old
+		dotTilesKernel, dotTiles2Kernel = old, old2
 	}
 }
 
@@ -223,6 +226,19 @@ func TestDotTilesKernelsAgree(t *testing.T) {
 				for name, k := range ks {
 					if got := k(v, b, lane, lanes, tiles); math.Abs(float64(got)-want) > 1e-5*abs {
 						t.Fatalf("dimension %d lane %d tiles %v: %s gives %v, want %v", dim, lane, tiles, name, got, want)
+					}
+				}
+				// Two vectors at once: each exactly as alone, whichever
+				// block and lane the other is.
+				if dotTiles2Kernel != nil {
+					other := slices.Clone(b)
+					slices.Reverse(other)
+					for _, lane2 := range []int{0, 17, lanes - 1} {
+						d1, d2 := dotTiles2Kernel(v, b, lane, other, lane2, lanes, tiles)
+						w1, w2 := dotTilesKernel(v, b, lane, lanes, tiles), dotTilesKernel(v, other, lane2, lanes, tiles)
+						if math.Float32bits(d1) != math.Float32bits(w1) || math.Float32bits(d2) != math.Float32bits(w2) {
+							t.Fatalf("dimension %d lanes %d and %d tiles %v: two at once give %v, %v; alone %v, %v", dim, lane, lane2, tiles, d1, d2, w1, w2)
+						}
 					}
 				}
 			}
