@@ -21,6 +21,10 @@
 //     and ReadGraph persist it (checksummed); AddLogged returns a record
 //     of what an Add changed and Replay applies it, so a log of Adds
 //     after a checkpoint rebuilds the graph without computing a distance.
+//     The writer keeps each layer-0 link's distance and whether the
+//     heuristic chose it for its own sake (~132 B per node at M 16, never
+//     written), so a full list is shrunk with HNSW's heuristic computing
+//     only the new node's distances.
 //   - Codes: int8 codes with a scale per vector, in blocks of 1,024
 //     vectors, for exact scans. Laid out by dimension (ByDimension), a
 //     sparse query (a short text's hash vector, a few dozen non-zero

@@ -613,14 +613,7 @@ func reselect(cs []cand, div []bool, id int32, n int, between func(a, b int32) f
 			skipped = append(skipped, c.id)
 		}
 	}
-	k := len(out)
-	for _, s := range skipped {
-		if len(out) == n {
-			break
-		}
-		out = append(out, s)
-	}
-	return out, k
+	return fillPlaces(out, skipped, n)
 }
 
 // selectHeuristic picks up to n of the candidates (sorted nearest first)
@@ -656,6 +649,12 @@ func (g *Graph) selectBy(cs []cand, n int, between func(a, b int32) float32) ([]
 			skipped = append(skipped, c.id)
 		}
 	}
+	return fillPlaces(out, skipped, n)
+}
+
+// fillPlaces returns the links the heuristic kept (out) followed by the
+// nearest of those it passed over (skipped) up to n, and the number kept.
+func fillPlaces(out, skipped []int32, n int) ([]int32, int) {
 	k := len(out)
 	for _, s := range skipped {
 		if len(out) == n {
