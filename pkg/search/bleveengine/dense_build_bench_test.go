@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,18 +54,8 @@ func BenchmarkDenseBuild(b *testing.B) {
 	if !benchBlend() {
 		b.Skip("set DOCREPO_BENCH_VECTORS=blend-glove (or blend)")
 	}
-	sizes := []int{10000, 25000, 50000, 100000, 200000}
-	if s := os.Getenv("DOCREPO_BENCH_AT"); s != "" {
-		sizes = nil
-		for _, f := range strings.Split(s, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n <= 0 {
-				b.Fatalf("DOCREPO_BENCH_AT=%q", s)
-			}
-			sizes = append(sizes, n)
-		}
-		slices.Sort(sizes)
-	}
+	sizes := envInts(b, "DOCREPO_BENCH_AT", []int{10000, 25000, 50000, 100000, 200000}, 1, math.MaxInt32)
+	slices.Sort(sizes)
 	type setting struct{ m, efc, dims int }
 	var settings []setting
 	cs := os.Getenv("DOCREPO_ANN_CONFIGS")
@@ -571,19 +560,7 @@ func denseClients(b *testing.B, g *ann.Graph, codes *ann.Codes, vecs, queries []
 // percent of the documents admitted: DOCREPO_BENCH_FILTERS (say "100"),
 // by default the perf probe's 100, 10 and 1.
 func benchFilters(b *testing.B) []int {
-	s := os.Getenv("DOCREPO_BENCH_FILTERS")
-	if s == "" {
-		return []int{100, 10, 1}
-	}
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		pct, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || pct < 1 || pct > 100 {
-			b.Fatalf("DOCREPO_BENCH_FILTERS=%q", s)
-		}
-		out = append(out, pct)
-	}
-	return out
+	return envInts(b, "DOCREPO_BENCH_FILTERS", []int{100, 10, 1}, 1, 100)
 }
 
 // eligibleBits returns the bitset of the vectors a filter of pct % admits

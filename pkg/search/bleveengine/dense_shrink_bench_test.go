@@ -2,11 +2,9 @@ package bleveengine
 
 import (
 	"fmt"
-	"os"
+	"math"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,18 +33,8 @@ func BenchmarkDenseShrink(b *testing.B) {
 	if !benchBlend() {
 		b.Skip("set DOCREPO_BENCH_VECTORS=blend-glove (or blend)")
 	}
-	sizes := []int{50000, 100000}
-	if s := os.Getenv("DOCREPO_BENCH_AT"); s != "" {
-		sizes = nil
-		for _, f := range strings.Split(s, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n <= 0 {
-				b.Fatalf("DOCREPO_BENCH_AT=%q", s)
-			}
-			sizes = append(sizes, n)
-		}
-		slices.Sort(sizes)
-	}
+	sizes := envInts(b, "DOCREPO_BENCH_AT", []int{50000, 100000}, 1, math.MaxInt32)
+	slices.Sort(sizes)
 	chunk := envInt(b, "DOCREPO_BENCH_CHUNK", 500)
 	n := sizes[len(sizes)-1]
 	gen := newScaleGen(b, true)

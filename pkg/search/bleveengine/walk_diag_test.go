@@ -163,17 +163,7 @@ func TestWalkDiagnosis(t *testing.T) {
 	t.Logf("self-recall (a walk of breadth 10 for a stored passage finds it): %d of %d", found, tried)
 
 	// The walk by breadth, per filter.
-	efs := []int{10, 20, 50, 100, 200, 400, 800, 1600}
-	if s := os.Getenv("DOCREPO_WALK_DIAG_EFS"); s != "" {
-		efs = nil
-		for _, f := range strings.Split(s, ",") {
-			n, err := strconv.Atoi(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			efs = append(efs, n)
-		}
-	}
+	efs := envInts(t, "DOCREPO_WALK_DIAG_EFS", []int{10, 20, 50, 100, 200, 400, 800, 1600}, 1, math.MaxInt32)
 	filters := []struct {
 		name string
 		mod  int32 // a document is admitted when doc%100 < mod
@@ -256,6 +246,25 @@ func parallel(n int, f func(i int)) {
 		}()
 	}
 	wg.Wait()
+}
+
+// envInts returns the comma-separated integers of environment variable
+// name, each in [lo, hi], or def when it is not set.
+func envInts(t testing.TB, name string, def []int, lo, hi int) []int {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < lo || n > hi {
+			t.Fatalf("%s=%q", name, s)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func envInt(t testing.TB, name string, def int) int {
