@@ -150,6 +150,7 @@ func (c *Codes) newBlock() codeBlock {
 	if c.next == g {
 		g = min(max(superBlocks, 1), max(1, len(c.blocks)))
 		c.super = make([]int8, c.dim*g*L)
+		adviseHuge(c.super)
 		c.next = 0
 		c.alloc += int64(len(c.super))
 	}
@@ -487,33 +488,94 @@ func (c *Codes) scanVectors(q *Query, ids []int32, elig []uint64, part, parts in
 	}
 	// lo is a multiple of the block's lanes, so of a word's 64. Dense,
 	// the eligible vectors are scored two at a time (dotTiles2Kernel),
-	// offered in order.
+	// offered in order, and the lines of the vector prefetchAhead
+	// eligible vectors on are prefetched (ahead): the scan no longer
+	// waits for each scattered vector's lines.
 	pair := dotTiles2Kernel != nil && !q.sparse
-	pending := -1
-	for w := lo / 64; w*64 < hi && w < len(elig); w++ {
-		for word := elig[w]; word != 0; word &= word - 1 {
-			id := w*64 + bits.TrailingZeros64(word)
-			if id >= hi {
-				break
-			}
-			if !pair {
-				offer(int32(id), dot(id))
-				continue
-			}
-			if pending < 0 {
-				pending = id
-				continue
-			}
-			b1, b2 := c.blocks[pending/L], c.blocks[id/L]
-			d1, d2 := dotTiles2Kernel(q.v, b1.b, pending%L, b2.b, id%L, L, q.tiles)
-			offer(int32(pending), d1)
-			offer(int32(id), d2)
-			pending = -1
+	cur := eligCursor{elig: elig, w: lo/64 - 1, hi: hi}
+	ahead := cur
+	fetch := func() {
+		if id := ahead.next(); id >= 0 {
+			c.prefetch(q, id)
 		}
+	}
+	if !q.sparse {
+		for range prefetchAhead {
+			fetch()
+		}
+	}
+	pending := -1
+	for {
+		id := cur.next()
+		if id < 0 {
+			break
+		}
+		if prefetchAhead > 0 && !q.sparse {
+			fetch()
+		}
+		if !pair {
+			offer(int32(id), dot(id))
+			continue
+		}
+		if pending < 0 {
+			pending = id
+			continue
+		}
+		b1, b2 := c.blocks[pending/L], c.blocks[id/L]
+		d1, d2 := dotTiles2Kernel(q.v, b1.b, pending%L, b2.b, id%L, L, q.tiles)
+		offer(int32(pending), d1)
+		offer(int32(id), d2)
+		pending = -1
 	}
 	if pending >= 0 {
 		offer(int32(pending), dot(pending))
 	}
+}
+
+// hugeCodes is whether the superblocks ask for transparent huge pages
+// (adviseHuge). A variable: benchmarks compare.
+var hugeCodes = true
+
+// prefetchAhead is how many eligible vectors ahead a filtered dense scan
+// of a ByVector store prefetches (scanVectors); 0 prefetches none. A
+// variable: benchmarks compare.
+var prefetchAhead = 8
+
+// prefetch asks for vector id's codes in the query's tiles
+// (prefetchTile: two cache lines each, a tile's 128 codes).
+func (c *Codes) prefetch(q *Query, id int) {
+	b, lane := c.blocks[id/c.lanes], id%c.lanes
+	for _, t := range q.tiles {
+		lo := int(t) * tileSize
+		w := min(tileSize, c.dim-lo)
+		prefetchTile(&b.b[lo*c.lanes+lane*w])
+	}
+}
+
+// eligCursor walks the vector numbers set in a bitset, in order, below
+// hi: next returns the next one, or -1.
+type eligCursor struct {
+	elig []uint64
+	w    int    // the word of word's bits
+	word uint64 // its bits not yet returned
+	hi   int
+}
+
+func (e *eligCursor) next() int {
+	for e.word == 0 {
+		e.w++
+		if e.w >= len(e.elig) || e.w*64 >= e.hi {
+			return -1
+		}
+		e.word = e.elig[e.w]
+	}
+	id := e.w*64 + bits.TrailingZeros64(e.word)
+	e.word &= e.word - 1
+	if id >= e.hi {
+		e.word, e.w = 0, len(e.elig)
+		return -1
+	}
+	return id
 }
 
 // dotTilesKernel returns v·code for a dense query v and the codes of

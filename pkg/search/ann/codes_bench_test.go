@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -268,6 +269,124 @@ func BenchmarkCodesPairs(b *testing.B) {
 	if dotTiles2Kernel == nil {
 		b.Skip("no two-vector kernel in this build or on this CPU")
 	}
+	c, pq, r := pairsStore(b)
+	n := len(c.scale)
+	pairs := dotTiles2Kernel
+	defer func() { dotTiles2Kernel = pairs }()
+	for _, share := range []int{10, 100} {
+		e := randomElig(r, n, share)
+		dotTiles2Kernel = nil
+		want := c.ScanEligible(pq, 232, e, 0, 1)
+		dotTiles2Kernel = pairs
+		if got := c.ScanEligible(pq, 232, e, 0, 1); !slices.Equal(got, want) {
+			b.Fatalf("1/%d: the scans differ", share)
+		}
+		for round := range 5 {
+			for _, two := range []bool{false, true} {
+				dotTiles2Kernel = nil
+				if two {
+					dotTiles2Kernel = pairs
+				}
+				b.Run(fmt.Sprintf("filter=1-in-%d/round=%d/pairs=%v", share, round, two), func(b *testing.B) {
+					benchScanEligible(b, c, pq, e)
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkCodesPrefetch measures a filtered dense scan of a ByVector
+// store (pairsStore's) with the lines of the vector prefetchAhead
+// eligible vectors on prefetched, for several distances (0: none), on a
+// store in transparent huge pages (hugeCodes) and one not, alternating in
+// rounds, with random filters of 10 % and 1 % and one of runs of 10 in
+// every 100 (as the engine's groups of consecutive documents).
+// DOCREPO_ANN_PREFETCH lists the distances, DOCREPO_ANN_HUGE (true,
+// false or both) the stores.
+func BenchmarkCodesPrefetch(b *testing.B) {
+	defer func(d int, h bool) { prefetchAhead, hugeCodes = d, h }(prefetchAhead, hugeCodes)
+	dists := []int{0, 4, 8, 16}
+	if s := os.Getenv("DOCREPO_ANN_PREFETCH"); s != "" {
+		dists = nil
+		for _, f := range strings.Split(s, ",") {
+			d, err := strconv.Atoi(f)
+			if err != nil || d < 0 {
+				b.Fatalf("DOCREPO_ANN_PREFETCH: %q is not a distance", f)
+			}
+			dists = append(dists, d)
+		}
+	}
+	huge := []bool{false, true}
+	switch s := os.Getenv("DOCREPO_ANN_HUGE"); s {
+	case "", "both":
+	case "true", "false":
+		huge = []bool{s == "true"}
+	default:
+		b.Fatalf("DOCREPO_ANN_HUGE: %q is not true, false or both", s)
+	}
+	stores := map[bool]*Codes{}
+	var pq *Query
+	var r *rand.Rand
+	for _, h := range huge {
+		hugeCodes = h
+		before := anonHuge(b)
+		stores[h], pq, r = pairsStore(b)
+		b.Logf("store with hugeCodes=%v: %d MiB of codes, the process's anonymous huge pages grew by %d MiB",
+			h, stores[h].Bytes()>>20, (anonHuge(b)-before)>>20)
+	}
+	n := len(stores[huge[0]].scale)
+	runs := make([]uint64, (n+63)/64)
+	for i := range n {
+		if i%100 < 10 {
+			runs[i/64] |= 1 << (i % 64)
+		}
+	}
+	filters := []struct {
+		name string
+		elig []uint64
+	}{{"random-10pct", randomElig(r, n, 10)}, {"runs-10pct", runs}, {"random-1pct", randomElig(r, n, 100)}}
+	for _, f := range filters {
+		prefetchAhead = 0
+		want := stores[huge[0]].ScanEligible(pq, 232, f.elig, 0, 1)
+		for round := range 3 {
+			for _, h := range huge {
+				c := stores[h]
+				for _, d := range dists {
+					prefetchAhead = d
+					if round == 0 {
+						if got := c.ScanEligible(pq, 232, f.elig, 0, 1); !slices.Equal(got, want) {
+							b.Fatalf("%s, huge %v, prefetching %d ahead: the scans differ", f.name, h, d)
+						}
+					}
+					b.Run(fmt.Sprintf("filter=%s/round=%d/huge=%v/ahead=%d", f.name, round, h, d), func(b *testing.B) {
+						benchScanEligible(b, c, pq, f.elig)
+					})
+				}
+			}
+		}
+	}
+}
+
+// anonHuge returns the process's anonymous memory in transparent huge
+// pages (/proc/self/smaps_rollup), 0 where there is none to read.
+func anonHuge(b *testing.B) int64 {
+	data, err := os.ReadFile("/proc/self/smaps_rollup")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "AnonHugePages:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// pairsStore is a ByVector store of DOCREPO_ANN_CODES_N (300,000) random
+// vectors of the blend's 1,380 dimensions and a short query's (the first
+// 612 components), with the generator that drew them.
+func pairsStore(b *testing.B) (*Codes, *Query, *rand.Rand) {
 	n, dim := 300000, 1380
 	if s := os.Getenv("DOCREPO_ANN_CODES_N"); s != "" {
 		n, _ = strconv.Atoi(s)
@@ -285,36 +404,26 @@ func BenchmarkCodesPairs(b *testing.B) {
 	for i := range q[:612] {
 		q[i] = float32(r.NormFloat64())
 	}
-	pq := NewQuery(q)
-	pairs := dotTiles2Kernel
-	defer func() { dotTiles2Kernel = pairs }()
-	for _, share := range []int{10, 100} {
-		e := make([]uint64, (n+63)/64)
-		for i := range n {
-			if r.IntN(share) == 0 {
-				e[i/64] |= 1 << (i % 64)
-			}
-		}
-		dotTiles2Kernel = nil
-		want := c.ScanEligible(pq, 232, e, 0, 1)
-		dotTiles2Kernel = pairs
-		if got := c.ScanEligible(pq, 232, e, 0, 1); !slices.Equal(got, want) {
-			b.Fatalf("1/%d: the scans differ", share)
-		}
-		for round := range 5 {
-			for _, two := range []bool{false, true} {
-				dotTiles2Kernel = nil
-				if two {
-					dotTiles2Kernel = pairs
-				}
-				b.Run(fmt.Sprintf("filter=1-in-%d/round=%d/pairs=%v", share, round, two), func(b *testing.B) {
-					c0 := cpuTime()
-					for b.Loop() {
-						c.ScanEligible(pq, 232, e, 0, 1)
-					}
-					b.ReportMetric(float64((cpuTime()-c0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
-				})
-			}
+	return c, NewQuery(q), r
+}
+
+// randomElig admits each of n vectors with chance 1/share.
+func randomElig(r *rand.Rand, n, share int) []uint64 {
+	e := make([]uint64, (n+63)/64)
+	for i := range n {
+		if r.IntN(share) == 0 {
+			e[i/64] |= 1 << (i % 64)
 		}
 	}
+	return e
+}
+
+// benchScanEligible times ScanEligible of k = 232 (a 100-result search's
+// candidates), reporting the CPU per scan.
+func benchScanEligible(b *testing.B, c *Codes, q *Query, elig []uint64) {
+	c0 := cpuTime()
+	for b.Loop() {
+		c.ScanEligible(q, 232, elig, 0, 1)
+	}
+	b.ReportMetric(float64((cpuTime()-c0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 }
