@@ -2,6 +2,9 @@ package ann
 
 import (
 	"bytes"
+	"fmt"
+	"math"
+	"math/bits"
 	"testing"
 )
 
@@ -20,21 +23,55 @@ func TestBuildJoinsShardsBuiltAtOnce(t *testing.T) {
 	if !bytes.Equal(graphBytes(t, g), want) {
 		t.Fatal("Build with 3 workers differs from Build with 1")
 	}
-	var parts []*Graph
-	for s := range 4 {
-		base := int32(s * shard)
-		p := New(256, func(id int32) []float32 { return docs[base+id] }, Config{Seed: shardSeed(7, s), Shard: Unsharded})
-		for i := base; i < min(base+shard, int32(len(docs))); i++ {
-			p.Add(docs[i])
+	// The shards built apart (Join takes them over: each call, new ones).
+	shards := func() []*Graph {
+		var parts []*Graph
+		for s := range 4 {
+			base := int32(s * shard)
+			p := New(256, func(id int32) []float32 { return docs[base+id] }, Config{Seed: shardSeed(7, s), Shard: Unsharded})
+			for i := base; i < min(base+shard, int32(len(docs))); i++ {
+				p.Add(docs[i])
+			}
+			parts = append(parts, p)
 		}
-		parts = append(parts, p)
+		return parts
 	}
+	parts := shards()
 	joined, err := Join(256, vec, cfg, parts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(graphBytes(t, joined), want) {
 		t.Fatal("Join of the shards built apart differs from Build")
+	}
+	// The writer's kept distances and choices (never written) are the
+	// shards': Join carries each shard's over to its nodes' new numbers.
+	// A shard read back from its file knows none: neither does the join
+	// for its nodes (the writer computes them again as it needs them).
+	ref, fresh := shards(), shards()
+	readBack, err := ReadGraph(bytes.NewReader(graphBytes(t, fresh[1])), func(id int32) []float32 { return docs[shard+id] }, Config{Shard: Unsharded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixed, err := Join(256, vec, cfg, fresh[0], readBack, fresh[2], fresh[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(graphBytes(t, mixed), want) {
+		t.Fatal("Join with a shard read back differs from Build")
+	}
+	if k := knownLists(readBack); k != 0 || knownLists(ref[0]) == 0 {
+		t.Fatalf("a shard read back knows %d lists' choices, one built knows %d: want 0 and more", k, knownLists(ref[0]))
+	}
+	for name, b := range map[string]*Graph{"Build": one, "Join": joined, "Join with a shard read back": mixed} {
+		for s, p := range ref {
+			if b == mixed && s == 1 {
+				p = readBack
+			}
+			if err := sameWriterState(p, b, s*shard); err != nil {
+				t.Errorf("%s keeps other link distances or choices than shard %d: %v", name, s, err)
+			}
+		}
 	}
 	back, err := ReadGraph(bytes.NewReader(want), vec, Config{})
 	if err != nil {
@@ -78,12 +115,16 @@ func TestBuildJoinsShardsBuiltAtOnce(t *testing.T) {
 		docs = append(docs, v)
 		one.Add(v)
 		re.Add(v)
+		mixed.Add(v)
 		if i == 99 {
 			break
 		}
 	}
 	if !bytes.Equal(graphBytes(t, one), graphBytes(t, re)) {
 		t.Fatal("after Build, Adds with the shards' kept choices make another graph than Adds recomputing them")
+	}
+	if !bytes.Equal(graphBytes(t, mixed), graphBytes(t, re)) {
+		t.Fatal("after a Join with a shard read back, Adds make another graph than Adds recomputing every choice")
 	}
 	docs = docs[:700]
 	// Adds go on in the last shard, then open a new one.
@@ -146,4 +187,44 @@ func TestJoinRefusesPartsThatAreNotShards(t *testing.T) {
 	if _, err := Join(64, vec, Config{Shard: Unsharded}); err == nil {
 		t.Error("Join into an unsharded graph succeeded")
 	}
+}
+
+// sameWriterState returns an error unless b keeps for its nodes from
+// base the link distances (NaN: not known) and choices (linkDiverse, on
+// the lists whose choice is known: selKnown) that part keeps for its own.
+func sameWriterState(part, b *Graph, base int) error {
+	bit := func(bs []uint64, i int) bool { return i>>6 < len(bs) && bs[i>>6]&(1<<(i&63)) != 0 }
+	dist := func(g *Graph, p int) float32 {
+		if p < len(g.linkDist) {
+			return g.linkDist[p]
+		}
+		return float32(math.NaN())
+	}
+	for j := range part.level {
+		id := base + j
+		ka, kb := bit(part.selKnown, j), bit(b.selKnown, id)
+		if ka != kb {
+			return fmt.Errorf("node %d: choice known %v, want %v", id, kb, ka)
+		}
+		for i := range part.m0 {
+			p, q := j*part.m0+i, id*b.m0+i
+			da, db := dist(part, p), dist(b, q)
+			if da != db && !(math.IsNaN(float64(da)) && math.IsNaN(float64(db))) {
+				return fmt.Errorf("node %d, link %d: distance %v, want %v", id, i, db, da)
+			}
+			if ka && bit(part.linkDiverse, p) != bit(b.linkDiverse, q) {
+				return fmt.Errorf("node %d, link %d: kept for its own sake %v, want %v", id, i, bit(b.linkDiverse, q), bit(part.linkDiverse, p))
+			}
+		}
+	}
+	return nil
+}
+
+// knownLists returns the number of g's nodes whose layer-0 choice is known.
+func knownLists(g *Graph) int {
+	n := 0
+	for _, w := range g.selKnown {
+		n += bits.OnesCount64(w)
+	}
+	return n
 }
