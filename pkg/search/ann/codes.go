@@ -532,6 +532,15 @@ func (c *Codes) scanVectors(q *Query, ids []int32, elig []uint64, part, parts in
 	}
 }
 
+// qdistLocked returns the squared distance of dense query q to vector id
+// of a ByVector store by its codes (a graph walk's, SearchOptions.Codes);
+// the caller holds mu.
+func (c *Codes) qdistLocked(q *Query, id int32) float32 {
+	b, lane := c.blocks[int(id)/c.lanes], int(id)%c.lanes
+	dot := dotTilesKernel(q.v, b.b, lane, c.lanes, q.tiles)
+	return max(0, q.norm+c.sqn[id]-2*c.scale[id]*dot)
+}
+
 // hugeCodes is whether the superblocks ask for transparent huge pages
 // (adviseHuge). A variable: benchmarks compare.
 var hugeCodes = true

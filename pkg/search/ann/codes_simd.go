@@ -14,6 +14,7 @@ func init() {
 		dotKernel = dotAVX512
 		dotTilesKernel = dotTilesAVX512
 		dotTiles2Kernel = dotTiles2AVX512
+		walkOnCodes = true
 	}
 }
 
