@@ -183,8 +183,8 @@ func (run *searchRun) walkPays(set *vecSet, k int, eligible func(int32, *record)
 
 // visitCost is what walkPays counts a node met by a walk as, in vectors
 // scanned. A visit reads a full-precision vector (5.5 KB at 1,380
-// dimensions, a likely cache miss; since walkCodes its codes, prefetched,
-// and it was not measured again) and moves heaps; a scanned vector is
+// dimensions, a likely cache miss; since 2026-11-27f its codes,
+// prefetched, and it was not measured again) and moves heaps; a scanned vector is
 // 1,380 contiguous int8 codes. Unfiltered, k = 100, blend-glove vectors:
 // with the AVX-512 kernels (dense-1m-2026-11-27.md) the walk cost 6.9 /
 // 5.5 / 3.9 ms of CPU at 20 k / 42 k / 80 k documents and the scan 3.4 /
@@ -212,14 +212,13 @@ func (run *searchRun) walk(set *vecSet, q *ann.Query, k int, accept func(int32) 
 		return run.walkPassages(set, q, k, accept)
 	}
 	owner := set.owner
-	o := ann.SearchOptions{
+	// The walk's distances from the set's codes (ann decides whether it
+	// can); the candidates are re-ranked from the vector file after.
+	rs, visits := set.graph.Search(q, ann.SearchOptions{
 		Ef: walkEf(k), Accept: accept, MaxVisits: maxWalkVisits,
 		Group: func(id int32) int32 { return owner[id] },
-	}
-	if walkCodes {
-		o.Codes = set.codes
-	}
-	rs, visits := set.graph.Search(q, o)
+		Codes: set.codes,
+	})
 	walkVisits.Add(int64(visits))
 	if len(rs) < k || visits >= maxWalkVisits {
 		// Too few eligible documents reachable, or a walk longer than
@@ -228,12 +227,6 @@ func (run *searchRun) walk(set *vecSet, q *ann.Query, k int, accept func(int32) 
 	}
 	return distinctSlots(set, rs)
 }
-
-// walkCodes makes a walk compute its distances from the set's int8 codes
-// (ann.SearchOptions.Codes) instead of the full-precision vector file;
-// the candidates are re-ranked from the file either way. A variable:
-// tests and benchmarks compare.
-var walkCodes = true
 
 // walkPassages is the walk before documents were grouped in it (tests
 // measure both side by side): a breadth of passages, doubled until the
