@@ -776,12 +776,17 @@ func (g *Graph) Search(q *Query, o SearchOptions) ([]Result, int) {
 		return nil, 0
 	}
 	if c := o.Codes; c != nil {
-		// Held for the whole walk: its shards' goroutines read the codes
-		// without locking (a nested RLock could wait on a writer).
-		c.mu.RLock()
-		defer c.mu.RUnlock()
-		if !walkOnCodes || q.sparse || c.layout != ByVector || c.dim != g.dim || len(c.scale) < len(g.level) {
+		if !walkOnCodes || q.sparse || c.layout != ByVector || c.dim != g.dim {
 			o.Codes = nil
+		} else {
+			// Held for the whole walk: its shards' goroutines read the
+			// codes without locking (a nested RLock could wait on a
+			// writer).
+			c.mu.RLock()
+			defer c.mu.RUnlock()
+			if len(c.scale) < len(g.level) {
+				o.Codes = nil
+			}
 		}
 	}
 	ef := max(o.Ef, 1)
