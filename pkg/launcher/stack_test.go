@@ -23,6 +23,10 @@ func TestMain(m *testing.M) {
 		fakeService(dir)
 		return
 	}
+	if spec := os.Getenv(holdPortsEnv); spec != "" {
+		holdPorts(spec)
+		return
+	}
 	os.Exit(m.Run())
 }
 
