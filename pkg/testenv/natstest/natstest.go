@@ -57,7 +57,9 @@ func Start(t testing.TB) *Server {
 	// listens on it again, and a port from that range may meanwhile have
 	// been given to any outgoing connection on the machine, which would
 	// fail the restart with "address already in use" for as long as that
-	// connection lives.
+	// connection lives. FreeAddr also reserves the port for this process,
+	// so no other test process's FreeAddr hands it out while the server
+	// is down between a Shutdown and a Restart.
 	var srv *server.Server
 	for attempt := 0; ; attempt++ {
 		port, err := freePort()
