@@ -101,25 +101,57 @@ const (
 	// vectors: 35.5 against 23.6 ms). A sparse query still works (it
 	// reads a byte per non-zero component of each vector) but costs more
 	// than ByDimension: the layout for sets whose queries are dense.
-	ByVector
+	//
+	// Its numeric value is 2: 1 is ByVector128, the tiles of the records
+	// written before.
+	ByVector Layout = 2
+	// ByVector128 is ByVector in tiles of 128 components, the layout of
+	// the block records that binaries up to main 1b196c6 wrote, before
+	// the tiles grew to tileSize. AppendBlockFrom reads such records
+	// (converting them); no store is laid out so (NewCodesLayout takes it
+	// as ByVector).
+	ByVector128 Layout = 1
 )
 
 func (l Layout) String() string {
-	if l == ByVector {
+	switch l {
+	case ByVector:
 		return "by-vector"
+	case ByVector128:
+		return "by-vector-128"
 	}
 	return "by-dimension"
 }
 
-// tileSize is the components of a ByVector tile: two cache lines of a
-// vector's codes. Per vector the scan reads a line pair per tile the
-// query needs, one stream per tile; tiles of 64 made 22 streams of a
-// whole blend query, more than the prefetcher follows (an unfiltered
-// dense scan 25 % slower than by dimension), tiles of 256 compute a
-// short query's zeros up to 768 (BenchmarkCodesDenseLayout, 50,000
-// vectors, three rounds each: 128 was 20-35 % faster than by dimension
-// for a whole query and on par for a short one).
-const tileSize = 128
+// tile returns the ByVector tile width of records laid out as l (0: l
+// is ByDimension).
+func (l Layout) tile() int {
+	switch l {
+	case ByVector:
+		return tileSize
+	case ByVector128:
+		return 128
+	}
+	return 0
+}
+
+// tileSize is the components of a ByVector tile: ten cache lines of a
+// vector's codes, as many components as a short query of the use blend
+// has non-zero (its first 612 of 1,380: the semantic and GloVe parts),
+// so such a query reads each vector it scores as one span of 640 bytes,
+// and a whole query three (640, 640 and the last 100). A filtered scan
+// reads the eligible vectors scattered: in tiles of 128 a short query's
+// vector was five line pairs 128 KiB apart, five streams the prefetcher
+// restarts on; in one tile the ten lines are adjacent
+// (BenchmarkCodesPrefetch, 1 M vectors, tiles of 128 and of 640 one after
+// the other, twice, AMD EPYC, 2026-11-27g: a random 10 % 12.0-12.8 -> 6.9-7.7 ms of
+// CPU, runs of 10 in 100 10.4-11.4 -> 7.1-8.1, 1 % 1.3-1.7 -> 1.0-1.5),
+// and an unfiltered scan reads one stream per tile instead of five
+// (BenchmarkCodesDenseLayout, 100 k vectors: a short query 11.0-12.4 ->
+// 5.3-5.5 ms, a whole one 14.4-15.7 -> 9.8-10.2). On an earlier VM tiles of
+// 128 had measured best (of 64, 128 and 256, against ByDimension); the
+// records written then are read as ByVector128.
+const tileSize = 640
 
 // codeBlock is a block's codes in its superblock: by dimension,
 // component d of its vector in lane l is b[d·stride+l]; by vector (dim
@@ -129,8 +161,9 @@ const tileSize = 128
 type codeBlock struct {
 	b      []int8
 	stride int
-	// dim and lanes: ByVector.
-	dim, lanes int
+	// dim, lanes and tile (the tile width: tileSize, or 128 for a
+	// ByVector128 record's): ByVector.
+	dim, lanes, tile int
 }
 
 // at is the offset of component d of lane l.
@@ -138,8 +171,8 @@ func (b codeBlock) at(d, l int) int {
 	if b.dim == 0 {
 		return d*b.stride + l
 	}
-	t := d / tileSize
-	return t*tileSize*b.lanes + l*min(tileSize, b.dim-t*tileSize) + d%tileSize
+	t := d / b.tile
+	return t*b.tile*b.lanes + l*min(b.tile, b.dim-t*b.tile) + d%b.tile
 }
 
 // newBlock returns the store's next block, in the last superblock or a
@@ -157,7 +190,7 @@ func (c *Codes) newBlock() codeBlock {
 	var b codeBlock
 	if c.layout == ByVector {
 		// Blocks one after another.
-		b = codeBlock{b: c.super[c.next*L*c.dim : (c.next+1)*L*c.dim], dim: c.dim, lanes: L}
+		b = codeBlock{b: c.super[c.next*L*c.dim : (c.next+1)*L*c.dim], dim: c.dim, lanes: L, tile: tileSize}
 	} else {
 		b = codeBlock{b: c.super[c.next*L:], stride: g * L}
 	}
@@ -172,6 +205,9 @@ func NewCodes(dim int) *Codes { return NewCodesLayout(dim, ByDimension) }
 // NewCodesLayout returns an empty store for vectors of dim values laid
 // out as l.
 func NewCodesLayout(dim int, l Layout) *Codes {
+	if l == ByVector128 {
+		l = ByVector
+	}
 	return &Codes{dim: dim, lanes: codeLanes, layout: l}
 }
 
@@ -551,13 +587,16 @@ var hugeCodes = true
 var prefetchAhead = 8
 
 // prefetch asks for vector id's codes in the query's tiles
-// (prefetchTile: two cache lines each, a tile's 128 codes).
+// (prefetchTile: two cache lines a call, a tile's ten in five).
 func (c *Codes) prefetch(q *Query, id int) {
 	b, lane := c.blocks[id/c.lanes], id%c.lanes
 	for _, t := range q.tiles {
 		lo := int(t) * tileSize
 		w := min(tileSize, c.dim-lo)
-		prefetchTile(&b.b[lo*c.lanes+lane*w])
+		off := lo*c.lanes + lane*w
+		for i := 0; i < w; i += 128 {
+			prefetchTile(&b.b[off+i])
+		}
 	}
 }
 

@@ -2,7 +2,9 @@ package ann
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -198,7 +200,7 @@ func TestDotTilesKernelsAgree(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(5, 5))
 	const lanes = 64
-	for _, dim := range []int{1, 15, 16, 63, 64, 65, 80, 127, 300, 1380} {
+	for _, dim := range []int{1, 15, 16, 63, 64, 65, 80, 127, 300, 641, 1380, 2000} {
 		v, b := make([]float32, dim), make([]int8, dim*lanes)
 		for i := range v {
 			v[i] = float32(r.NormFloat64())
@@ -215,7 +217,7 @@ func TestDotTilesKernelsAgree(t *testing.T) {
 		}
 		for _, tiles := range [][]int32{all, some} {
 			for _, lane := range []int{0, 17, lanes - 1} {
-				blk := codeBlock{b: b, dim: dim, lanes: lanes}
+				blk := codeBlock{b: b, dim: dim, lanes: lanes, tile: tileSize}
 				var want, abs float64
 				for _, tl := range tiles {
 					for d := int(tl) * tileSize; d < min(dim, int(tl+1)*tileSize); d++ {
@@ -247,12 +249,14 @@ func TestDotTilesKernelsAgree(t *testing.T) {
 }
 
 // TestBlockRecordsConvertBetweenLayouts: a store loaded from the records
-// of a store of the other layout (AppendBlockFrom) holds the same codes
-// as the one built, records of a store reload into one of its layout,
-// and a ByVector store's records are its own (not a ByDimension one's).
+// of a store of the other layout (AppendBlockFrom), or from records in
+// the tiles of 128 written before (ByVector128), holds the same codes as
+// the one built, records of a store reload into one of its layout, and
+// the layouts' records are their own bytes.
 func TestBlockRecordsConvertBetweenLayouts(t *testing.T) {
-	docs, _ := denseCorpus(2*codeLanes+100, 0, 130)
-	built := map[Layout]*Codes{ByDimension: NewCodes(130), ByVector: NewCodesLayout(130, ByVector)}
+	const dim = 1380 // the blend's: tiles of 640, 640 and 100; of 128, ten and a 100
+	docs, _ := denseCorpus(2*codeLanes+100, 0, dim)
+	built := map[Layout]*Codes{ByDimension: NewCodes(dim), ByVector: NewCodesLayout(dim, ByVector)}
 	for _, c := range built {
 		for _, v := range docs {
 			c.Append(v)
@@ -265,14 +269,20 @@ func TestBlockRecordsConvertBetweenLayouts(t *testing.T) {
 			recs[l] = append(recs[l], c.AppendBlockRecord(nil, bi))
 		}
 	}
-	if slices.EqualFunc(recs[ByVector], recs[ByDimension], func(a, b []byte) bool { return string(a) == string(b) }) {
-		t.Fatal("the two layouts' records are the same bytes")
+	for _, rec := range recs[ByVector] {
+		recs[ByVector128] = append(recs[ByVector128], tiles128Record(rec, dim, codeLanes))
+	}
+	for _, pair := range [][2]Layout{{ByVector, ByDimension}, {ByVector, ByVector128}, {ByVector128, ByDimension}} {
+		if slices.EqualFunc(recs[pair[0]], recs[pair[1]], func(a, b []byte) bool { return string(a) == string(b) }) {
+			t.Fatalf("the records of %v and %v are the same bytes", pair[0], pair[1])
+		}
 	}
 	for _, tt := range []struct{ from, to Layout }{
 		{ByDimension, ByDimension}, {ByDimension, ByVector}, {ByVector, ByVector}, {ByVector, ByDimension},
+		{ByVector128, ByVector}, {ByVector128, ByDimension},
 	} {
 		t.Run(fmt.Sprintf("%v to %v", tt.from, tt.to), func(t *testing.T) {
-			c := NewCodesLayout(130, tt.to)
+			c := NewCodesLayout(dim, tt.to)
 			for _, rec := range recs[tt.from] {
 				if err := c.AppendBlockFrom(slices.Clone(rec), tt.from); err != nil {
 					t.Fatal(err)
@@ -289,6 +299,23 @@ func TestBlockRecordsConvertBetweenLayouts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// tiles128Record rewrites a ByVector block record in the tiles of 128
+// components written before (ByVector128), with its own checksum: tile t
+// holds components [128t, 128t+w) of the lanes, w bytes a lane.
+func tiles128Record(rec []byte, dim, lanes int) []byte {
+	out := slices.Clone(rec)
+	for l := range lanes {
+		for d := range dim {
+			t, t0 := d/tileSize, d/128
+			from := t*tileSize*lanes + l*min(tileSize, dim-t*tileSize) + d%tileSize
+			to := t0*128*lanes + l*min(128, dim-t0*128) + d%128
+			out[to] = rec[from]
+		}
+	}
+	n := len(out) - 4
+	return binary.LittleEndian.AppendUint32(out[:n], crc32.Checksum(out[:n], castagnoli))
 }
 
 // TestDenseQueryTiles: a dense query's tiles are those holding a

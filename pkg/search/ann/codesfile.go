@@ -81,8 +81,9 @@ func (c *Codes) AppendBlock(rec []byte) error { return c.AppendBlockFrom(rec, c.
 
 // AppendBlockFrom is AppendBlock for a record written by a store laid out
 // as from: its codes are rearranged into the store's layout (a codes file
-// of another layout, such as one written before ByVector existed, is
-// converted as it is read instead of quantised again).
+// of another layout, such as one written before ByVector existed or in
+// ByVector128's tiles, is converted as it is read instead of quantised
+// again).
 func (c *Codes) AppendBlockFrom(rec []byte, from Layout) error {
 	if !c.CheckBlockRecord(rec) {
 		return fmt.Errorf("%w: block record", ErrCorrupt)
@@ -103,10 +104,11 @@ func (c *Codes) AppendBlockFrom(rec []byte, from Layout) error {
 			copy(b.b[d*b.stride:d*b.stride+L], codes[d*L:(d+1)*L])
 		}
 	default:
-		// The other layout's record, component by component.
+		// The other layout's record (or ByVector128's tiles),
+		// component by component.
 		rb := codeBlock{b: codes, stride: L}
-		if from == ByVector {
-			rb = codeBlock{b: codes, dim: c.dim, lanes: L}
+		if t := from.tile(); t > 0 {
+			rb = codeBlock{b: codes, dim: c.dim, lanes: L, tile: t}
 		}
 		for l := range L {
 			for d := range c.dim {

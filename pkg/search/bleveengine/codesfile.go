@@ -129,7 +129,7 @@ func decodeCodesHeader(b []byte) (codesHeader, bool) {
 	case string(codesMagic):
 	case string(codesMagicV2):
 		layout = ann.Layout(b[32])
-		if layout != ann.ByDimension && layout != ann.ByVector {
+		if layout != ann.ByDimension && layout != ann.ByVector && layout != ann.ByVector128 {
 			return codesHeader{}, false
 		}
 	default:

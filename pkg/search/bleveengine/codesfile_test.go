@@ -3,6 +3,8 @@ package bleveengine
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -334,9 +336,10 @@ func TestOpenWritesTheCodesItQuantised(t *testing.T) {
 
 // TestCodesFileOfAnotherLayoutIsConverted: a codes file written in the
 // other layout than its set's (version 1, by dimension, as every file
-// before the layouts, opened for a dense set laid out by vector; and the
-// reverse) is read and converted, not quantised: the codes are those
-// quantised from the vector files, searches answer as before, the file
+// before the layouts, opened for a dense set laid out by vector; the
+// reverse; and one by vector in the tiles of 128 that binaries up to
+// main 1b196c6 wrote) is read and converted, not quantised: the codes
+// are those quantised from the vector files, searches answer as before, the file
 // is written again in the set's layout by the next checkpoint, and the
 // Open after reads it as it is, also after a kill.
 func TestCodesFileOfAnotherLayoutIsConverted(t *testing.T) {
@@ -347,9 +350,11 @@ func TestCodesFileOfAnotherLayoutIsConverted(t *testing.T) {
 		name          string
 		wrote, opened bool // codesByVector
 		magic, after  string
+		tiles128      bool // the file rewritten in tiles of 128 before the Open
 	}{
 		{name: "version 1 by dimension, opened by vector", wrote: false, opened: true, magic: "DRCODE1\n", after: "DRCODE2\n"},
 		{name: "version 2 by vector, opened by dimension", wrote: true, opened: false, magic: "DRCODE2\n", after: "DRCODE1\n"},
+		{name: "version 2 by vector in tiles of 128, opened by vector", wrote: true, opened: true, magic: "DRCODE2\n", after: "DRCODE2\n", tiles128: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			old := codesByVector
@@ -377,6 +382,9 @@ func TestCodesFileOfAnotherLayoutIsConverted(t *testing.T) {
 			want := codesSearches(t, e, c)
 			e.Close()
 
+			if tt.tiles128 {
+				codesAsTiles128(t, filepath.Join(dir, vectorsDir, "c-256.codes"))
+			}
 			codesByVector = tt.opened
 			e = openWith(t, dir, true)
 			if got := e.opened.codesLoaded; got != all {
@@ -397,6 +405,11 @@ func TestCodesFileOfAnotherLayoutIsConverted(t *testing.T) {
 			if got := magic(); got != tt.after {
 				t.Fatalf("the file after a checkpoint starts %q, want %q", got, tt.after)
 			}
+			if b, err := os.ReadFile(filepath.Join(dir, vectorsDir, "c-256.codes")); err != nil {
+				t.Fatal(err)
+			} else if h, ok := decodeCodesHeader(b[:codesHeaderSize]); !ok || h.layout != map[bool]ann.Layout{false: ann.ByDimension, true: ann.ByVector}[tt.opened] {
+				t.Fatalf("the file after a checkpoint: header %+v (%v), want the set's layout", h, ok)
+			}
 			crashed := filepath.Join(t.TempDir(), "crashed")
 			copyDir(t, dir, crashed)
 			k := openWith(t, crashed, true)
@@ -409,6 +422,41 @@ func TestCodesFileOfAnotherLayoutIsConverted(t *testing.T) {
 				t.Fatal("searches of the next Open differ")
 			}
 		})
+	}
+}
+
+// codesAsTiles128 rewrites a codes file laid out by vector as binaries
+// up to main 1b196c6 wrote it: each record's codes in tiles of 128
+// components (tile t holds components [128t, 128t+w) of the lanes, w
+// bytes a lane; they are now tiles of 640), the header's layout
+// ann.ByVector128.
+func codesAsTiles128(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, ok := decodeCodesHeader(b[:codesHeaderSize])
+	if !ok || h.layout != ann.ByVector {
+		t.Fatalf("%s: header %+v (%v), want one by vector", path, h, ok)
+	}
+	dim, lanes := h.dim, h.lanes
+	recLen := ann.BlockRecordSize(dim, lanes)
+	for bi := range h.blocks {
+		rec := b[codesHeaderSize+bi*recLen : codesHeaderSize+(bi+1)*recLen]
+		codes := slices.Clone(rec[:dim*lanes])
+		for l := range lanes {
+			for d := range dim {
+				t6, t1 := d/640, d/128
+				rec[t1*128*lanes+l*min(128, dim-t1*128)+d%128] = codes[t6*640*lanes+l*min(640, dim-t6*640)+d%640]
+			}
+		}
+		binary.LittleEndian.PutUint32(rec[recLen-4:], crc32.Checksum(rec[:recLen-4], castagnoli))
+	}
+	h.layout = ann.ByVector128
+	copy(b, h.encode())
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
