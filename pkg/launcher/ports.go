@@ -19,7 +19,7 @@ import (
 // for this process for as long as it lives: no other call of FreeAddr, in
 // this process or in any other on the machine, returns it meanwhile.
 //
-// The port is a random one between freePortLow and the kernel's range for
+// The ports tried run from a random one between freePortLow and the kernel's range for
 // the local ports of outgoing connections (ip_local_port_range): a port the
 // kernel hands out itself (port 0) can be taken by any connection the
 // test's processes open before the child binds it ("address already in
