@@ -763,12 +763,16 @@ func (c *Codes) WithLayout(lanes, supers int) *Codes {
 }
 
 // AsLayout returns a copy of the store laid out as l: the same codes,
-// scales and norms (benchmarks compare layouts side by side on one set).
+// scales and norms (benchmarks compare layouts side by side on one set);
+// ByVector128 gives ByVector, as NewCodesLayout does.
 func (c *Codes) AsLayout(l Layout) *Codes {
 	return c.copyAs(c.lanes, superBlocks, l)
 }
 
 func (c *Codes) copyAs(lanes, supers int, l Layout) *Codes {
+	if l == ByVector128 {
+		l = ByVector // as NewCodesLayout: no store is laid out in tiles of 128
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	old := superBlocks
