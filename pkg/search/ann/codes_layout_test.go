@@ -272,6 +272,11 @@ func TestBlockRecordsConvertBetweenLayouts(t *testing.T) {
 	for _, rec := range recs[ByVector] {
 		recs[ByVector128] = append(recs[ByVector128], tiles128Record(rec, dim, codeLanes))
 	}
+	for _, l := range []Layout{ByVector128} { // read, never laid out so
+		if a, b := NewCodesLayout(dim, l), built[ByDimension].AsLayout(l); a.Layout() != ByVector || b.Layout() != ByVector || !b.Equal(built[ByDimension]) {
+			t.Fatalf("a store made or copied as %v is laid out %v and %v, want %v", l, a.Layout(), b.Layout(), ByVector)
+		}
+	}
 	for _, pair := range [][2]Layout{{ByVector, ByDimension}, {ByVector, ByVector128}, {ByVector128, ByDimension}} {
 		if slices.EqualFunc(recs[pair[0]], recs[pair[1]], func(a, b []byte) bool { return string(a) == string(b) }) {
 			t.Fatalf("the records of %v and %v are the same bytes", pair[0], pair[1])
