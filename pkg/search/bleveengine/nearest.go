@@ -88,6 +88,9 @@ func (run *searchRun) nearest(q []float32, k int, metadata bool, elig eligibilit
 	var slots []docCand
 	if set.graph != nil && !pq.Sparse() && !forceScan && (forceWalk || run.walkPays(set, k, eligible)) {
 		slots = run.walk(set, pq, k, accept)
+		if err := run.ctx.Err(); err != nil {
+			return nil, err // cancelled, maybe while waiting at walkGate
+		}
 	}
 	if slots == nil {
 		vids, err := run.eligibleVectors(set, elig)
@@ -212,6 +215,17 @@ func (run *searchRun) walk(set *vecSet, q *ann.Query, k int, accept func(int32) 
 		return run.walkPassages(set, q, k, accept)
 	}
 	owner := set.owner
+	if gate := walkGate; gateWalks {
+		walksWaiting.Add(1)
+		select {
+		case gate <- struct{}{}:
+			walksWaiting.Add(-1)
+			defer func() { <-gate }()
+		case <-run.ctx.Done():
+			walksWaiting.Add(-1)
+			return nil
+		}
+	}
 	// The walk's distances from the set's codes (ann decides whether it
 	// can); the candidates are re-ranked from the vector file after.
 	rs, visits := set.graph.Search(q, ann.SearchOptions{
@@ -227,6 +241,26 @@ func (run *searchRun) walk(set *vecSet, q *ann.Query, k int, accept func(int32) 
 	}
 	return distinctSlots(set, rs)
 }
+
+// walkGate admits graph walks in the order they arrive, GOMAXPROCS at
+// once (a walk spreads its shards over up to GOMAXPROCS goroutines): a
+// channel's blocked senders are served first come, first served, and a
+// search cancelled while it waits leaves the queue. Without it,
+// concurrent walks share the CPU as Go's scheduler runs their goroutines,
+// which is not in the order the searches came (a new goroutine runs next
+// on its processor; one preempted after 10 ms goes to the global queue):
+// at 1 M documents on 2 cores, 8 clients' unfiltered vector searches of
+// 10-13 ms of CPU each had a p99 of 41-451 ms (median of 8 rounds 268;
+// 2 within 200), through the gate 44-335 ms (median 52; 7 within 76)
+// (BenchmarkScaleModes, DOCREPO_BENCH_WALK_GATE=off against on,
+// alternating; the rounds right after an Open left out). gateWalks:
+// benchmarks compare.
+var walkGate = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+var gateWalks = true
+
+// walksWaiting counts the walks waiting at walkGate.
+var walksWaiting atomic.Int64
 
 // walkPassages is the walk before documents were grouped in it (tests
 // measure both side by side): a breadth of passages, doubled until the

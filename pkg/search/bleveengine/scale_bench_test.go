@@ -709,6 +709,10 @@ func probeModes(gen *scaleGen, r *rand.Rand) []probeMode {
 //	DOCREPO_BENCH_INDEX=/tmp/idx go test ./search/bleveengine -run XXX \
 //	-bench ScaleModes -benchtime 1x
 func BenchmarkScaleModes(b *testing.B) {
+	if os.Getenv("DOCREPO_BENCH_WALK_GATE") == "off" {
+		defer func(on bool) { gateWalks = on }(gateWalks)
+		gateWalks = false
+	}
 	e := openScaleIndex(b)
 	gen := newScaleGen(b, benchBlend())
 	r := rand.New(rand.NewPCG(7, 7))
