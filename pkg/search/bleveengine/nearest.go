@@ -1,6 +1,7 @@
 package bleveengine
 
 import (
+	"context"
 	"math"
 	"math/bits"
 	"runtime"
@@ -215,16 +216,12 @@ func (run *searchRun) walk(set *vecSet, q *ann.Query, k int, accept func(int32) 
 		return run.walkPassages(set, q, k, accept)
 	}
 	owner := set.owner
-	if gate := walkGate; gateWalks {
-		walksWaiting.Add(1)
-		select {
-		case gate <- struct{}{}:
-			walksWaiting.Add(-1)
-			defer func() { <-gate }()
-		case <-run.ctx.Done():
-			walksWaiting.Add(-1)
-			return nil
+	if gateWalks {
+		release, err := walkGate.enter(run.ctx)
+		if err != nil {
+			return nil // the caller returns the context's error
 		}
+		defer release()
 	}
 	// The walk's distances from the set's codes (ann decides whether it
 	// can); the candidates are re-ranked from the vector file after.
@@ -255,12 +252,25 @@ func (run *searchRun) walk(set *vecSet, q *ann.Query, k int, accept func(int32) 
 // (BenchmarkScaleModes, DOCREPO_BENCH_WALK_GATE=off against on,
 // alternating; the rounds right after an Open left out). gateWalks:
 // benchmarks compare.
-var walkGate = make(chan struct{}, runtime.GOMAXPROCS(0))
+var walkGate = make(fifoGate, runtime.GOMAXPROCS(0))
+
+// fifoGate is a gate of cap places, given in the order they are asked
+// for.
+type fifoGate chan struct{}
+
+// enter waits for a place, after those who came before, and returns the
+// function that gives it back; or ctx's error when ctx ends first (the
+// caller then has no place and leaves the queue).
+func (g fifoGate) enter(ctx context.Context) (release func(), err error) {
+	select {
+	case g <- struct{}{}:
+		return func() { <-g }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
 
 var gateWalks = true
-
-// walksWaiting counts the walks waiting at walkGate.
-var walksWaiting atomic.Int64
 
 // walkPassages is the walk before documents were grouped in it (tests
 // measure both side by side): a breadth of passages, doubled until the

@@ -4,19 +4,82 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
 
-// TestWalksAreAdmittedInOrder: a graph walk waits for a place at the gate
-// (walkGate) and walks are admitted in the order they came: with the
-// gate's one place taken, three vector searches started one after another
-// finish only once it is given back, in the order they started, with the
-// results they have without the gate; a search cancelled while it waits
-// fails with its context's error and leaves the queue.
-func TestWalksAreAdmittedInOrder(t *testing.T) {
+// TestFIFOGateAdmitsInOrder: a fifoGate's places go to those who asked
+// first: with its one place taken, three callers queued one after another
+// are admitted one at a time, in the order they came, each once the one
+// before gave its place back; a caller whose context ends while it waits
+// gets the context's error and leaves the queue.
+func TestFIFOGateAdmitsInOrder(t *testing.T) {
+	g := make(fifoGate, 1)
+	ctx := context.Background()
+	release, err := g.enter(ctx) // the one place
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3
+	admitted := make(chan int, n)
+	proceed := make(chan struct{})
+	for i := range n {
+		go func() {
+			r, err := g.enter(ctx)
+			if err != nil {
+				admitted <- -1
+				return
+			}
+			admitted <- i
+			<-proceed
+			r()
+		}()
+		waitParked(t, "bleveengine.fifoGate.enter(", i+1)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := g.enter(cctx)
+		gaveUp <- err
+	}()
+	waitParked(t, "bleveengine.fifoGate.enter(", n+1)
+	cancel()
+	select {
+	case err := <-gaveUp:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("a caller whose context ended: %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a caller whose context ended still waits")
+	}
+	select {
+	case i := <-admitted:
+		t.Fatalf("caller %d admitted while the place was taken", i)
+	case <-time.After(20 * time.Millisecond):
+	}
+	release()
+	for want := range n {
+		if got := <-admitted; got != want {
+			t.Fatalf("caller %d admitted %s, want caller %d", got, ordinal(want), want)
+		}
+		select {
+		case i := <-admitted:
+			t.Fatalf("caller %d admitted while caller %d held the place", i, want)
+		case <-time.After(10 * time.Millisecond):
+		}
+		proceed <- struct{}{}
+	}
+}
+
+// TestVectorSearchesWalkThroughTheGate: a vector search that walks the
+// graph waits at walkGate while its places are taken, finishes once one
+// is given back, with the results it has without the gate, and a search
+// cancelled while it waits fails with its context's error.
+func TestVectorSearchesWalkThroughTheGate(t *testing.T) {
 	c := newBlendCorpus(t, 3000)
 	e, err := Open("", Options{InMemory: true, VectorGraph: GraphAlways})
 	if err != nil {
@@ -28,15 +91,11 @@ func TestWalksAreAdmittedInOrder(t *testing.T) {
 	}
 	defer func(old bool) { forceWalk = old }(forceWalk)
 	forceWalk = true // 3,000 documents are scanned otherwise (walkPays)
-	const n = 3
-	var want [n][]int64
-	for i := range n {
-		want[i] = vectorSearch(t, e, c.queries[i], 10, "content", nil)
-	}
-	search := func(ctx context.Context, i int) ([]int64, error) {
+	want := vectorSearch(t, e, c.queries[0], 10, "content", nil)
+	search := func(ctx context.Context) ([]int64, error) {
 		res, err := e.Search(ctx, engine.Request{
 			Query:        queryOf(t, `{"where": {"vector": {"target": "content", "query": "q"}}, "options": {"vector_k": 10}, "limit": 10}`),
-			QueryVector:  c.queries[i],
+			QueryVector:  c.queries[0],
 			Unrestricted: true,
 		})
 		var ids []int64
@@ -45,45 +104,37 @@ func TestWalksAreAdmittedInOrder(t *testing.T) {
 		}
 		return ids, err
 	}
-	waiting := func(w int64) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); walksWaiting.Load() != w; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d walks wait at the gate, want %d", walksWaiting.Load(), w)
-			}
-		}
-	}
 
-	defer func(g chan struct{}) { walkGate = g }(walkGate)
-	gate := make(chan struct{}, 1)
+	defer func(g fifoGate) { walkGate = g }(walkGate)
+	gate := make(fifoGate, 1)
 	walkGate = gate
-	gate <- struct{}{} // its one place, taken
+	release, err := gate.enter(context.Background()) // its one place, taken
+	if err != nil {
+		t.Fatal(err)
+	}
 	held := true
 	defer func() {
-		if held { // a failure: the searches waiting go through before the engine closes
-			<-gate
+		if held { // a failure: the search waiting goes through before the engine closes
+			release()
 		}
 	}()
 	type done struct {
-		i   int
 		ids []int64
 		err error
 	}
-	finished := make(chan done, n)
-	for i := range n {
-		go func() {
-			ids, err := search(context.Background(), i)
-			finished <- done{i, ids, err}
-		}()
-		waiting(int64(i + 1))
-	}
+	finished := make(chan done, 1)
+	go func() {
+		ids, err := search(context.Background())
+		finished <- done{ids, err}
+	}()
+	waitParked(t, "bleveengine.(*searchRun).walk(", 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancelled := make(chan error, 1)
 	go func() {
-		_, err := search(ctx, 0)
+		_, err := search(ctx)
 		cancelled <- err
 	}()
-	waiting(n + 1)
+	waitParked(t, "bleveengine.(*searchRun).walk(", 2)
 	cancel()
 	select {
 	case err := <-cancelled:
@@ -93,29 +144,56 @@ func TestWalksAreAdmittedInOrder(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a search cancelled at the gate still waits")
 	}
-	waiting(n)
 	select {
-	case d := <-finished:
-		t.Fatalf("search %d finished while the gate's place was taken", d.i)
-	case <-time.After(50 * time.Millisecond):
+	case <-finished:
+		t.Fatal("a search finished while the gate's place was taken")
+	case <-time.After(20 * time.Millisecond):
 	}
-	<-gate // the place given back
+	release()
 	held = false
-	for order := range n {
-		d := <-finished
-		if d.err != nil {
-			t.Fatal(d.err)
-		}
-		if d.i != order {
-			t.Fatalf("search %d finished %s, want search %d: not in the order they came", d.i, ordinal(order), order)
-		}
-		if fmt.Sprint(d.ids) != fmt.Sprint(want[d.i]) {
-			t.Fatalf("search %d found %v through the gate, %v without", d.i, d.ids, want[d.i])
-		}
+	d := <-finished
+	if d.err != nil {
+		t.Fatal(d.err)
 	}
-	if len(gate) != 0 || walksWaiting.Load() != 0 {
-		t.Fatalf("after the searches: %d places taken, %d walks waiting", len(gate), walksWaiting.Load())
+	if fmt.Sprint(d.ids) != fmt.Sprint(want) {
+		t.Fatalf("the search found %v through the gate, %v without", d.ids, want)
+	}
+	if len(gate) != 0 {
+		t.Fatalf("after the searches %d places are taken", len(gate))
 	}
 }
 
 func ordinal(i int) string { return [...]string{"first", "second", "third"}[i] }
+
+// waitParked waits until n goroutines are parked (in a select or a
+// channel send) with frame in their stacks: a counter raised before the
+// wait would not do, as the caller counted may not be queued yet when the
+// next one starts, and the order they queue in is what is tested.
+func waitParked(t *testing.T, frame string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); parked(frame) != n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines parked in %s, want %d", parked(frame), frame, n)
+		}
+	}
+}
+
+func parked(frame string) int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		head, _, _ := strings.Cut(g, "\n")
+		if (strings.Contains(head, "[select") || strings.Contains(head, "[chan send")) && strings.Contains(g, frame) {
+			count++
+		}
+	}
+	return count
+}
