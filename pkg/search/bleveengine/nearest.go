@@ -88,9 +88,9 @@ func (run *searchRun) nearest(q []float32, k int, metadata bool, elig eligibilit
 	pq := ann.NewQuery(q)
 	var slots []docCand
 	if set.graph != nil && !pq.Sparse() && !forceScan && (forceWalk || run.walkPays(set, k, eligible)) {
-		slots = run.walk(set, pq, k, accept)
-		if err := run.ctx.Err(); err != nil {
-			return nil, err // cancelled, maybe while waiting at walkGate
+		var err error
+		if slots, err = run.walk(set, pq, k, accept); err != nil {
+			return nil, err
 		}
 	}
 	if slots == nil {
@@ -204,22 +204,23 @@ func walkEf(k int) int { return max(efSearch, walkBreadth*k) }
 
 // walk returns the slots of the documents the graph walk finds nearest
 // (at least k, each by its nearest passage), or nil when the walk ends
-// without k of them (the caller scans). The walk keeps a document's
+// without k of them (the caller scans); an error when the search's
+// context ends while it waits at walkGate. The walk keeps a document's
 // nearest passage only, so its breadth counts documents: counted in
 // passages, a document's several passages (a long text's) crowd the
 // others out of the walk's results and end it early, and the documents
 // at the end of the k it found were the walk's least certain (on the use
 // embedder's passages of a tenth of SciFact's abstracts it found 0.972
 // of the exact 100 nearest, the grouped walk 1.000).
-func (run *searchRun) walk(set *vecSet, q *ann.Query, k int, accept func(int32) bool) []docCand {
+func (run *searchRun) walk(set *vecSet, q *ann.Query, k int, accept func(int32) bool) ([]docCand, error) {
 	if legacyWalk {
-		return run.walkPassages(set, q, k, accept)
+		return run.walkPassages(set, q, k, accept), nil
 	}
 	owner := set.owner
 	if gateWalks {
 		release, err := walkGate.enter(run.ctx)
 		if err != nil {
-			return nil // the caller returns the context's error
+			return nil, err
 		}
 		defer release()
 	}
@@ -234,9 +235,9 @@ func (run *searchRun) walk(set *vecSet, q *ann.Query, k int, accept func(int32) 
 	if len(rs) < k || visits >= maxWalkVisits {
 		// Too few eligible documents reachable, or a walk longer than
 		// a scan: an exact scan finds them.
-		return nil
+		return nil, nil
 	}
-	return distinctSlots(set, rs)
+	return distinctSlots(set, rs), nil
 }
 
 // walkGate admits graph walks in the order they arrive, GOMAXPROCS at
