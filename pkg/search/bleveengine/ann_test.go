@@ -88,6 +88,21 @@ func (c *annCorpus) exact(q []float32, k int, metadata bool, admit func(id int64
 	return out
 }
 
+// graphEngine returns an in-memory engine that gives every vector set a
+// graph (GraphAlways), holding docs; it is closed when the test ends.
+func graphEngine(t testing.TB, docs []engine.Document) *Engine {
+	t.Helper()
+	e, err := Open("", Options{InMemory: true, VectorGraph: GraphAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if _, err := e.Upsert(context.Background(), docs); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // vectorSearch runs a vector clause through Search and returns the ids.
 func vectorSearch(t testing.TB, e *Engine, q []float32, k int, target string, groups []int64) []int64 {
 	t.Helper()
@@ -131,14 +146,7 @@ func recallOf[T comparable](got, want []T) float64 {
 // the documents) with an exact scan of the same vectors.
 func TestApproximateSearchAgreesWithExact(t *testing.T) {
 	c := newANNCorpus(t, 2000)
-	e, err := Open("", Options{InMemory: true, VectorGraph: GraphAlways})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if _, err := e.Upsert(context.Background(), c.docs); err != nil {
-		t.Fatal(err)
-	}
+	e := graphEngine(t, c.docs)
 	// Each document is in group id%10.
 	tests := []struct {
 		name   string
@@ -223,14 +231,7 @@ func TestApproximateSearchBreaksExactTiesByID(t *testing.T) {
 func TestVectorIndexFollowsUpdatesDeletesAndRestores(t *testing.T) {
 	ctx := context.Background()
 	c := newANNCorpus(t, 500)
-	e, err := Open("", Options{InMemory: true, VectorGraph: GraphAlways})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if _, err := e.Upsert(ctx, c.docs); err != nil {
-		t.Fatal(err)
-	}
+	e := graphEngine(t, c.docs)
 	target := c.contentByID[42]
 	if got := vectorSearch(t, e, target, 1, "content", nil); !slices.Equal(got, []int64{42}) {
 		t.Fatalf("nearest to document 42's vector = %v", got)

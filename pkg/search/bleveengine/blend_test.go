@@ -1,7 +1,6 @@
 package bleveengine
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -114,14 +113,7 @@ func sortByDist(ids []int64, d map[int64]float64) {
 // exact nearest passage did 37 times).
 func TestBlendedQueriesWalkAgreesWithExact(t *testing.T) {
 	c := newBlendCorpus(t, 3000)
-	e, err := Open("", Options{InMemory: true, VectorGraph: GraphAlways})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if _, err := e.Upsert(context.Background(), c.docs); err != nil {
-		t.Fatal(err)
-	}
+	e := graphEngine(t, c.docs)
 	if ann.NewQuery(c.queries[0]).Sparse() {
 		t.Fatal("the blended queries must be dense (walked)")
 	}

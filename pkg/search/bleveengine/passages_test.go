@@ -1,7 +1,6 @@
 package bleveengine
 
 import (
-	"context"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -85,14 +84,7 @@ func newPassageCorpus(t testing.TB, n, queries int) *blendCorpus {
 // against 0.920 in process; here 0.81 before).
 func TestPassagesWalkFindsTheNearestDocuments(t *testing.T) {
 	c := newPassageCorpus(t, 1200, 30)
-	e, err := Open("", Options{InMemory: true, VectorGraph: GraphAlways})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if _, err := e.Upsert(context.Background(), c.docs); err != nil {
-		t.Fatal(err)
-	}
+	e := graphEngine(t, c.docs)
 	if ann.NewQuery(c.queries[0]).Sparse() {
 		t.Fatal("the queries must be dense (walked)")
 	}

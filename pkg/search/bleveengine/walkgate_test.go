@@ -48,14 +48,7 @@ func TestFIFOGateAdmitsInOrder(t *testing.T) {
 	}()
 	waitParked(t, "bleveengine.fifoGate.enter(", n+1)
 	cancel()
-	select {
-	case err := <-gaveUp:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("a caller whose context ended: %v, want context.Canceled", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a caller whose context ended still waits")
-	}
+	wantCanceled(t, gaveUp, "a caller whose context ended")
 	select {
 	case i := <-admitted:
 		t.Fatalf("caller %d admitted while the place was taken", i)
@@ -81,14 +74,7 @@ func TestFIFOGateAdmitsInOrder(t *testing.T) {
 // cancelled while it waits fails with its context's error.
 func TestVectorSearchesWalkThroughTheGate(t *testing.T) {
 	c := newBlendCorpus(t, 3000)
-	e, err := Open("", Options{InMemory: true, VectorGraph: GraphAlways})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if _, err := e.Upsert(context.Background(), c.docs); err != nil {
-		t.Fatal(err)
-	}
+	e := graphEngine(t, c.docs)
 	defer func(old bool) { forceWalk = old }(forceWalk)
 	forceWalk = true // 3,000 documents are scanned otherwise (walkPays)
 	want := vectorSearch(t, e, c.queries[0], 10, "content", nil)
@@ -136,14 +122,7 @@ func TestVectorSearchesWalkThroughTheGate(t *testing.T) {
 	}()
 	waitParked(t, "bleveengine.(*searchRun).walk(", 2)
 	cancel()
-	select {
-	case err := <-cancelled:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("a search cancelled at the gate: %v, want context.Canceled", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a search cancelled at the gate still waits")
-	}
+	wantCanceled(t, cancelled, "a search cancelled at the gate")
 	select {
 	case <-finished:
 		t.Fatal("a search finished while the gate's place was taken")
@@ -160,6 +139,20 @@ func TestVectorSearchesWalkThroughTheGate(t *testing.T) {
 	}
 	if len(gate) != 0 {
 		t.Fatalf("after the searches %d places are taken", len(gate))
+	}
+}
+
+// wantCanceled fails unless who, whose context was cancelled, reports
+// context.Canceled on errs within 10 s.
+func wantCanceled(t *testing.T, errs <-chan error, who string) {
+	t.Helper()
+	select {
+	case err := <-errs:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s: %v, want context.Canceled", who, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s still waits", who)
 	}
 }
 
