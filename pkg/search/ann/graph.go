@@ -87,10 +87,11 @@ type Graph struct {
 	// the link to its node, NaN when not known (a graph read back,
 	// joined or replayed: the distances are not written; they are
 	// computed when a list is next shrunk). Only the writer reads and
-	// writes it; it may be shorter than links0 (not known). It spares
-	// the shrinking of a full list (reverseLinks) computing 2·M distances
-	// again: 4·2·M bytes per node (128 B at M 16).
-	linkDist []float32
+	// writes it, in pages allocated as distances are recorded
+	// (linkDists). It spares the shrinking of a full list (reverseLinks)
+	// computing 2·M distances again: 4·2·M bytes per node (128 B at M
+	// 16) once its page is written.
+	linkDist linkDists
 	// linkDiverse has a bit per place of links0: the link is one the
 	// heuristic keeps for its own sake (it is nearer to its node than to
 	// every such link nearer to the node: the first part of selectBy's
@@ -132,7 +133,7 @@ func New(dim int, vec func(id int32) []float32, cfg Config) *Graph {
 	return &Graph{
 		dim: dim, vec: vec, m: cfg.M, m0: 2 * cfg.M, efC: cfg.EfConstruction, recompute: cfg.Recompute,
 		ml: 1 / math.Log(float64(cfg.M)), rng: rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)),
-		shard: shard,
+		shard: shard, linkDist: linkDists{m0: 2 * cfg.M},
 	}
 }
 
@@ -389,33 +390,24 @@ func (g *Graph) apply(a *addition) {
 	if !g.recompute {
 		// The distances of the new node's and the changed lists' links
 		// (NaN where not known).
-		for len(g.linkDist) < len(g.links0) {
-			g.linkDist = append(g.linkDist, float32(math.NaN()))
-		}
-		for len(g.linkDiverse)*64 < len(g.links0) {
-			g.linkDiverse = append(g.linkDiverse, 0)
-		}
-		for len(g.selKnown)*64 < len(g.level) {
-			g.selKnown = append(g.selKnown, 0)
-		}
+		g.growChoiceBits()
 		if a.ownDist != nil {
-			copy(g.linkDist[int(id)*g.m0:], a.ownDist)
+			copy(g.linkDist.forWrite(id), a.ownDist)
 		}
 		g.noteDiverse(id, a.ownDiverse)
 	}
 	for _, c := range a.changes {
 		dst := g.links(c.node, c.layer)
-		var dd []float32
-		if c.layer == 0 && !g.recompute {
-			dd = g.linkDist[int(c.node)*g.m0 : (int(c.node)+1)*g.m0]
-		}
+		dists := c.layer == 0 && !g.recompute
 		if c.appended {
 			i := slices.Index(dst, -1)
 			dst[i] = id
-			if dd != nil {
-				dd[i] = float32(math.NaN())
+			if dists {
+				// A page is allocated only for a known distance.
 				if len(c.dists) > 0 {
-					dd[i] = c.dists[0]
+					g.linkDist.forWrite(c.node)[i] = c.dists[0]
+				} else if dd := g.linkDist.of(c.node); dd != nil {
+					dd[i] = float32(math.NaN())
 				}
 				g.noteDiverse(c.node, -1)
 			}
@@ -425,17 +417,26 @@ func (g *Graph) apply(a *addition) {
 		for i := n; i < len(dst); i++ {
 			dst[i] = -1
 		}
-		for i := range dd {
-			dd[i] = float32(math.NaN())
-		}
-		if dd != nil {
+		if dists {
+			g.linkDist.forget(c.node)
 			if c.dists != nil {
-				copy(dd, c.dists)
+				copy(g.linkDist.forWrite(c.node), c.dists)
 			}
 			g.noteDiverse(c.node, c.diverse)
 		}
 	}
 	g.noteEntry(id, lvl)
+}
+
+// growChoiceBits extends linkDiverse and selKnown to every node, in one
+// step (a graph read back has none: the first Add grows them whole).
+func (g *Graph) growChoiceBits() {
+	if n := (len(g.links0)+63)/64 - len(g.linkDiverse); n > 0 {
+		g.linkDiverse = append(g.linkDiverse, make([]uint64, n)...)
+	}
+	if n := (len(g.level)+63)/64 - len(g.selKnown); n > 0 {
+		g.selKnown = append(g.selKnown, make([]uint64, n)...)
+	}
 }
 
 // noteDiverse records that the first k links of node id's layer-0 list
@@ -493,8 +494,8 @@ func (g *Graph) noteEntry(id int32, lvl int) {
 func (g *Graph) reverseLinks(nb int32, l int, id int32, between func(a, b int32) float32) change {
 	cur := g.links(nb, l)
 	var kept []float32
-	if l == 0 && !g.recompute && int(nb+1)*g.m0 <= len(g.linkDist) {
-		kept = g.linkDist[int(nb)*g.m0 : int(nb+1)*g.m0]
+	if l == 0 && !g.recompute {
+		kept = g.linkDist.of(nb)
 	}
 	d := between(nb, id)
 	out := make([]int32, 0, len(cur)+1)

@@ -165,48 +165,54 @@ func ReadGraph(r io.Reader, vec func(id int32) []float32, cfg Config) (*Graph, e
 		}
 		return b
 	}
-	f32s := func(k int) []float32 {
+	f32s := func(k, c int) []float32 {
 		b := read(4 * k)
 		if err != nil {
 			return nil
 		}
-		out := make([]float32, k)
+		out := make([]float32, k, c)
 		for i := range out {
 			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 		}
 		return out
 	}
-	i32s := func(k int) []int32 {
+	i32s := func(k, c int) []int32 {
 		b := read(4 * k)
 		if err != nil {
 			return nil
 		}
-		out := make([]int32, k)
+		out := make([]int32, k, c)
 		for i := range out {
 			out[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
 		}
 		return out
 	}
-	g.sqn = f32s(n)
-	g.level = read(n)
-	g.links0 = i32s(n * g.m0)
+	// The per-node slices get room for an eighth more nodes: with none,
+	// the first Add after an open would copy each whole (links0 is 4·2·M
+	// bytes a node, 256 MiB for 2 M nodes) within one write. The room is
+	// address space until nodes are added (a fresh allocation's pages are
+	// backed when first written).
+	room := n + n/8 + 64
+	g.sqn = f32s(n, room)
+	g.level = append(make([]uint8, 0, room), read(n)...)
+	g.links0 = i32s(n*g.m0, room*g.m0)
 	if err != nil {
 		return nil, err
 	}
-	g.upper = make([][]int32, n)
+	g.upper = make([][]int32, n, room)
 	for i, l := range g.level {
 		if int(l) >= maxLevels {
 			return nil, fmt.Errorf("%w: bad level", ErrCorrupt)
 		}
 		if l > 0 {
-			g.upper[i] = i32s(int(l) * g.m)
+			g.upper[i] = i32s(int(l)*g.m, int(l)*g.m)
 		}
 	}
 	bits := read(8 * ((n + 63) / 64))
 	if err != nil {
 		return nil, err
 	}
-	g.deleted = make([]uint64, (n+63)/64)
+	g.deleted = make([]uint64, (n+63)/64, (room+63)/64)
 	for i := range g.deleted {
 		g.deleted[i] = binary.LittleEndian.Uint64(bits[8*i:])
 		for d := g.deleted[i]; d != 0; d &= d - 1 {

@@ -3,7 +3,6 @@ package ann
 import (
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
 )
@@ -140,16 +139,8 @@ func (g *Graph) keepChoices(p *Graph, from, base int) {
 	if g.recompute {
 		return
 	}
-	g.linkDist = append(g.linkDist, p.linkDist...)
-	for len(g.linkDist) < len(g.links0) {
-		g.linkDist = append(g.linkDist, float32(math.NaN()))
-	}
-	for len(g.linkDiverse)*64 < len(g.links0) {
-		g.linkDiverse = append(g.linkDiverse, 0)
-	}
-	for len(g.selKnown)*64 < base+len(p.level) {
-		g.selKnown = append(g.selKnown, 0)
-	}
+	g.linkDist.copyFrom(&p.linkDist, base, len(p.level))
+	g.growChoiceBits()
 	for i := range min(len(p.links0), len(p.linkDiverse)*64) {
 		if p.linkDiverse[i>>6]&(1<<(i&63)) != 0 {
 			at := from + i

@@ -194,12 +194,7 @@ func TestJoinRefusesPartsThatAreNotShards(t *testing.T) {
 // the lists whose choice is known: selKnown) that part keeps for its own.
 func sameWriterState(part, b *Graph, base int) error {
 	bit := func(bs []uint64, i int) bool { return i>>6 < len(bs) && bs[i>>6]&(1<<(i&63)) != 0 }
-	dist := func(g *Graph, p int) float32 {
-		if p < len(g.linkDist) {
-			return g.linkDist[p]
-		}
-		return float32(math.NaN())
-	}
+	dist := func(g *Graph, p int) float32 { return g.linkDist.at(p) }
 	for j := range part.level {
 		id := base + j
 		ka, kb := bit(part.selKnown, j), bit(b.selKnown, id)

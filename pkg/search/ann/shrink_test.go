@@ -3,6 +3,8 @@ package ann
 import (
 	"bytes"
 	"math"
+	"math/rand/v2"
+	"runtime"
 	"testing"
 )
 
@@ -83,8 +85,8 @@ func TestKeptLinkDistancesBuildTheSameGraph(t *testing.T) {
 				t.Fatal("the graph differs from the one built computing the distances again")
 			}
 			known := 0
-			for i, d := range g.linkDist {
-				x := g.links0[i]
+			for i, x := range g.links0 {
+				d := g.linkDist.at(i)
 				if x < 0 || math.IsNaN(float64(d)) {
 					continue
 				}
@@ -97,5 +99,51 @@ func TestKeptLinkDistancesBuildTheSameGraph(t *testing.T) {
 				t.Errorf("%d of %d link distances known", known, len(g.links0))
 			}
 		})
+	}
+}
+
+// TestFirstAddAfterReadAllocatesWhatItTouches: the first Add to a graph
+// read back allocates for the lists it changes, not for the whole graph.
+// It used to copy links0 into a larger array and fill the writer's link
+// distances for every node (8·2·M bytes a node and more in the copies of
+// a growing array): about a second of the first single-document write
+// after opening the 1 M dense index (issue 23).
+func TestFirstAddAfterReadAllocatesWhatItTouches(t *testing.T) {
+	const dim, n = 8, 20000
+	rng := rand.New(rand.NewPCG(5, 6))
+	docs := make([][]float32, n+1)
+	for i := range docs {
+		docs[i] = make([]float32, dim)
+		for j := range docs[i] {
+			docs[i][j] = float32(rng.NormFloat64())
+		}
+	}
+	vec := func(id int32) []float32 { return docs[id] }
+	cfg := Config{M: 4, EfConstruction: 32, Seed: 3}
+	g := New(dim, vec, cfg)
+	for _, v := range docs[:n] {
+		g.Add(v)
+	}
+	r, err := ReadGraph(bytes.NewReader(graphBytes(t, g)), vec, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r.Add(docs[n])
+	runtime.ReadMemStats(&after)
+	// The graph's own arrays: links0 is 4·m0 bytes a node (640 kB here);
+	// filling the distances of every node allocated more than twice that,
+	// and the search's visited marks take an eighth of it.
+	whole := uint64(4 * r.m0 * n)
+	if got := after.TotalAlloc - before.TotalAlloc; got > whole/2 {
+		t.Errorf("the first Add after ReadGraph allocated %d bytes, the graph's links take %d", got, whole)
+	}
+	if held, most := r.linkDist.pagesHeld(), 2*r.m0+1; held > most {
+		t.Errorf("%d pages of link distances allocated, want at most %d (one per list changed)", held, most)
+	}
+	g.Add(docs[n])
+	if !bytes.Equal(graphBytes(t, r), graphBytes(t, g)) {
+		t.Error("the graph read back and added to differs from the one added to in memory")
 	}
 }
