@@ -1,6 +1,7 @@
 package bleveengine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +11,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -835,30 +838,62 @@ func runModes(b *testing.B, e *Engine, who, mode string, reqs []engine.Request) 
 		who, mode, percentiles(seq), percentiles(seqCPU), ms1(cpu), percentiles(all), float64(hits.Load())/300, loadAvg())
 }
 
-// lagInProcess measures the index lag of BenchmarkScaleModes.
+// lagInProcess measures the index lag of BenchmarkScaleModes. Each
+// write's wall time, the process's CPU time over it and the collections
+// that ran in it are kept, and the slowest three are logged with their
+// place in the run, so that an outlier says whether it waited or
+// worked, and whether it was the first write after Open.
+// DOCREPO_BENCH_LAG_TRACE names a file to write a runtime trace of the
+// 50 writes to (go tool trace).
 func lagInProcess(b *testing.B, e *Engine, gen *scaleGen) {
 	// Index lag in process: one new document per Upsert, which returns
 	// once the document is durable and searchable; the documents are
 	// deleted again afterwards (tombstones stay, the live count does not
 	// change).
-	var lag []time.Duration
+	if path := os.Getenv("DOCREPO_BENCH_LAG_TRACE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			b.Fatal(err)
+		}
+		defer trace.Stop()
+	}
+	type write struct {
+		n        int
+		wall     time.Duration
+		cpu      time.Duration
+		gcCycles uint64
+	}
+	gcs := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	cycles := func() uint64 {
+		metrics.Read(gcs)
+		return gcs[0].Value.Uint64()
+	}
+	writes := make([]write, 0, 50)
 	for i := range 50 {
 		d := gen.doc(i)
 		// A revision above the tombstones an earlier run left (a write
 		// below one would be skipped, and timed as nothing).
 		d.ID, d.Rev = 1_000_000_000+int64(i), time.Now().UnixNano()
-		t0 := time.Now()
+		g0, c0, t0 := cycles(), cpuTime(), time.Now()
 		if _, err := e.Upsert(context.Background(), []engine.Document{d}); err != nil {
 			b.Fatal(err)
 		}
-		lag = append(lag, time.Since(t0))
+		writes = append(writes, write{n: i + 1, wall: time.Since(t0), cpu: cpuTime() - c0, gcCycles: cycles() - g0})
 		if err := e.Delete(context.Background(), d.ID, d.Rev+1); err != nil {
 			b.Fatal(err)
 		}
 	}
-	slices.Sort(lag)
-	scaleLog(b, "single-document Upsert (durable and searchable), 50 writes: p50 %.1f ms, p99 %.1f ms; load average %s",
-		ms1(lag[25]), ms1(lag[49]), loadAvg())
+	slices.SortFunc(writes, func(a, b write) int { return cmp.Compare(a.wall, b.wall) })
+	var slow []string
+	for _, w := range slices.Backward(writes[47:]) {
+		slow = append(slow, fmt.Sprintf("write %d: %.1f ms wall, %.1f ms CPU, %d collections", w.n, ms1(w.wall), ms1(w.cpu), w.gcCycles))
+	}
+	scaleLog(b, "single-document Upsert (durable and searchable), 50 writes: p50 %.1f ms, p99 %.1f ms; slowest: %s; load average %s",
+		ms1(writes[25].wall), ms1(writes[49].wall), strings.Join(slow, "; "), loadAvg())
 }
 
 // scaleFilters are the perf probe's filters: none, 10 % and 1 % of the
