@@ -104,12 +104,22 @@ func (c *Codes) codeOf(id int32) []int8 {
 	return out
 }
 
-// kernelSets returns the portable kernels and, when different, the ones
-// this build and CPU use.
+// moreKernelSets are ByDimension kernels this build and CPU can run
+// besides the ones installed: codes_avx2_test.go adds the AVX2 ones on
+// any CPU with AVX2, so that an AVX-512 CPU tests them too.
+var moreKernelSets []kernelSet
+
+// kernelSets returns the portable kernels, the ones this build and CPU
+// use when different, and moreKernelSets.
 func kernelSets() []kernelSet {
 	out := []kernelSet{portableKernels}
 	if kern.name != portableKernels.name {
 		out = append(out, kern)
+	}
+	for _, k := range moreKernelSets {
+		if k.name != kern.name {
+			out = append(out, k)
+		}
 	}
 	return out
 }

@@ -32,15 +32,38 @@ func denseCorpus(n, nq, dim int) (docs, queries [][]float32) {
 	return docs, queries
 }
 
-// tilesKernel is a ByVector dot product kernel (dotTilesKernel).
-type tilesKernel = func(v []float32, b []int8, lane, lanes int, tiles []int32) float32
+// tilesKernel is a ByVector dot product kernel (dotTilesKernel), and
+// tiles2Kernel its two-vector form (dotTiles2Kernel).
+type (
+	tilesKernel  = func(v []float32, b []int8, lane, lanes int, tiles []int32) float32
+	tiles2Kernel = func(v []float32, b1 []int8, lane1 int, b2 []int8, lane2 int, lanes int, tiles []int32) (float32, float32)
+)
 
-// dotTilesKernels returns the portable ByVector kernel and, when
-// different, the one this build and CPU use, by name.
-func dotTilesKernels() map[string]tilesKernel {
-	out := map[string]tilesKernel{"go": dotTilesPortable}
+// namedTiles is a ByVector kernel by name, with its two-vector form
+// (nil: none).
+type namedTiles struct {
+	name string
+	one  tilesKernel
+	two  tiles2Kernel
+}
+
+// moreTilesKernels are ByVector kernels this build and CPU can run
+// besides the one installed: codes_avx2_test.go adds the AVX2 ones on
+// any CPU with AVX2, so that an AVX-512 CPU, which installs its own,
+// tests them too.
+var moreTilesKernels []namedTiles
+
+// dotTilesKernels returns the portable ByVector kernel, the one this
+// build and CPU use when different, and moreTilesKernels.
+func dotTilesKernels() []namedTiles {
+	out := []namedTiles{{"go", dotTilesPortable, nil}}
 	if kernelName != "go" {
-		out[kernelName] = dotTilesKernel
+		out = append(out, namedTiles{kernelName, dotTilesKernel, dotTiles2Kernel})
+	}
+	for _, k := range moreTilesKernels {
+		if k.name != kernelName {
+			out = append(out, k)
+		}
 	}
 	return out
 }
@@ -126,12 +149,12 @@ func TestByVectorScansAgree(t *testing.T) {
 	if rows.Layout() != ByVector || ref.Layout() != ByDimension || !rows.Equal(ref) || !stores["copied"].Equal(ref) {
 		t.Fatal("the layouts hold other codes")
 	}
-	for kn, dk := range dotTilesKernels() {
-		old, old2 := dotTilesKernel, dotTiles2Kernel
-		dotTilesKernel = dk
-		if kn == "go" {
-			dotTiles2Kernel = nil
-		}
+	// Restored however the test ends: a failure must not leave the
+	// tests after it with another kernel installed.
+	defer func(one tilesKernel, two tiles2Kernel) { dotTilesKernel, dotTiles2Kernel = one, two }(dotTilesKernel, dotTiles2Kernel)
+	for _, k := range dotTilesKernels() {
+		kn := k.name
+		dotTilesKernel, dotTiles2Kernel = k.one, k.two
 		for qi, q := range queries {
 			pq := NewQuery(q)
 			merged := func(c *Codes, parts int) []Result {
@@ -177,7 +200,6 @@ func TestByVectorScansAgree(t *testing.T) {
 				}
 			}
 		}
-		dotTilesKernel, dotTiles2Kernel = old, old2
 	}
 }
 
@@ -190,9 +212,13 @@ func sortResults(rs []Result) {
 	})
 }
 
-// TestDotTilesKernelsAgree: the vector ByVector kernel gives the
-// portable one's dot product to float32 rounding, at dimensions around
-// the tiles' and its 16-component steps, over every tile and some.
+// TestDotTilesKernelsAgree: every vector ByVector kernel this build and
+// CPU can run (the installed one, and the AVX2 ones on any CPU with
+// AVX2) gives the portable one's dot product to float32 rounding, at
+// dimensions around the tiles' and the kernels' 8-, 16- and
+// 32-component steps, over every tile and some, for first, middle and
+// last lanes; and its two-vector form gives each vector's product bit
+// for bit as alone.
 func TestDotTilesKernelsAgree(t *testing.T) {
 	ks := dotTilesKernels()
 	if len(ks) < 2 {
@@ -200,7 +226,7 @@ func TestDotTilesKernelsAgree(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(5, 5))
 	const lanes = 64
-	for _, dim := range []int{1, 15, 16, 63, 64, 65, 80, 127, 300, 641, 1380, 2000} {
+	for _, dim := range []int{1, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 32, 33, 47, 63, 64, 65, 80, 127, 300, 639, 640, 641, 647, 648, 656, 1380, 2000} {
 		v, b := make([]float32, dim), make([]int8, dim*lanes)
 		for i := range v {
 			v[i] = float32(r.NormFloat64())
@@ -225,21 +251,22 @@ func TestDotTilesKernelsAgree(t *testing.T) {
 						want, abs = want+x, abs+math.Abs(x)
 					}
 				}
-				for name, k := range ks {
-					if got := k(v, b, lane, lanes, tiles); math.Abs(float64(got)-want) > 1e-5*abs {
-						t.Fatalf("dimension %d lane %d tiles %v: %s gives %v, want %v", dim, lane, tiles, name, got, want)
+				for _, k := range ks {
+					if got := k.one(v, b, lane, lanes, tiles); math.Abs(float64(got)-want) > 1e-5*abs {
+						t.Fatalf("dimension %d lane %d tiles %v: %s gives %v, want %v", dim, lane, tiles, k.name, got, want)
 					}
-				}
-				// Two vectors at once: each exactly as alone, whichever
-				// block and lane the other is.
-				if dotTiles2Kernel != nil {
+					// Two vectors at once: each exactly as alone,
+					// whichever block and lane the other is.
+					if k.two == nil {
+						continue
+					}
 					other := slices.Clone(b)
 					slices.Reverse(other)
 					for _, lane2 := range []int{0, 17, lanes - 1} {
-						d1, d2 := dotTiles2Kernel(v, b, lane, other, lane2, lanes, tiles)
-						w1, w2 := dotTilesKernel(v, b, lane, lanes, tiles), dotTilesKernel(v, other, lane2, lanes, tiles)
+						d1, d2 := k.two(v, b, lane, other, lane2, lanes, tiles)
+						w1, w2 := k.one(v, b, lane, lanes, tiles), k.one(v, other, lane2, lanes, tiles)
 						if math.Float32bits(d1) != math.Float32bits(w1) || math.Float32bits(d2) != math.Float32bits(w2) {
-							t.Fatalf("dimension %d lanes %d and %d tiles %v: two at once give %v, %v; alone %v, %v", dim, lane, lane2, tiles, d1, d2, w1, w2)
+							t.Fatalf("%s, dimension %d lanes %d and %d tiles %v: two at once give %v, %v; alone %v, %v", k.name, dim, lane, lane2, tiles, d1, d2, w1, w2)
 						}
 					}
 				}

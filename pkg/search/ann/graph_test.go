@@ -371,10 +371,12 @@ func TestCodesScanFindsTheExactNearestForShortQueries(t *testing.T) {
 	}
 }
 
-// TestBlockKernelsAgree: the vector block kernel (GOEXPERIMENT=simd on a
-// CPU with AVX-512) returns the portable kernel's distances (to float32
-// rounding: it fuses multiplies and adds) and the same candidates, for
-// sparse and dense queries and a worst distance that cuts the block.
+// TestBlockKernelsAgree: every vector block kernel this build and CPU
+// can run (GOEXPERIMENT=simd: the AVX-512 ones on a CPU with AVX-512,
+// the AVX2 ones on any CPU with AVX2) returns the portable kernel's
+// distances (to float32 rounding: it fuses multiplies and adds) and the
+// same candidates, for sparse and dense queries and a worst distance that
+// cuts the block.
 func TestBlockKernelsAgree(t *testing.T) {
 	ks := kernelSets()
 	if len(ks) < 2 {
@@ -390,6 +392,13 @@ func TestBlockKernelsAgree(t *testing.T) {
 		dense[i] = float32(i%7) - 3
 	}
 	queries = append(queries, dense)
+	for _, k := range ks[1:] {
+		testBlockKernel(t, c, docs, queries, k)
+	}
+}
+
+// testBlockKernel is TestBlockKernelsAgree for kernel set k.
+func testBlockKernel(t *testing.T, c *Codes, docs, queries [][]float32, k kernelSet) {
 	L := c.lanes
 	for qi, q := range queries {
 		pq := NewQuery(q)
@@ -403,24 +412,24 @@ func TestBlockKernelsAgree(t *testing.T) {
 			blockDistances(&want, b, stride, idx, val, sc, sq, pq.norm, float32(math.Inf(1)))
 			worst := want[bi%blockSize] // some lanes nearer, some not
 			wantMask := blockDistances(&want, b, stride, idx, val, sc, sq, pq.norm, worst)
-			gotMask := ks[1].block(&got, b, stride, idx, val, sc, sq, pq.norm, worst)
+			gotMask := k.block(&got, b, stride, idx, val, sc, sq, pq.norm, worst)
 			for l := range got {
 				if diff := math.Abs(float64(got[l] - want[l])); diff > 1e-4*max(1, float64(want[l])) {
-					t.Fatalf("query %d group %d lane %d: %s distance %v, go %v", qi, bi, l, ks[1].name, got[l], want[l])
+					t.Fatalf("query %d group %d lane %d: %s distance %v, go %v", qi, bi, l, k.name, got[l], want[l])
 				}
 				if w, g := wantMask>>l&1, gotMask>>l&1; w != g && math.Abs(float64(want[l]-worst)) > 1e-4 {
-					t.Fatalf("query %d group %d lane %d: %s says nearer than worst %v, go %v (distance %v, worst %v)", qi, bi, l, ks[1].name, g, w, want[l], worst)
+					t.Fatalf("query %d group %d lane %d: %s says nearer than worst %v, go %v (distance %v, worst %v)", qi, bi, l, k.name, g, w, want[l], worst)
 				}
 			}
 		}
 		var rs [2][]Result
-		for i, k := range ks[:2] {
-			restore := useKernels(k)
+		for i, ki := range []kernelSet{portableKernels, k} {
+			restore := useKernels(ki)
 			rs[i] = c.Scan(pq, 50, nil, nil)
 			restore()
 		}
 		if got, want := rerank(docs, q, rs[1], 10), rerank(docs, q, rs[0], 10); !slices.Equal(got, want) {
-			t.Fatalf("query %d: top 10 with %s = %v, with go %v", qi, ks[1].name, got, want)
+			t.Fatalf("query %d: top 10 with %s = %v, with go %v", qi, k.name, got, want)
 		}
 	}
 }

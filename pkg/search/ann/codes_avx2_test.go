@@ -1,0 +1,50 @@
+//go:build goexperiment.simd && amd64
+
+package ann
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"simd/archsimd"
+)
+
+// The AVX2 kernels are tested on any CPU with AVX2 and FMA, called
+// directly: on an AVX-512 CPU they are not the ones installed, and
+// would otherwise go untested where the tests run (make test's
+// GOEXPERIMENT=simd run). TestDotTilesKernelsAgree, TestByVectorScansAgree,
+// TestBlockKernelsAgree and TestCodeWidthsAgree run them with the
+// others.
+func init() {
+	if archsimd.X86.AVX2() && archsimd.X86.FMA() {
+		moreTilesKernels = append(moreTilesKernels, namedTiles{"avx2", dotTilesAVX2, dotTiles2AVX2})
+		moreKernelSets = append(moreKernelSets, avx2Kernels)
+	}
+}
+
+// TestAVX2Kernels: the AVX2 kernels are installed exactly on a CPU with
+// AVX2 and FMA but not AVX-512 (GODEBUG=cpu.avx512f=off simulates one),
+// and dotAVX2 gives the portable dot product to float32 rounding at
+// every length (on an AVX-512 CPU it is not installed either).
+func TestAVX2Kernels(t *testing.T) {
+	if !archsimd.X86.AVX2() || !archsimd.X86.FMA() {
+		t.Skip("this CPU has no AVX2 and FMA: the AVX2 kernels are not tested")
+	}
+	t.Logf("AVX-512 %v: scan kernels %q, dot kernel %q, walk on codes %v", archsimd.X86.AVX512(), kernelName, dotName, walkOnCodes)
+	if want := !archsimd.X86.AVX512(); (kernelName == "avx2") != want || (dotName == "avx2") != want {
+		t.Errorf("AVX-512 %v, but the scan kernels are %q and the dot kernel %q", archsimd.X86.AVX512(), kernelName, dotName)
+	}
+	r := rand.New(rand.NewPCG(3, 5))
+	for n := 0; n <= 1300; n += 1 + n/16 {
+		a, b := make([]float32, n), make([]float32, n)
+		var mag float64
+		for i := range a {
+			a[i], b[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+			mag += math.Abs(float64(a[i] * b[i]))
+		}
+		if got, want := dotAVX2(a, b), dotPortable(a, b); math.Abs(float64(got-want)) > 1e-5*max(1, mag) {
+			t.Fatalf("n=%d: dotAVX2 %v, portable %v", n, got, want)
+		}
+	}
+}
