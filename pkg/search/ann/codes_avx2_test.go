@@ -15,11 +15,13 @@ import (
 // would otherwise go untested where the tests run (make test's
 // GOEXPERIMENT=simd run). TestDotTilesKernelsAgree, TestByVectorScansAgree,
 // TestBlockKernelsAgree and TestCodeWidthsAgree run them with the
-// others.
+// others, and the benchmarks that compare kernels (kernelConfigs) time
+// them side by side with the AVX-512 ones.
 func init() {
 	if archsimd.X86.AVX2() && archsimd.X86.FMA() {
 		moreTilesKernels = append(moreTilesKernels, namedTiles{"avx2", dotTilesAVX2, dotTiles2AVX2})
 		moreKernelSets = append(moreKernelSets, avx2Kernels)
+		moreKernelConfigs = append(moreKernelConfigs, kernelConfig{"avx2", avx2Kernels, dotTilesAVX2, dotTiles2AVX2, dotAVX2})
 	}
 }
 

@@ -195,8 +195,11 @@ func BenchmarkCodesLayout(b *testing.B) {
 // DOCREPO_ANN_CODES_DIM dimensions (defaults 100,000 and 1,380: today's
 // blend), one part, unfiltered and through eligibility bitsets admitting
 // a random 10 % and 1 %, with the codes laid out by dimension (before) and
-// by vector, alternately in three rounds, each scan checked against the
-// other layout's:
+// by vector, with each kernel configuration this build and CPU can run
+// (kernelConfigs: the portable kernels, the installed ones, and the AVX2
+// ones on an AVX-512 CPU; DOCREPO_ANN_KERNELS lists the names to run),
+// alternately in three rounds, each scan checked against the other
+// layout's:
 //
 //	GOEXPERIMENT=simd go test ./search/ann -run XXX -bench CodesDenseLayout -benchtime 20x
 func BenchmarkCodesDenseLayout(b *testing.B) {
@@ -245,6 +248,10 @@ func BenchmarkCodesDenseLayout(b *testing.B) {
 		}
 		return c.Scan(pq, 232, nil, nil)
 	}
+	kernels := kernelConfigs()
+	if s := os.Getenv("DOCREPO_ANN_KERNELS"); s != "" {
+		kernels = slices.DeleteFunc(kernels, func(k kernelConfig) bool { return !slices.Contains(strings.Split(s, ","), k.name) })
+	}
 	for round := range 3 {
 		for qn, qv := range map[string][]float32{"dense": q, "short": short} {
 			pq := NewQuery(qv)
@@ -254,14 +261,18 @@ func BenchmarkCodesDenseLayout(b *testing.B) {
 						b.Fatalf("query %s filter %s: the layouts' scans differ: %v", qn, f.name, err)
 					}
 				}
-				for _, c := range stores {
-					b.Run(fmt.Sprintf("round=%d/query=%s/filter=%s/layout=%v/kernel=%s", round, qn, f.name, c.Layout(), kernelName), func(b *testing.B) {
-						c0 := cpuTime()
-						for b.Loop() {
-							scan(c, pq, f.elig)
-						}
-						b.ReportMetric(float64((cpuTime()-c0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
-					})
+				for _, k := range kernels {
+					restore := k.use()
+					for _, c := range stores {
+						b.Run(fmt.Sprintf("round=%d/query=%s/filter=%s/layout=%v/kernel=%s", round, qn, f.name, c.Layout(), k.name), func(b *testing.B) {
+							c0 := cpuTime()
+							for b.Loop() {
+								scan(c, pq, f.elig)
+							}
+							b.ReportMetric(float64((cpuTime()-c0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+						})
+					}
+					restore()
 				}
 			}
 		}
@@ -436,4 +447,43 @@ func benchScanEligible(b *testing.B, c *Codes, q *Query, elig []uint64) {
 		c.ScanEligible(q, 232, elig, 0, 1)
 	}
 	b.ReportMetric(float64((cpuTime()-c0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+}
+
+// kernelConfig is every kernel a scan or walk uses, by name, for
+// benchmarks to compare in one process: the ByDimension kernel set, the
+// ByVector tiles kernels and the graph's dense dot product.
+type kernelConfig struct {
+	name string
+	set  kernelSet
+	one  tilesKernel
+	two  tiles2Kernel
+	dot  func(a, b []float32) float32
+}
+
+// moreKernelConfigs are kernel configurations this build and CPU can run
+// besides the installed one (codes_avx2_test.go adds the AVX2 ones on any
+// CPU with AVX2: an AVX-512 CPU runs them side by side with its own).
+var moreKernelConfigs []kernelConfig
+
+// kernelConfigs returns the portable kernels ("go"), the ones installed
+// when different, and moreKernelConfigs, each once.
+func kernelConfigs() []kernelConfig {
+	out := []kernelConfig{{"go", portableKernels, dotTilesPortable, nil, dotPortable}}
+	if kernelName != "go" {
+		out = append(out, kernelConfig{kernelName, kern, dotTilesKernel, dotTiles2Kernel, dotKernel})
+	}
+	for _, k := range moreKernelConfigs {
+		if k.name != kernelName {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// use installs k's kernels and returns the function that restores the
+// previous ones.
+func (k kernelConfig) use() func() {
+	set, one, two, dot := kern, dotTilesKernel, dotTiles2Kernel, dotKernel
+	kern, dotTilesKernel, dotTiles2Kernel, dotKernel = k.set, k.one, k.two, k.dot
+	return func() { kern, dotTilesKernel, dotTiles2Kernel, dotKernel = set, one, two, dot }
 }
