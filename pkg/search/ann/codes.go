@@ -629,8 +629,9 @@ func (e *eligCursor) next() int {
 // dotTilesKernel returns v·code for a dense query v and the codes of
 // lane lane of a ByVector block b of lanes lanes (of v's length), over
 // the tiles listed (those where v has a non-zero component):
-// dotTilesPortable, or with GOEXPERIMENT=simd on an AVX-512 CPU a 16-lane
-// kernel (codes_simd.go). The sums' order is not that of the ByDimension
+// dotTilesPortable, or with GOEXPERIMENT=simd a 16-lane kernel on an
+// AVX-512 CPU (codes_simd.go), an 8-lane one on a CPU with AVX2 and FMA
+// only (codes_avx2.go). The sums' order is not that of the ByDimension
 // kernels: distances agree to float32 rounding.
 var dotTilesKernel = dotTilesPortable
 
@@ -638,7 +639,8 @@ var dotTilesKernel = dotTilesPortable
 // (lane1 of block codes b1, lane2 of b2), each result bit for bit
 // dotTilesKernel's: a filtered scan's eligible vectors lie scattered over
 // the blocks, ten cache lines apiece for a short query, and one vector at
-// a time the scan waits for each vector's lines in turn (codes_simd.go).
+// a time the scan waits for each vector's lines in turn (codes_simd.go,
+// codes_avx2.go).
 var dotTiles2Kernel func(v []float32, b1 []int8, lane1 int, b2 []int8, lane2 int, lanes int, tiles []int32) (float32, float32)
 
 // dotTilesPortable is dotTilesKernel in plain Go, eight sums at a time,
@@ -689,7 +691,8 @@ const wideShare = 4
 // block's column sums (addColumns) and a full group's distances from them
 // (finishDistances), with the same operations in the same order as block,
 // so both ways give the same distances bit for bit. Vector kernels
-// replace them where the CPU has them (codes_simd.go).
+// replace them where the CPU has them (codes_simd.go: AVX-512;
+// codes_avx2.go: AVX2 and FMA).
 type kernelSet struct {
 	name   string
 	block  func(d *[blockSize]float32, b []int8, stride int, idx []int32, val []float32, scale, sqn []float32, qn, worst float32) uint64

@@ -27,7 +27,7 @@ func init() {
 
 // TestAVX2Kernels: the AVX2 kernels are installed exactly on a CPU with
 // AVX2 and FMA but not AVX-512 (GODEBUG=cpu.avx512f=off simulates one),
-// and dotAVX2 gives the portable dot product to float32 rounding at
+// walks are on the codes with them as with the AVX-512 ones, and dotAVX2 gives the portable dot product to float32 rounding at
 // every length (on an AVX-512 CPU it is not installed either).
 func TestAVX2Kernels(t *testing.T) {
 	if !archsimd.X86.AVX2() || !archsimd.X86.FMA() {
@@ -36,6 +36,9 @@ func TestAVX2Kernels(t *testing.T) {
 	t.Logf("AVX-512 %v: scan kernels %q, dot kernel %q, walk on codes %v", archsimd.X86.AVX512(), kernelName, dotName, walkOnCodes)
 	if want := !archsimd.X86.AVX512(); (kernelName == "avx2") != want || (dotName == "avx2") != want {
 		t.Errorf("AVX-512 %v, but the scan kernels are %q and the dot kernel %q", archsimd.X86.AVX512(), kernelName, dotName)
+	}
+	if !walkOnCodes {
+		t.Error("with SIMD tiles kernels installed, walks are not on the codes")
 	}
 	r := rand.New(rand.NewPCG(3, 5))
 	for n := 0; n <= 1300; n += 1 + n/16 {

@@ -14,8 +14,8 @@ import (
 
 // BenchmarkCodesScan: one sparse (36 non-zero components) and one dense
 // query scanned over 100,000 random 768-dimension vectors, one part, by
-// each kernel set this build has (go, and avx512 with GOEXPERIMENT=simd
-// on a CPU with AVX-512), with code blocks of 64 vectors (as before issue
+// each kernel set this build has (go; with GOEXPERIMENT=simd avx512 on a
+// CPU with AVX-512 and avx2 on one with AVX2), with code blocks of 64 vectors (as before issue
 // 23's latency work) and of codeLanes, side by side; "1%" scans the
 // vectors of an eligibility bitset admitting every 100th:
 //

@@ -6,7 +6,9 @@ import "simd/archsimd"
 
 // Built with GOEXPERIMENT=simd on a CPU with AVX-512, a block's distances
 // are computed 16 lanes at a time (Go's experimental simd/archsimd
-// package: pure Go, no assembly, no cgo).
+// package: pure Go, no assembly, no cgo). A CPU with AVX2 and FMA but
+// not AVX-512 gets 8-lane kernels of the same arithmetic (codes_avx2.go)
+// and walks on the codes too.
 func init() {
 	if archsimd.X86.AVX512() {
 		kern = kernelSet{"avx512", blockDistancesAVX512, addColumnsAVX512, finishDistancesAVX512}

@@ -5,9 +5,11 @@ package ann
 import "simd/archsimd"
 
 // Built with GOEXPERIMENT=simd on a CPU with AVX2 and FMA but not AVX-512
-// (codes_simd.go's kernels need AVX-512), the graph's dense dot products
-// are computed 8 lanes at a time: they are most of an Add's and a walk's
-// CPU, and the portable loop costs ~3 times as much on such a CPU.
+// (codes_simd.go's dotAVX512 needs AVX-512), the graph's dense dot
+// products are computed 8 lanes at a time: they are most of an Add's CPU
+// (and of a walk's on the vectors, where the codes are not given), and
+// the portable loop costs ~3 times as much on such a CPU. Such a CPU's
+// scans and walks use the codes' AVX2 kernels (codes_avx2.go).
 func init() {
 	if !archsimd.X86.AVX512() && archsimd.X86.AVX2() && archsimd.X86.FMA() {
 		dotKernel, dotName = dotAVX2, "avx2"

@@ -841,11 +841,16 @@ func (g *Graph) Search(q *Query, o SearchOptions) ([]Result, int) {
 }
 
 // walkOnCodes is whether SearchOptions.Codes is heeded: with a SIMD
-// kernel for the codes' tiles (codes_simd.go). The walk on codes was
-// measured with the AVX-512 kernels only (1 M blend-glove vectors: 29.9 →
-// 23.3 ms of CPU per unfiltered search); the portable kernel against an
-// AVX2 dot of the vectors was not, so without it the walk stays on the
-// vectors. Tests set it to walk on codes with the portable kernel.
+// kernel for the codes' tiles, AVX-512 (codes_simd.go; 1 M blend-glove
+// vectors: 29.9 → 23.3 ms of CPU per unfiltered search) or AVX2 and FMA
+// (codes_avx2.go; BenchmarkWalkOnCodes, 100 k vectors of 1,380
+// dimensions, as a CPU without AVX-512: a walk on the codes cost 1.7-3.8×
+// less CPU than one on the memory-mapped floats with dotAVX2). Built
+// without GOEXPERIMENT=simd, or on a CPU with neither, the walk stays on
+// the vectors: the portable tiles kernel against the portable dot was
+// measured only on this project's AVX-512 VM (kernel=go there: the codes
+// cost 1.4-2× less too), not on a machine that would run them. Tests
+// set it to walk on codes with the portable kernel.
 var walkOnCodes = false
 
 // walkAhead is how many of a node's unvisited links ahead a walk on codes
