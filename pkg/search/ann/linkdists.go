@@ -3,18 +3,20 @@ package ann
 import "math"
 
 // distPageNodes is the number of nodes per page of linkDists.
-const distPageNodes = 256
+const distPageNodes = 64
 
 // linkDists is the graph's linkDist: for each place of links0, the
 // squared distance of the link to its node, NaN when not known. It is
-// kept in pages of distPageNodes nodes (32 KiB at M 16), each allocated,
+// kept in pages of distPageNodes nodes (8 KiB at M 16), each allocated,
 // every distance not known, when a distance on it is first recorded. A
 // graph read back or joined without them knows none, and the first Add
 // after an Open used to fill the whole table with NaN at once: 4·2·M
-// bytes per node, 256 MiB for 2 M nodes, about a second of the first
-// single-document write on the 1 M dense index (issue 23). Paged, an Add
-// allocates the pages of the lists it changes, and the table fills as
-// writes reach its pages.
+// bytes per node, 256 MiB for 2 M nodes, within the first
+// single-document write after opening the 1 M dense index (issue 23).
+// Paged, an Add allocates the pages of the lists it changes (about 2·M+1
+// pages, ~260 KiB at M 16), and the table grows with the writes towards
+// that whole size; small pages keep the growth gradual for a long-lived
+// process that writes a little.
 type linkDists struct {
 	m0    int
 	pages [][]float32
