@@ -217,7 +217,7 @@ func (run *searchRun) walk(set *vecSet, q *ann.Query, k int, accept func(int32) 
 		return run.walkPassages(set, q, k, accept), nil
 	}
 	owner := set.owner
-	if gateWalks {
+	if gateWalks && !gateSearches {
 		release, err := walkGate.enter(run.ctx)
 		if err != nil {
 			return nil, err
@@ -272,6 +272,14 @@ func (g fifoGate) enter(ctx context.Context) (release func(), err error) {
 }
 
 var gateWalks = true
+
+// searchGate admits whole searches as walkGate admits walks (a walk
+// then needs no place at walkGate: at most GOMAXPROCS searches run).
+// gateSearches: benchmarks compare.
+var (
+	searchGate   = make(fifoGate, runtime.GOMAXPROCS(0))
+	gateSearches = false
+)
 
 // walkPassages is the walk before documents were grouped in it (tests
 // measure both side by side): a breadth of passages, doubled until the

@@ -777,6 +777,18 @@ func BenchmarkScaleModes(b *testing.B) {
 				}
 				continue
 			}
+			if os.Getenv("DOCREPO_BENCH_COMPARE") == "searchgate" {
+				// Whole searches through a gate or not, alternating.
+				for round := range max(rounds, 2) {
+					for _, on := range []bool{false, true} {
+						restore := gateSearches
+						gateSearches = on
+						runModes(b, e, who.name, fmt.Sprintf("%s %s (%d)", m.name, map[bool]string{false: "-sgate", true: "+sgate"}[on], round+1), reqs)
+						gateSearches = restore
+					}
+				}
+				continue
+			}
 			if rounds > 1 {
 				for round := range rounds {
 					runModes(b, e, who.name, fmt.Sprintf("%s (%d)", m.name, round+1), reqs)

@@ -73,6 +73,15 @@ func (e *Engine) Search(ctx context.Context, req engine.Request) (engine.Result,
 	if err := ctx.Err(); err != nil {
 		return engine.Result{}, searchErr(err)
 	}
+	if gateSearches {
+		// Before the engine's lock: a search queued here holds nothing a
+		// writer waits for.
+		release, err := searchGate.enter(ctx)
+		if err != nil {
+			return engine.Result{}, searchErr(err)
+		}
+		defer release()
+	}
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.closed {
