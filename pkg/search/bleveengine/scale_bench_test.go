@@ -906,6 +906,12 @@ func lagInProcess(b *testing.B, e *Engine, gen *scaleGen) {
 	}
 	scaleLog(b, "single-document Upsert (durable and searchable), 50 writes: p50 %.1f ms, p99 %.1f ms; slowest: %s; load average %s",
 		ms1(writes[25].wall), ms1(writes[49].wall), strings.Join(slow, "; "), loadAvg())
+	// What the writes left in memory (the writer's state, grown by them).
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	anon, file := rssOf("/proc/self/status")
+	scaleLog(b, "memory after the writes: heap in use %.0f MiB; RSS anonymous %.0f MiB, file-backed %.0f MiB", mib(ms.HeapInuse), mib(anon), mib(file))
 }
 
 // scaleFilters are the perf probe's filters: none, 10 % and 1 % of the
