@@ -175,6 +175,17 @@ func (b codeBlock) at(d, l int) int {
 	return t*b.tile*b.lanes + l*min(b.tile, b.dim-t*b.tile) + d%b.tile
 }
 
+// tileSpan returns where tile t of a vector of dim components lies in a
+// ByVector block of lanes vectors, the vector in lane: its codes are the
+// block's [off, off+w), paired with the query's components [lo, lo+w).
+// (codeBlock.at is its one-component form, for a block of any tile
+// width.)
+func tileSpan(t int32, lane, lanes, dim int) (lo, w, off int) {
+	lo = int(t) * tileSize
+	w = min(tileSize, dim-lo)
+	return lo, w, lo*lanes + lane*w
+}
+
 // newBlock returns the store's next block, in the last superblock or a
 // new one. The caller holds mu (or owns the store).
 func (c *Codes) newBlock() codeBlock {
@@ -591,9 +602,7 @@ var prefetchAhead = 8
 func (c *Codes) prefetch(q *Query, id int) {
 	b, lane := c.blocks[id/c.lanes], id%c.lanes
 	for _, t := range q.tiles {
-		lo := int(t) * tileSize
-		w := min(tileSize, c.dim-lo)
-		off := lo*c.lanes + lane*w
+		_, w, off := tileSpan(t, lane, c.lanes, c.dim)
 		for i := 0; i < w; i += 128 {
 			prefetchTile(&b.b[off+i])
 		}
@@ -651,9 +660,7 @@ var dotTiles2Kernel func(v []float32, b1 []int8, lane1 int, b2 []int8, lane2 int
 func dotTilesPortable(v []float32, b []int8, lane, lanes int, tiles []int32) float32 {
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
 	for _, t := range tiles {
-		lo := int(t) * tileSize
-		w := min(tileSize, len(v)-lo)
-		off := lo*lanes + lane*w
+		lo, w, off := tileSpan(t, lane, lanes, len(v))
 		code, q := b[off:off+w], v[lo:lo+w]
 		i := 0
 		for ; i+8 <= w; i += 8 {

@@ -124,9 +124,7 @@ func dotTilesAVX512(v []float32, b []int8, lane, lanes int, tiles []int32) float
 		return c.MulAdd(archsimd.LoadFloat32x16((*[16]float32)(q[i:i+16])), s)
 	}
 	for _, t := range tiles {
-		lo := int(t) * tileSize
-		w := min(tileSize, len(v)-lo)
-		off := lo*lanes + lane*w
+		lo, w, off := tileSpan(t, lane, lanes, len(v))
 		code, q := b[off:off+w], v[lo:lo+w]
 		i := 0
 		for ; i+64 <= w; i += 64 {
@@ -161,11 +159,9 @@ func dotTiles2AVX512(v []float32, b1 []int8, lane1 int, b2 []int8, lane2 int, la
 	var s0, s1, s2, s3, t0, t1, t2, t3 archsimd.Float32x16
 	var rest1, rest2 float32
 	for _, t := range tiles {
-		lo := int(t) * tileSize
-		w := min(tileSize, len(v)-lo)
-		c1 := b1[lo*lanes+lane1*w : lo*lanes+lane1*w+w]
-		c2 := b2[lo*lanes+lane2*w : lo*lanes+lane2*w+w]
-		q := v[lo : lo+w]
+		lo, w, off1 := tileSpan(t, lane1, lanes, len(v))
+		_, _, off2 := tileSpan(t, lane2, lanes, len(v))
+		c1, c2, q := b1[off1:off1+w], b2[off2:off2+w], v[lo:lo+w]
 		i := 0
 		for ; i+64 <= w; i += 64 {
 			q0 := archsimd.LoadFloat32x16((*[16]float32)(q[i : i+16]))
