@@ -370,7 +370,7 @@ func (c *Codes) scanPart(q *Query, k int, accept func(id int32) bool, ids []int3
 		}
 	}
 	offer := func(id int32, dot float32) {
-		offerD(id, max(0, q.norm+c.sqn[id]-2*c.scale[id]*dot))
+		offerD(id, sqDist(q.norm, c.sqn[id], c.scale[id]*dot))
 	}
 	n, L := len(c.scale), c.lanes
 	if c.layout == ByVector {
@@ -585,7 +585,7 @@ func (c *Codes) scanVectors(q *Query, ids []int32, elig []uint64, part, parts in
 func (c *Codes) qdistLocked(q *Query, id int32) float32 {
 	b, lane := c.blocks[int(id)/c.lanes], int(id)%c.lanes
 	dot := dotTilesKernel(q.v, b.b, lane, c.lanes, q.tiles)
-	return max(0, q.norm+c.sqn[id]-2*c.scale[id]*dot)
+	return sqDist(q.norm, c.sqn[id], c.scale[id]*dot)
 }
 
 // hugeCodes is whether the superblocks ask for transparent huge pages
@@ -735,7 +735,7 @@ func blockDistances(d *[blockSize]float32, b []int8, stride int, idx []int32, va
 func finishDistances(d *[blockSize]float32, sums *[blockSize]float32, scale, sqn []float32, qn, worst float32) uint64 {
 	var mask uint64
 	for l := range scale {
-		x := max(0, qn+sqn[l]-2*scale[l]*sums[l])
+		x := sqDist(qn, sqn[l], scale[l]*sums[l])
 		d[l] = x
 		if x < worst {
 			mask |= 1 << l

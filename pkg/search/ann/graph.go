@@ -226,12 +226,18 @@ func (g *Graph) QueryDist(q *Query, id int32) float32 {
 }
 
 func (g *Graph) qdist(q *Query, id int32) float32 {
-	return max(0, q.norm+g.sqn[id]-2*q.dotF(g.vec(id)))
+	return sqDist(q.norm, g.sqn[id], q.dotF(g.vec(id)))
 }
 
 func (g *Graph) vdist(v []float32, vn float32, id int32) float32 {
-	return max(0, vn+g.sqn[id]-2*dotF(v, g.vec(id)))
+	return sqDist(vn, g.sqn[id], dotF(v, g.vec(id)))
 }
+
+// sqDist is the squared distance of two vectors from their squared norms
+// and their dot product (for a code, its scale times the code's dot): at
+// least 0, which rounding can go below. The SIMD kernels compute it so
+// in their registers (codes_simd.go, codes_avx2.go).
+func sqDist(an, bn, dot float32) float32 { return max(0, an+bn-2*dot) }
 
 func (g *Graph) ndist(a, b int32) float32 {
 	return g.vdist(g.vec(a), g.sqn[a], b)
