@@ -88,10 +88,7 @@ func (run *searchRun) nearest(q []float32, k int, metadata bool, elig eligibilit
 	pq := ann.NewQuery(q)
 	var slots []docCand
 	if set.graph != nil && !pq.Sparse() && !forceScan && (forceWalk || run.walkPays(set, k, eligible)) {
-		var err error
-		if slots, err = run.walk(set, pq, k, accept); err != nil {
-			return nil, err
-		}
+		slots = run.walk(set, pq, k, accept)
 	}
 	if slots == nil {
 		vids, err := run.eligibleVectors(set, elig)
@@ -204,26 +201,18 @@ func walkEf(k int) int { return max(efSearch, walkBreadth*k) }
 
 // walk returns the slots of the documents the graph walk finds nearest
 // (at least k, each by its nearest passage), or nil when the walk ends
-// without k of them (the caller scans); an error when the search's
-// context ends while it waits at walkGate. The walk keeps a document's
+// without k of them (the caller scans). The walk keeps a document's
 // nearest passage only, so its breadth counts documents: counted in
 // passages, a document's several passages (a long text's) crowd the
 // others out of the walk's results and end it early, and the documents
 // at the end of the k it found were the walk's least certain (on the use
 // embedder's passages of a tenth of SciFact's abstracts it found 0.972
 // of the exact 100 nearest, the grouped walk 1.000).
-func (run *searchRun) walk(set *vecSet, q *ann.Query, k int, accept func(int32) bool) ([]docCand, error) {
+func (run *searchRun) walk(set *vecSet, q *ann.Query, k int, accept func(int32) bool) []docCand {
 	if legacyWalk {
-		return run.walkPassages(set, q, k, accept), nil
+		return run.walkPassages(set, q, k, accept)
 	}
 	owner := set.owner
-	if gateWalks && !gateSearches {
-		release, err := walkGate.enter(run.ctx)
-		if err != nil {
-			return nil, err
-		}
-		defer release()
-	}
 	// The walk's distances from the set's codes (ann decides whether it
 	// can); the candidates are re-ranked from the vector file after.
 	rs, visits := set.graph.Search(q, ann.SearchOptions{
@@ -235,25 +224,33 @@ func (run *searchRun) walk(set *vecSet, q *ann.Query, k int, accept func(int32) 
 	if len(rs) < k || visits >= maxWalkVisits {
 		// Too few eligible documents reachable, or a walk longer than
 		// a scan: an exact scan finds them.
-		return nil, nil
+		return nil
 	}
-	return distinctSlots(set, rs), nil
+	return distinctSlots(set, rs)
 }
 
-// walkGate admits graph walks in the order they arrive, GOMAXPROCS at
-// once (a walk spreads its shards over up to GOMAXPROCS goroutines): a
-// channel's blocked senders are served first come, first served, and a
-// search cancelled while it waits leaves the queue. Without it,
-// concurrent walks share the CPU as Go's scheduler runs their goroutines,
-// which is not in the order the searches came (a new goroutine runs next
-// on its processor; one preempted after 10 ms goes to the global queue):
-// at 1 M documents on 2 cores, 8 clients' unfiltered vector searches of
-// 10-13 ms of CPU each had a p99 of 41-451 ms (median of 8 rounds 268;
-// 2 within 200), through the gate 44-335 ms (median 52; 7 within 76)
-// (BenchmarkScaleModes, DOCREPO_BENCH_WALK_GATE=off against on,
-// alternating; the rounds right after an Open left out). gateWalks:
-// benchmarks compare.
-var walkGate = make(fifoGate, runtime.GOMAXPROCS(0))
+// searchGate admits searches (Engine.Search) in the order they arrive,
+// GOMAXPROCS at once: a channel's blocked senders are served first come,
+// first served, and a search cancelled while it waits (its timeout
+// included) leaves the queue. Without it, concurrent searches share the
+// CPU as Go's scheduler runs their goroutines, which is not in the order
+// they came (a new goroutine runs next on its processor; one preempted
+// after 10 ms goes to the global queue), and a few wait for many others:
+// at 1 M dense documents on 2 cores, 8 clients' searches of 0.6-15 ms of
+// CPU on average had a p99 of 29-303 ms over the perf probe's 12 modes and
+// two users, through the gate 2.5-76 ms; their p50 went up (metadata
+// 2.3 -> 8.8 ms: the mean is the clients' count over the throughput,
+// which the gate does not change)
+// (dense-engine-1m-2026-11-28.md, BenchmarkScaleModes with
+// DOCREPO_BENCH_COMPARE=searchgate). It replaced a gate around graph
+// walks alone (2026-11-27g), which fixed the vector mode's tail only.
+// One search's own goroutines (a walk's shards, a split scan) are not
+// counted: at most GOMAXPROCS searches run, each as wide as it is.
+// gateSearches: benchmarks compare.
+var (
+	searchGate   = make(fifoGate, runtime.GOMAXPROCS(0))
+	gateSearches = true
+)
 
 // fifoGate is a gate of cap places, given in the order they are asked
 // for.
@@ -270,16 +267,6 @@ func (g fifoGate) enter(ctx context.Context) (release func(), err error) {
 		return nil, ctx.Err()
 	}
 }
-
-var gateWalks = true
-
-// searchGate admits whole searches as walkGate admits walks (a walk
-// then needs no place at walkGate: at most GOMAXPROCS searches run).
-// gateSearches: benchmarks compare.
-var (
-	searchGate   = make(fifoGate, runtime.GOMAXPROCS(0))
-	gateSearches = false
-)
 
 // walkPassages is the walk before documents were grouped in it (tests
 // measure both side by side): a breadth of passages, doubled until the

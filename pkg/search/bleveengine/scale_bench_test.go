@@ -712,9 +712,9 @@ func probeModes(gen *scaleGen, r *rand.Rand) []probeMode {
 //	DOCREPO_BENCH_INDEX=/tmp/idx go test ./search/bleveengine -run XXX \
 //	-bench ScaleModes -benchtime 1x
 func BenchmarkScaleModes(b *testing.B) {
-	if os.Getenv("DOCREPO_BENCH_WALK_GATE") == "off" {
-		defer func(on bool) { gateWalks = on }(gateWalks)
-		gateWalks = false
+	if os.Getenv("DOCREPO_BENCH_SEARCH_GATE") == "off" {
+		defer func(on bool) { gateSearches = on }(gateSearches)
+		gateSearches = false
 	}
 	e := openScaleIndex(b)
 	gen := newScaleGen(b, benchBlend())

@@ -68,11 +68,12 @@ func TestFIFOGateAdmitsInOrder(t *testing.T) {
 	}
 }
 
-// TestVectorSearchesWalkThroughTheGate: a vector search that walks the
-// graph waits at walkGate while its places are taken, finishes once one
-// is given back, with the results it has without the gate, and a search
-// cancelled while it waits fails with its context's error.
-func TestVectorSearchesWalkThroughTheGate(t *testing.T) {
+// TestSearchesPassTheGate: a search (here a vector search that walks the
+// graph) waits at searchGate while its places are taken, without holding
+// the engine's lock (a write goes through meanwhile), finishes once a
+// place is given back, with the results it has without the gate, and a
+// search cancelled while it waits fails with its context's error.
+func TestSearchesPassTheGate(t *testing.T) {
 	c := newBlendCorpus(t, 3000)
 	e := graphEngine(t, c.docs)
 	defer func(old bool) { forceWalk = old }(forceWalk)
@@ -91,9 +92,9 @@ func TestVectorSearchesWalkThroughTheGate(t *testing.T) {
 		return ids, err
 	}
 
-	defer func(g fifoGate) { walkGate = g }(walkGate)
+	defer func(g fifoGate) { searchGate = g }(searchGate)
 	gate := make(fifoGate, 1)
-	walkGate = gate
+	searchGate = gate
 	release, err := gate.enter(context.Background()) // its one place, taken
 	if err != nil {
 		t.Fatal(err)
@@ -113,14 +114,27 @@ func TestVectorSearchesWalkThroughTheGate(t *testing.T) {
 		ids, err := search(context.Background())
 		finished <- done{ids, err}
 	}()
-	waitParked(t, "bleveengine.(*searchRun).walk(", 1)
+	waitParked(t, "bleveengine.(*Engine).Search(", 1)
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := e.Upsert(context.Background(), []engine.Document{{ID: 900001, Rev: 1, Content: "written while a search waits"}})
+		wrote <- err
+	}()
+	select {
+	case err := <-wrote:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write waits for the search queued at the gate")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancelled := make(chan error, 1)
 	go func() {
 		_, err := search(ctx)
 		cancelled <- err
 	}()
-	waitParked(t, "bleveengine.(*searchRun).walk(", 2)
+	waitParked(t, "bleveengine.(*Engine).Search(", 2)
 	cancel()
 	wantCanceled(t, cancelled, "a search cancelled at the gate")
 	select {
