@@ -702,7 +702,11 @@ func probeModes(gen *scaleGen, r *rand.Rand) []probeMode {
 // the window pairs' decided documents read as before termFreqs
 // ("-decided", setFastDecided off); with =near3 they run without
 // topCollector and oldPositions ("-near3") and with, alternating, twice. DOCREPO_BENCH_MODES=nearS adds the stack
-// probe's NEAR (stackNearMode) for an index the stack imported.
+// probe's NEAR (stackNearMode) for an index the stack imported;
+// "mixed" runs every mode's searches at once, shuffled (mixedModes).
+// DOCREPO_BENCH_COMPARE=searchgate runs each mode with whole searches
+// through searchGate and not, alternating; DOCREPO_BENCH_SEARCH_GATE=off
+// runs them all without it.
 // DOCREPO_BENCH_ROUNDS=N runs each other mode N times in a row ("(k)":
 // the first after Open, then with what it cached); DOCREPO_BENCH_MERGE=1
 // merges the index into one segment after Open, before the searches (a
@@ -755,6 +759,9 @@ func BenchmarkScaleModes(b *testing.B) {
 			continue
 		}
 		only := onlyModes()
+		if only["mixed"] {
+			mixedModes(b, e, who.name, who.groups, modes, gen, r, max(rounds, 3))
+		}
 		for _, m := range modes {
 			reqs := make([]engine.Request, 300)
 			for i := range reqs {
@@ -848,6 +855,69 @@ func runModes(b *testing.B, e *Engine, who, mode string, reqs []engine.Request) 
 	all := slices.Concat(conc...)
 	scaleLog(b, "%-12s %-13s seq wall %s ms, CPU %s ms (mean %5.1f); 8 clients wall %s ms; %.0f hits/search; load average %s",
 		who, mode, percentiles(seq), percentiles(seqCPU), ms1(cpu), percentiles(all), float64(hits.Load())/300, loadAvg())
+}
+
+// mixedModes runs BenchmarkScaleModes's "mixed" mode (DOCREPO_BENCH_MODES
+// names it): 8 clients at once, each 60 searches drawn from every probe
+// mode (40 of each mode in all, shuffled), with whole searches through
+// searchGate and not, alternating, rounds times each; it logs the wall
+// p50, p95 and p99 of all 480, and each mode's p99 within the mix. The
+// gate serves searches in the order they come, so a cheap search may
+// wait behind an expensive one: this is what a mix of them costs.
+func mixedModes(b *testing.B, e *Engine, who string, groups []int64, modes []probeMode, gen *scaleGen, r *rand.Rand, rounds int) {
+	type mixReq struct {
+		mode string
+		req  engine.Request
+	}
+	var mix []mixReq
+	for _, m := range modes {
+		for range 40 {
+			req := engine.Request{Query: queryOf(b, m.gen()), Unrestricted: groups == nil, GroupIDs: groups}
+			if m.vector {
+				req.QueryVector = gen.queryVector(r, gen.vocab[50+r.IntN(1500)]+" "+gen.vocab[50+r.IntN(1500)]+" "+gen.vocab[50+r.IntN(1500)])
+			}
+			mix = append(mix, mixReq{m.name, req})
+		}
+	}
+	r.Shuffle(len(mix), func(i, j int) { mix[i], mix[j] = mix[j], mix[i] })
+	const clients = 8
+	for round := range rounds {
+		for _, on := range []bool{false, true} {
+			restore := gateSearches
+			gateSearches = on
+			runtime.GC()
+			took := make([]time.Duration, len(mix))
+			var wg sync.WaitGroup
+			for c := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := c; i < len(mix); i += clients {
+						t0 := time.Now()
+						if _, err := e.Search(context.Background(), mix[i].req); err != nil {
+							b.Error(err)
+						}
+						took[i] = time.Since(t0)
+					}
+				}()
+			}
+			wg.Wait()
+			gateSearches = restore
+			byMode := map[string][]time.Duration{}
+			for i, d := range took {
+				byMode[mix[i].mode] = append(byMode[mix[i].mode], d)
+			}
+			var per []string
+			for _, m := range modes {
+				ds := byMode[m.name]
+				slices.Sort(ds)
+				per = append(per, fmt.Sprintf("%s %.0f", m.name, ms1(ds[len(ds)-1])))
+			}
+			label := map[bool]string{false: "-sgate", true: "+sgate"}[on]
+			scaleLog(b, "%-12s mixed %s (%d) 8 clients wall %s ms; each mode's slowest of 40, ms: %s; load average %s",
+				who, label, round+1, percentiles(took), strings.Join(per, ", "), loadAvg())
+		}
+	}
 }
 
 // lagInProcess measures the index lag of BenchmarkScaleModes. Each
