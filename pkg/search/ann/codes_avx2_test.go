@@ -3,8 +3,6 @@
 package ann
 
 import (
-	"math"
-	"math/rand/v2"
 	"testing"
 
 	"simd/archsimd"
@@ -40,16 +38,5 @@ func TestAVX2Kernels(t *testing.T) {
 	if !walkOnCodes {
 		t.Error("with SIMD tiles kernels installed, walks are not on the codes")
 	}
-	r := rand.New(rand.NewPCG(3, 5))
-	for n := 0; n <= 1300; n += 1 + n/16 {
-		a, b := make([]float32, n), make([]float32, n)
-		var mag float64
-		for i := range a {
-			a[i], b[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
-			mag += math.Abs(float64(a[i] * b[i]))
-		}
-		if got, want := dotAVX2(a, b), dotPortable(a, b); math.Abs(float64(got-want)) > 1e-5*max(1, mag) {
-			t.Fatalf("n=%d: dotAVX2 %v, portable %v", n, got, want)
-		}
-	}
+	wantDotAgrees(t, "dotAVX2", dotAVX2, 5)
 }

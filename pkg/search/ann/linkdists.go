@@ -81,14 +81,3 @@ func (d *linkDists) copyFrom(src *linkDists, base, n int) {
 		}
 	}
 }
-
-// pagesHeld returns the number of pages allocated (tests).
-func (d *linkDists) pagesHeld() int {
-	n := 0
-	for _, p := range d.pages {
-		if p != nil {
-			n++
-		}
-	}
-	return n
-}

@@ -147,3 +147,14 @@ func TestFirstAddAfterReadAllocatesWhatItTouches(t *testing.T) {
 		t.Error("the graph read back and added to differs from the one added to in memory")
 	}
 }
+
+// pagesHeld returns the number of pages of d allocated.
+func (d *linkDists) pagesHeld() int {
+	n := 0
+	for _, p := range d.pages {
+		if p != nil {
+			n++
+		}
+	}
+	return n
+}
