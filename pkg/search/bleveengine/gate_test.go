@@ -20,7 +20,7 @@ import (
 func TestFIFOGateAdmitsInOrder(t *testing.T) {
 	g := make(fifoGate, 1)
 	ctx := context.Background()
-	release, err := g.enter(ctx) // the one place
+	release, err := g.enter(ctx, 0) // the one place
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestFIFOGateAdmitsInOrder(t *testing.T) {
 	proceed := make(chan struct{})
 	for i := range n {
 		go func() {
-			r, err := g.enter(ctx)
+			r, err := g.enter(ctx, 0)
 			if err != nil {
 				admitted <- -1
 				return
@@ -43,7 +43,7 @@ func TestFIFOGateAdmitsInOrder(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	gaveUp := make(chan error, 1)
 	go func() {
-		_, err := g.enter(cctx)
+		_, err := g.enter(cctx, 0)
 		gaveUp <- err
 	}()
 	waitParked(t, "bleveengine.fifoGate.enter(", n+1)
@@ -95,7 +95,7 @@ func TestSearchesPassTheGate(t *testing.T) {
 	defer func(g fifoGate) { searchGate = g }(searchGate)
 	gate := make(fifoGate, 1)
 	searchGate = gate
-	release, err := gate.enter(context.Background()) // its one place, taken
+	release, err := gate.enter(context.Background(), 0) // its one place, taken
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,6 +153,110 @@ func TestSearchesPassTheGate(t *testing.T) {
 	}
 	if len(gate) != 0 {
 		t.Fatalf("after the searches %d places are taken", len(gate))
+	}
+}
+
+// TestGateLeaseEnds: a place entered with a lease goes to the next caller
+// in the queue when the lease ends, though its holder has not given it
+// back, and the holder's release afterwards gives back nothing (it does
+// not take the next caller's place); a holder that gives its place back
+// within the lease gives it once.
+func TestGateLeaseEnds(t *testing.T) {
+	g := make(fifoGate, 1)
+	ctx := context.Background()
+	overruns := gateOverruns.Load()
+	first, err := g.enter(ctx, 30*time.Millisecond) // never given back in time
+	if err != nil {
+		t.Fatal(err)
+	}
+	admitted := make(chan func(), 1)
+	go func() {
+		r, err := g.enter(ctx, time.Hour)
+		if err != nil {
+			t.Error(err)
+		}
+		admitted <- r
+	}()
+	var second func()
+	select {
+	case second = <-admitted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second caller still waits 10 s after the first one's lease of 30 ms ended")
+	}
+	if got := gateOverruns.Load() - overruns; got != 1 {
+		t.Errorf("%d overruns counted, want 1", got)
+	}
+	first() // late: its place is already the second caller's
+	if len(g) != 1 {
+		t.Fatalf("after the first caller's late release %d places are taken, want 1 (the second caller's)", len(g))
+	}
+	second()
+	if len(g) != 0 {
+		t.Fatalf("after every release %d places are taken", len(g))
+	}
+	third, err := g.enter(ctx, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	third()
+	third()
+	if len(g) != 0 {
+		t.Fatalf("a release called twice: %d places taken", len(g))
+	}
+	if got := gateOverruns.Load() - overruns; got != 1 {
+		t.Errorf("%d overruns counted, want 1 (the releases in time count none)", got)
+	}
+}
+
+// TestALongSearchGivesItsPlaceUp: a search that is still running when its
+// lease at searchGate ends (here one held by testHookAdmitted) gives its
+// place to the search queued behind it, which finishes meanwhile; without
+// the lease two searches of seconds each would hold a 2-core machine's
+// places and every other search would wait for them.
+func TestALongSearchGivesItsPlaceUp(t *testing.T) {
+	e := newTestEngine(t, "", Options{InMemory: true})
+	if _, err := e.Upsert(context.Background(), []engine.Document{{ID: 1, Rev: 1, Content: "a long search and a short one"}}); err != nil {
+		t.Fatal(err)
+	}
+	defer func(g fifoGate, lease time.Duration) { searchGate, gateLease, testHookAdmitted = g, lease, nil }(searchGate, gateLease)
+	searchGate = make(fifoGate, 1)
+	gateLease = 30 * time.Millisecond
+	hold := make(chan struct{})
+	held := make(chan struct{}, 1)
+	first := true
+	testHookAdmitted = func() { // the first search admitted runs "long"
+		if first {
+			first = false
+			held <- struct{}{}
+			<-hold
+		}
+	}
+	search := func() error {
+		_, err := e.Search(context.Background(), engine.Request{
+			Query: queryOf(t, `{"where": {"fts": {"query": "search"}}}`), Unrestricted: true,
+		})
+		return err
+	}
+	long := make(chan error, 1)
+	go func() { long <- search() }()
+	<-held
+	short := make(chan error, 1)
+	go func() { short <- search() }()
+	select {
+	case err := <-short:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		close(hold)
+		t.Fatal("a search still waits 10 s behind a long one whose lease of 30 ms ended")
+	}
+	close(hold)
+	if err := <-long; err != nil {
+		t.Fatal(err)
+	}
+	if len(searchGate) != 0 {
+		t.Fatalf("after the searches %d places are taken", len(searchGate))
 	}
 }
 

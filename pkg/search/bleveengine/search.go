@@ -76,11 +76,14 @@ func (e *Engine) Search(ctx context.Context, req engine.Request) (engine.Result,
 	if gateSearches {
 		// Before the engine's lock: a search queued here holds nothing a
 		// writer waits for.
-		release, err := searchGate.enter(ctx)
+		release, err := searchGate.enter(ctx, gateLease)
 		if err != nil {
 			return engine.Result{}, searchErr(err)
 		}
 		defer release()
+		if testHookAdmitted != nil {
+			testHookAdmitted()
+		}
 	}
 	e.mu.RLock()
 	defer e.mu.RUnlock()

@@ -26,7 +26,8 @@
 // consumes document events from NATS JetStream and serves
 // IndexerService.Reindex on its own gRPC port.
 //
-// Metrics: docrepo_search_duration_seconds{mode,outcome}, plus the
+// Metrics: docrepo_search_duration_seconds{mode,outcome},
+// docrepo_search_gate_overruns_total (the embedded engine), plus the
 // indexer's metrics in embedded mode. /readyz is ready when the engine
 // answers.
 //

@@ -73,6 +73,13 @@ func (c *Config) Register(l *config.Loader) {
 			"and never keeps it below 1.25x the live heap; in a container never above 90% of the container's memory limit; GOMEMLIMIT wins when set")
 }
 
+// metricGateOverruns exports bleveengine.GateOverruns (the embedded
+// engine's searches that outlived their lease at its search gate).
+var metricGateOverruns = prometheus.NewCounterFunc(prometheus.CounterOpts{
+	Name: "docrepo_search_gate_overruns_total",
+	Help: "Searches of the embedded engine still running when their lease (100 ms) at its first come, first served search gate ended: each gave its place to the next search in the queue and went on beside it.",
+}, func() float64 { return float64(bleveengine.GateOverruns()) })
+
 // DefaultMemoryLimit is the default of Config.MemoryLimit. The embedded
 // engine holds ~2.3-2.6 KB per document live (the vector codes and the
 // document table), so at a million documents ~2.4 GiB live fits under it

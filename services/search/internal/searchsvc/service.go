@@ -402,5 +402,6 @@ func zeroVector(v []float32) bool {
 func RegisterMetrics(reg prometheus.Registerer) error {
 	return metrics.Register(reg,
 		metricLatency,
+		metricGateOverruns,
 	)
 }
