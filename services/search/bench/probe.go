@@ -173,6 +173,10 @@ func (b *bench) probe(ctx context.Context) error {
 		}
 		modes = keep
 	}
+	if b.s.slowClients > 0 {
+		stop := b.slowSearches(ctx, heavySearch(c), b.s.slowClients)
+		defer stop()
+	}
 	b.printf("%-40s %9s %9s %9s %8s | %-8s %9s %8s\n", "mode (limit 20)", "seq p50", "p95", "p99", "q/s", "clients", "p99", "q/s")
 	for _, m := range modes {
 		r := rand.New(rand.NewPCG(42, 42))
@@ -209,6 +213,68 @@ func (b *bench) probe(ctx context.Context) error {
 			len(lags), ms(percentile(lags, 50)), ms(percentile(lags, 99)), ms(lags[len(lags)-1]))
 	}
 	return nil
+}
+
+// heavySearch is the probe's heavy search (-slow-clients): an OR of 30 of
+// the corpus's commonest words (nearly every document matches), its 500
+// best hits with highlights of 2,000 characters.
+func heavySearch(c *corpus) client.SearchRequest {
+	return client.SearchRequest{
+		Where:   client.FTS(strings.Join(c.vocab[:30], " OR ")),
+		Limit:   500,
+		Options: &client.SearchOptions{IncludeHighlights: true, HighlightLength: 2000},
+	}
+}
+
+// slowSearches runs req on clients more clients, each in a loop, until
+// the function it returns is called; that function stops them and
+// prints how many ran, their p50 and slowest, and how many failed (a
+// search past the server's timeout answers 504).
+func (b *bench) slowSearches(ctx context.Context, req client.SearchRequest, clients int) (stop func()) {
+	t0 := time.Now()
+	if _, err := b.search(ctx, req); err != nil {
+		b.printf("heavy search: the first one failed after %s: %v\n", ms(time.Since(t0)), err)
+	} else {
+		b.printf("heavy search (%d clients in a loop beside the timed ones): alone it takes %s\n", clients, ms(time.Since(t0)))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var (
+		mu     sync.Mutex
+		lat    []time.Duration
+		failed int
+		wg     sync.WaitGroup
+	)
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				_, err := b.search(ctx, req)
+				d := time.Since(t0)
+				if ctx.Err() != nil {
+					return // cut short by stop: not counted
+				}
+				mu.Lock()
+				lat = append(lat, d)
+				if err != nil {
+					failed++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+		sortDurations(lat)
+		if len(lat) == 0 {
+			b.printf("heavy searches: none finished while the modes were timed\n")
+			return
+		}
+		b.printf("heavy searches beside the modes: %d finished (%d failed), p50 %s, slowest %s\n",
+			len(lat), failed, ms(percentile(lat, 50)), ms(lat[len(lat)-1]))
+	}
 }
 
 // timeQueries runs n queries of mode m with the given number of clients

@@ -48,6 +48,9 @@
 # restarts the search process with SIGTERM (the supervisor starts the new
 # binary), timing its start-up and its RSS before any query. SCALE_TAG
 # names this pass's profiles (default: after-import, or remeasure).
+# SCALE_PROBE_ONLY=1 stops after the probe (no disk figures, restarts or
+# verify): with probe arguments such as -probe-modes and -slow-clients, a
+# quick pass per binary when alternating two.
 #
 #   DOCREPO_EMBEDDER=hash SCALE_DOCS=100000 BENCH_PPROF=1 BENCH_CMD=services/search/bench/scale.sh \
 #     BENCH_OUT=services/search/bench/results/scale-100k.txt bash services/search/bench/run.sh
@@ -171,6 +174,9 @@ if [ -n "$profile_pid" ]; then
 	wait "$profile_pid" || true
 	curl -fsS -o "$dir/profiles/$tag-search-heap.pprof" "$(pprof_url 23 'heap?gc=1')" || true
 	echo "profiles: $dir/profiles/$tag-search-cpu.pprof (30 s during the probe), $tag-search-heap-before-probe.pprof, $tag-search-heap.pprof (after it)"
+fi
+if [ -n "${SCALE_PROBE_ONLY:-}" ]; then
+	exit 0
 fi
 
 data=$(dirname "$DOCREPO_PID_DIR")
