@@ -173,15 +173,17 @@ func (b *bench) probe(ctx context.Context) error {
 		}
 		modes = keep
 	}
+	stopSlow := func() {}
 	if b.s.slowClients > 0 {
-		stop := b.slowSearches(ctx, heavySearch(c), b.s.slowClients)
-		defer stop()
+		// Stopped once the modes are timed, before the lag probe.
+		stopSlow = sync.OnceFunc(b.slowSearches(ctx, heavySearch(c, b.s.slowWords), b.s.slowClients))
+		defer stopSlow()
 	}
 	b.printf("%-40s %9s %9s %9s %8s | %-8s %9s %8s\n", "mode (limit 20)", "seq p50", "p95", "p99", "q/s", "clients", "p99", "q/s")
 	for _, m := range modes {
 		r := rand.New(rand.NewPCG(42, 42))
 		for range 10 {
-			if _, err := b.search(ctx, m.body(r)); err != nil {
+			if _, err := b.search(ctx, m.body(r)); err != nil && b.s.slowClients == 0 {
 				return fmt.Errorf("%s: %w", m.name, err)
 			}
 		}
@@ -196,6 +198,7 @@ func (b *bench) probe(ctx context.Context) error {
 		b.printf("%-40s %9s %9s %9s %8.0f | %-8d %9s %8.0f\n", m.name, ms(percentile(seq, 50)), ms(percentile(seq, 95)), ms(percentile(seq, 99)), seqRate,
 			b.s.concurrency, ms(percentile(par, 99)), parRate)
 	}
+	stopSlow()
 	b.printf("targets at 1 M: sequential p95 <= 50 ms, %d-client p99 <= 200 ms\n", b.s.concurrency)
 	b.printMemory("search process after the probe")
 
@@ -215,12 +218,13 @@ func (b *bench) probe(ctx context.Context) error {
 	return nil
 }
 
-// heavySearch is the probe's heavy search (-slow-clients): an OR of 30 of
-// the corpus's commonest words (nearly every document matches), its 500
-// best hits with highlights of 2,000 characters.
-func heavySearch(c *corpus) client.SearchRequest {
+// heavySearch is the probe's heavy search (-slow-clients): an OR of the
+// corpus's commonest words (-slow-words, default 30: nearly every
+// document matches), its 500 best hits with highlights of 2,000
+// characters.
+func heavySearch(c *corpus, words int) client.SearchRequest {
 	return client.SearchRequest{
-		Where:   client.FTS(strings.Join(c.vocab[:30], " OR ")),
+		Where:   client.FTS(strings.Join(c.vocab[:max(1, min(words, len(c.vocab)))], " OR ")),
 		Limit:   500,
 		Options: &client.SearchOptions{IncludeHighlights: true, HighlightLength: 2000},
 	}
@@ -309,7 +313,12 @@ func (b *bench) timeQueries(ctx context.Context, m probeMode, n, clients int) ([
 	wg.Wait()
 	rate := float64(n) / time.Since(start).Seconds()
 	if len(errs) > 0 {
-		return nil, 0, fmt.Errorf("%s: %w", m.name, errs[0])
+		if b.s.slowClients == 0 {
+			return nil, 0, fmt.Errorf("%s: %w", m.name, errs[0])
+		}
+		// Beside heavy searches a timed one may time out (504): that
+		// is the measurement, counted, with its time.
+		b.printf("%s, %d client(s): %d of %d failed (first: %v)\n", m.name, clients, len(errs), n, errs[0])
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	return lat, rate, nil

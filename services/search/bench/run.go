@@ -40,6 +40,7 @@ type settings struct {
 	folders        string
 	probeModes     string
 	slowClients    int
+	slowWords      int
 	tenantFile     string
 	switchFor      string
 	ingestCorpus   string
@@ -58,7 +59,8 @@ func run(ctx context.Context, args []string, out io.Writer, getenv func(string) 
 	fs.StringVar(&s.exportDir, "export-dir", "", "export: the directory the corpus is written to (for docrepoctl import)")
 	fs.StringVar(&s.folders, "folders", "", "probe: comma-separated ids of the corpus's folders (filters of 10 % and 1 %)")
 	fs.StringVar(&s.probeModes, "probe-modes", "", "probe: only the modes whose names start with one of these comma-separated prefixes (default: all)")
-	fs.IntVar(&s.slowClients, "slow-clients", 0, "probe: this many more clients run the heavy search (heavySearch: an OR of 30 of the commonest words, 500 hits with highlights) in a loop while the modes are timed, as a caller with pathological queries would")
+	fs.IntVar(&s.slowClients, "slow-clients", 0, "probe: this many more clients run the heavy search (heavySearch: an OR of -slow-words of the commonest words, 500 hits with highlights) in a loop while the modes are timed, as a caller with pathological queries would; the timed searches that fail beside them (a timeout) are counted instead of failing the probe")
+	fs.IntVar(&s.slowWords, "slow-words", 30, "probe: the heavy search (-slow-clients) is an OR of this many of the corpus's commonest words")
 	fs.StringVar(&s.tenantFile, "tenant-file", "", "ingest: write the ingest tenant's key to this file (for a later -run switch)")
 	fs.StringVar(&s.switchFor, "switch-to", "use:", "switch: the prefix of the embedder /readyz names once the index is re-embedded")
 	fs.StringVar(&s.scifactState, "scifact-state", "", "scifact: after uploading, write the tenant's key and the document ids to this file; when it exists, score the corpus it names again without uploading (the same index searched with other query settings)")
