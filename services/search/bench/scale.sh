@@ -138,7 +138,8 @@ if [ -z "$measure_only" ]; then
 	docs=$(count)
 	folders_n=$(psql -At -d "$DATABASE_URL" -c "SELECT count(*) FROM folder.folders WHERE created_by = (SELECT id FROM identity.users WHERE username = '$user')")
 	echo "import: docrepoctl import of $n files (100 directories, side-files) in $import_s s: $(awk -v n="$n" -v s="$import_s" 'BEGIN { printf "%.0f", n / s }') docs/s; result: $docs documents in $folders_n folders ($(tail -n 1 "$dir/import.summary" 2>/dev/null))"
-	while [ "$(total)" -lt "$n" ]; do sleep 2; done
+	# A failed count (search restarting) is 0: it must not end the wait.
+	while searchable=$(total 2>/dev/null || echo 0) && [ "$searchable" -lt "$n" ]; do sleep 2; done
 	indexed_s=$(since "$t0")
 	echo "import: all $n searchable after $indexed_s s (load $(cut -d' ' -f1-3 /proc/loadavg))"
 	printf 'user=%q\ntoken=%q\nn=%q\n' "$user" "$token" "$n" >"$dir/scale.env"
