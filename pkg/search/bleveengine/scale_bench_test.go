@@ -788,10 +788,9 @@ func BenchmarkScaleModes(b *testing.B) {
 				// Whole searches through a gate or not, alternating.
 				for round := range max(rounds, 2) {
 					for _, on := range []bool{false, true} {
-						restore := gateSearches
-						gateSearches = on
-						runModes(b, e, who.name, fmt.Sprintf("%s %s (%d)", m.name, map[bool]string{false: "-sgate", true: "+sgate"}[on], round+1), reqs)
-						gateSearches = restore
+						withSearchGate(on, func(label string) {
+							runModes(b, e, who.name, fmt.Sprintf("%s %s (%d)", m.name, label, round+1), reqs)
+						})
 					}
 				}
 				continue
@@ -883,26 +882,25 @@ func mixedModes(b *testing.B, e *Engine, who string, groups []int64, modes []pro
 	const clients = 8
 	for round := range rounds {
 		for _, on := range []bool{false, true} {
-			restore := gateSearches
-			gateSearches = on
-			runtime.GC()
 			took := make([]time.Duration, len(mix))
-			var wg sync.WaitGroup
-			for c := range clients {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := c; i < len(mix); i += clients {
-						t0 := time.Now()
-						if _, err := e.Search(context.Background(), mix[i].req); err != nil {
-							b.Error(err)
+			withSearchGate(on, func(string) {
+				runtime.GC()
+				var wg sync.WaitGroup
+				for c := range clients {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for i := c; i < len(mix); i += clients {
+							t0 := time.Now()
+							if _, err := e.Search(context.Background(), mix[i].req); err != nil {
+								b.Error(err)
+							}
+							took[i] = time.Since(t0)
 						}
-						took[i] = time.Since(t0)
-					}
-				}()
-			}
-			wg.Wait()
-			gateSearches = restore
+					}()
+				}
+				wg.Wait()
+			})
 			byMode := map[string][]time.Duration{}
 			for i, d := range took {
 				byMode[mix[i].mode] = append(byMode[mix[i].mode], d)
@@ -913,11 +911,26 @@ func mixedModes(b *testing.B, e *Engine, who string, groups []int64, modes []pro
 				slices.Sort(ds)
 				per = append(per, fmt.Sprintf("%s %.0f", m.name, ms1(ds[len(ds)-1])))
 			}
-			label := map[bool]string{false: "-sgate", true: "+sgate"}[on]
 			scaleLog(b, "%-12s mixed %s (%d) 8 clients wall %s ms; each mode's slowest of 40, ms: %s; load average %s",
-				who, label, round+1, percentiles(took), strings.Join(per, ", "), loadAvg())
+				who, searchGateLabel(on), round+1, percentiles(took), strings.Join(per, ", "), loadAvg())
 		}
 	}
+}
+
+// withSearchGate runs f with whole searches through searchGate (on) or
+// not, passing the label the logs give the setting (searchGateLabel).
+func withSearchGate(on bool, f func(label string)) {
+	defer func(was bool) { gateSearches = was }(gateSearches)
+	gateSearches = on
+	f(searchGateLabel(on))
+}
+
+// searchGateLabel is "+sgate" with searchGate, "-sgate" without.
+func searchGateLabel(on bool) string {
+	if on {
+		return "+sgate"
+	}
+	return "-sgate"
 }
 
 // lagInProcess measures the index lag of BenchmarkScaleModes. Each

@@ -77,7 +77,7 @@ func (c *Config) Register(l *config.Loader) {
 // engine's searches that outlived their lease at its search gate).
 var metricGateOverruns = prometheus.NewCounterFunc(prometheus.CounterOpts{
 	Name: "docrepo_search_gate_overruns_total",
-	Help: "Searches of the embedded engine still running when their lease (100 ms) at its first come, first served search gate ended: each gave its place to the next search in the queue and went on beside it.",
+	Help: "Searches of the embedded engine still running when their lease at its first come, first served search gate ended (bleveengine.gateLease): each gave its place to the next search in the queue and went on beside it.",
 }, func() float64 { return float64(bleveengine.GateOverruns()) })
 
 // DefaultMemoryLimit is the default of Config.MemoryLimit. The embedded
