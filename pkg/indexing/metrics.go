@@ -20,7 +20,7 @@ var (
 	})
 	metricIndexed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "docrepo_indexer_indexed_total",
-		Help: "Documents processed, by result: written, current (engine already up to date) or deleted.",
+		Help: "Documents processed by the event consumer, reindex and the anti-entropy pass (its repairs), by result: written, current (engine already up to date) or deleted. After a restart with a backlog, the pass at start-up writes documents whose events the consumer then finds current.",
 	}, []string{"result"})
 	metricFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "docrepo_indexer_failed_total",

@@ -118,7 +118,9 @@ func (ix *Indexer) Verify(ctx context.Context, report func(VerifyResult, int64, 
 			for _, r := range ix.Index(ctx, repair) {
 				if r.Outcome == Failed {
 					res.Failed++
+					continue
 				}
+				metricIndexed.WithLabelValues(r.Outcome.String()).Inc()
 			}
 			repairTook += time.Since(repairStart)
 		}
@@ -137,7 +139,9 @@ func (ix *Indexer) Verify(ctx context.Context, report func(VerifyResult, int64, 
 		if err := ix.remove(ctx, id, rev); err != nil {
 			res.Failed++
 			ix.log.Warn("verify: removing a deleted document failed", "doc_id", id, "error", err)
+			continue
 		}
+		metricIndexed.WithLabelValues(Deleted.String()).Inc()
 	}
 	repairTook += time.Since(removeStart)
 	for kind, n := range map[string]int64{"missing": res.Missing, "stale": res.Stale, "deleted": res.Deleted, "unread": res.Unread} {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/docrepo/docrepo/pkg/search/engine"
 )
 
@@ -37,6 +39,7 @@ func TestVerifyRepairsTheDifference(t *testing.T) {
 	}
 	// The indexer that wrote 1 and 2 had read their files.
 	store.sources[1*10+2], store.sources[2*10+2] = "text", "text"
+	written, deleted := indexedCount(Written), indexedCount(Deleted)
 	res, err := ix.Verify(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +47,12 @@ func TestVerifyRepairsTheDifference(t *testing.T) {
 	want := VerifyResult{Checked: 5, Missing: 1, Stale: 1, Diverged: 1, Deleted: 1}
 	if res != want {
 		t.Fatalf("Verify = %+v, want %+v", res, want)
+	}
+	// Its repairs count as documents indexed, as the consumer's writes do:
+	// after a restart with a backlog the pass writes most of it, and the
+	// consumer finds those documents current.
+	if w, d := indexedCount(Written)-written, indexedCount(Deleted)-deleted; w != 2 || d != 1 {
+		t.Errorf("docrepo_indexer_indexed_total rose by %v written and %v deleted, want 2 and 1", w, d)
 	}
 	got, err := eng.Revisions(ctx)
 	if err != nil {
@@ -68,6 +77,11 @@ func TestVerifyRepairsTheDifference(t *testing.T) {
 }
 
 func strPtr(s string) *string { return &s }
+
+// indexedCount is docrepo_indexer_indexed_total for result o.
+func indexedCount(o Outcome) float64 {
+	return testutil.ToFloat64(metricIndexed.WithLabelValues(o.String()))
+}
 
 // A document indexed at its revision but without its text — its file could
 // not be downloaded on any attempt, so the last one indexed it content-less
