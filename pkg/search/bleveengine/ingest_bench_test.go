@@ -2,10 +2,12 @@ package bleveengine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -45,41 +47,85 @@ func waitIdle(limit time.Duration) bool {
 // background merges, which run on after the last Upsert returns: the
 // benchmark waits until the process is idle. Use it to tune the merge and
 // persister settings (scorchConfig).
+//
+// DOCREPO_BENCH_BATCHES=64,256 writes the corpus once per batch size
+// instead (20 alone by default), each into a fresh index, in that order
+// and then in reverse, and reports the CPU per document of each write:
+// what the size of the indexer's batches (the consumer's BatchSize, which
+// a backlog fills) costs the search process. DOCREPO_BENCH_DOCS sets the
+// corpus size (20,000).
+//
+//	DOCREPO_BENCH_BATCHES=64,256 DOCREPO_BENCH_DOCS=100000 go test \
+//	./search/bleveengine -run XXX -bench IngestSmallBatches -benchtime 1x
 func BenchmarkIngestSmallBatches(b *testing.B) {
-	const batch = 20
-	c := genCorpus(b, 20000, true)
-	for range b.N {
-		e, err := Open(filepath.Join(b.TempDir(), "idx"), Options{PersistNap: 20 * time.Millisecond})
-		if err != nil {
+	n := 20000
+	if s := os.Getenv("DOCREPO_BENCH_DOCS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
 			b.Fatal(err)
 		}
-		cpu0, t0 := processCPU(), time.Now()
-		next := make(chan []engine.Document)
-		var wg sync.WaitGroup
-		for range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for docs := range next {
-					if _, err := e.Upsert(context.Background(), docs); err != nil {
-						b.Error(err)
-					}
-				}
-			}()
-		}
-		for i := 0; i < len(c.docs); i += batch {
-			next <- c.docs[i:min(len(c.docs), i+batch)]
-		}
-		close(next)
-		wg.Wait()
-		upserts := time.Since(t0)
-		waitIdle(0)
-		cpu := processCPU() - cpu0
-		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(c.docs)), "cpu-ms/doc")
-		b.ReportMetric(float64(len(c.docs))/upserts.Seconds(), "docs/s")
-		b.Logf("%d documents in batches of %d: upserts took %v, CPU %v with merges", len(c.docs), batch, upserts.Round(time.Millisecond), cpu.Round(time.Millisecond))
-		e.Close()
 	}
+	sizes := []int{20}
+	if s := os.Getenv("DOCREPO_BENCH_BATCHES"); s != "" {
+		sizes = sizes[:0]
+		for _, f := range strings.Split(s, ",") {
+			k, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || k <= 0 {
+				b.Fatalf("DOCREPO_BENCH_BATCHES: %q is no batch size", f)
+			}
+			sizes = append(sizes, k)
+		}
+		// Each size twice, the second time in reverse order: a drift of
+		// the machine's speed shows as a difference between the rounds.
+		for i := len(sizes) - 1; i >= 0; i-- {
+			sizes = append(sizes, sizes[i])
+		}
+	}
+	c := genCorpus(b, n, true)
+	for range b.N {
+		for _, batch := range sizes {
+			cpu := ingestInBatches(b, c.docs, batch)
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(c.docs)), fmt.Sprintf("cpu-ms/doc@%d", batch))
+		}
+	}
+}
+
+// ingestInBatches writes docs into a fresh index in batches of the given
+// size, two in flight, and returns the process's CPU until it is idle
+// again (the merges included).
+func ingestInBatches(b *testing.B, docs []engine.Document, batch int) time.Duration {
+	e, err := Open(filepath.Join(b.TempDir(), "idx"), Options{PersistNap: 20 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	cpu0, t0 := processCPU(), time.Now()
+	next := make(chan []engine.Document)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for docs := range next {
+				if _, err := e.Upsert(context.Background(), docs); err != nil {
+					b.Error(err)
+				}
+			}
+		}()
+	}
+	for i := 0; i < len(docs); i += batch {
+		next <- docs[i:min(len(docs), i+batch)]
+	}
+	close(next)
+	wg.Wait()
+	upserts := time.Since(t0)
+	upsertCPU := processCPU() - cpu0
+	waitIdle(0)
+	cpu := processCPU() - cpu0
+	b.Logf("%d documents in batches of %d: upserts took %v (%.0f docs/s), CPU %v (%.3f ms/doc) of which %v after the last upsert; load %s",
+		len(docs), batch, upserts.Round(time.Millisecond), float64(len(docs))/upserts.Seconds(), cpu.Round(time.Millisecond),
+		float64(cpu.Microseconds())/1000/float64(len(docs)), (cpu - upsertCPU).Round(time.Millisecond), loadAvg())
+	return cpu
 }
 
 // BenchmarkPairFieldWrite measures what the pair field (format 4) costs a
