@@ -198,7 +198,10 @@
 //     the k nearest only, with a vector clause) and yields every matching
 //     document with its BM25 score. Matches are mapped to table slots
 //     through a cache per immutable index segment, so a broad term costs
-//     little more than reading its postings.
+//     little more than reading its postings. A prefix alone (pre*, the
+//     probe's costliest text mode at 1 M) is no bleve searcher: its
+//     matches are the union of its words' document bitmaps, read segment
+//     by segment (eachPrefixMatch).
 //  4. The where tree is evaluated per candidate: the documents of the
 //     smallest fts conjunct, the k nearest, or every document.
 //  5. The matches are counted (Total), the page is selected with a bounded

@@ -701,7 +701,10 @@ func probeModes(gen *scaleGen, r *rand.Rand) []probeMode {
 // position path; "-window"), or with DOCREPO_BENCH_COMPARE=decided with
 // the window pairs' decided documents read as before termFreqs
 // ("-decided", setFastDecided off); with =near3 they run without
-// topCollector and oldPositions ("-near3") and with, alternating, twice. DOCREPO_BENCH_MODES=nearS adds the stack
+// topCollector and oldPositions ("-near3") and with, alternating, twice;
+// with =prefix the prefix mode runs with its matches from a bleve searcher
+// ("-segprefix", setSegPrefix off) and segment by segment, alternating,
+// twice. DOCREPO_BENCH_MODES=nearS adds the stack
 // probe's NEAR (stackNearMode) for an index the stack imported;
 // "mixed" runs every mode's searches at once, shuffled (mixedModes).
 // DOCREPO_BENCH_COMPARE=searchgate runs each mode with whole searches
@@ -773,15 +776,13 @@ func BenchmarkScaleModes(b *testing.B) {
 			if len(only) > 0 && !only[m.name] {
 				continue
 			}
-			if strings.HasPrefix(m.name, "near") && os.Getenv("DOCREPO_BENCH_COMPARE") == "near3" {
-				// Old and new alternating, twice (the first run of a
-				// process also pays the page cache and the decodings).
-				for round := range 2 {
-					restore := setNear3(false)
-					runModes(b, e, who.name, fmt.Sprintf("%s -near3 (%d)", m.name, round+1), reqs)
-					restore()
-					runModes(b, e, who.name, fmt.Sprintf("%s (%d)", m.name, round+1), reqs)
-				}
+			compare := os.Getenv("DOCREPO_BENCH_COMPARE")
+			if strings.HasPrefix(m.name, "near") && compare == "near3" {
+				runOldNew(b, e, who.name, m.name, "near3", reqs, setNear3)
+				continue
+			}
+			if m.name == "prefix" && compare == "prefix" {
+				runOldNew(b, e, who.name, m.name, "segprefix", reqs, setSegPrefix)
 				continue
 			}
 			if os.Getenv("DOCREPO_BENCH_COMPARE") == "searchgate" {
@@ -815,6 +816,18 @@ func BenchmarkScaleModes(b *testing.B) {
 		}
 	}
 	lagInProcess(b, e, gen)
+}
+
+// runOldNew runs mode's requests with toggle(false), the old path
+// (labelled -label), and toggle(true), alternating, twice: the first run
+// of a process also pays the page cache and the decodings.
+func runOldNew(b *testing.B, e *Engine, who, mode, label string, reqs []engine.Request, toggle func(bool) func()) {
+	for round := range 2 {
+		restore := toggle(false)
+		runModes(b, e, who, fmt.Sprintf("%s -%s (%d)", mode, label, round+1), reqs)
+		restore()
+		runModes(b, e, who, fmt.Sprintf("%s (%d)", mode, round+1), reqs)
+	}
 }
 
 // runModes runs reqs on e, 100 one after another and 8 clients × 25 at

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/searcher"
 	index "github.com/blevesearch/bleve_index_api"
@@ -701,6 +702,28 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 			}
 		}
 	}
+	// add records a match of the fts clause: a document written to the
+	// index but not yet to the table has no slot yet and is skipped.
+	add := func(slot int32, ok bool, score float64) {
+		if ok && run.tab.isLive(slot) && math.IsNaN(leaf.scores[slot]) {
+			leaf.scores[slot] = score
+			leaf.slots = append(leaf.slots, slot)
+		}
+	}
+	if snap, ok := run.r.(*scorch.IndexSnapshot); ok && restrict == nil && lonePrefix(qn) {
+		if run.top != nil && run.top.f == f {
+			return leaf, run.top.collectPrefix(run, b, qn, snap)
+		}
+		err := b.eachPrefixMatch(qn, snap, func(seg int, local, num uint64) error {
+			slot, ok, err := run.res.slotAt(seg, local, num)
+			add(slot, ok, 1)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		return leaf, run.checkCtx()
+	}
 	s, err := b.build(qn, scoring)
 	if err != nil {
 		return nil, err
@@ -721,14 +744,6 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 		s = conj
 	}
 	defer s.Close()
-	// add records a match of the fts clause: a document written to the
-	// index but not yet to the table has no slot yet and is skipped.
-	add := func(slot int32, ok bool, score float64) {
-		if ok && run.tab.isLive(slot) && math.IsNaN(leaf.scores[slot]) {
-			leaf.scores[slot] = score
-			leaf.slots = append(leaf.slots, slot)
-		}
-	}
 	if run.top != nil && run.top.f == f && restrict == nil {
 		// The whole search: its page straight from the matches.
 		if ps, ok := s.(*segPosSearcher); ok {

@@ -19,11 +19,21 @@ func setFastPaths(on bool) func() {
 	segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst = on, on, on, on, on, on, on
 	restoreDecided := setFastDecided(on)
 	restoreTop := setDirectTop(on)
+	restorePrefix := setSegPrefix(on)
 	return func() {
 		segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst = pos, folders, compact, pairs, cols, skip, window
 		restoreDecided()
 		restoreTop()
+		restorePrefix()
 	}
+}
+
+// setSegPrefix turns the reading of a lone prefix's matches segment by
+// segment (eachPrefixMatch) on or off, returning a function restoring it.
+func setSegPrefix(on bool) func() {
+	old := segPrefix
+	segPrefix = on
+	return func() { segPrefix = old }
 }
 
 // setNear3 turns topCollector and oldPositions together on or off
@@ -154,6 +164,14 @@ func TestFastPathsAgree(t *testing.T) {
 		fts(`*NP2"annual report" "tax invoice"`), fts(`*N5"fee zzz"`),
 		fts(`"annual report" OR *N2"late fee"`), fts(`"annual report" -"tax invoice"`), fts(`tax "paid due"`),
 		fts(`"annual report" tax*`),
+		// Prefixes alone (of several words: alpha, annual, art; the,
+		// tax; delta, due): the whole search (a page of its matches, all
+		// of score 1), beside a metadata clause; none matching.
+		fts(`a*`), fts(`t*`), fts(`zz*`),
+		fmt.Sprintf(`{"where": {"fts": {"query": %q}}, "limit": 7, "offset": 40}`, `d*`),
+		fmt.Sprintf(`{"where": {"fts": {"query": %q}}, "sort": [{"field": "doc_type"}]}`, `a*`),
+		`{"where": {"and": [{"eq": {"field": "filesbelongto", "value": 4}}, {"fts": {"query": "d*"}}]}}`,
+		`{"where": {"or": [{"eq": {"field": "doc_type", "value": "Letter"}}, {"fts": {"query": "a*"}}]}}`,
 		fmt.Sprintf(`{"where": {"fts": {"query": %q}}, "limit": 7, "offset": 5}`, `*N4"report tax"`),
 		fmt.Sprintf(`{"where": {"fts": {"query": %q}}, "sort": [{"field": "doc_type"}]}`, `"annual report"`),
 		// Restricted to the nearest documents: the positional searcher
@@ -245,7 +263,8 @@ func TestFastPathsAgree(t *testing.T) {
 // they decide (setFastDecided), =top for the counting of a NEAR's matches
 // with only the best kept and scored (setDirectTop), =oldpos for the
 // positions of the documents older than a window pair from memory
-// (setOldPos), =near3 for both. DOCREPO_BENCH_MODES=nearC adds a mode not in the
+// (setOldPos), =near3 for both, =prefix for a lone prefix's matches read
+// segment by segment (setSegPrefix). DOCREPO_BENCH_MODES=nearC adds a mode not in the
 // probe: NEAR of two of the ten commonest terms of C (the window pairs'
 // worst case: most of the index matches); =nearS the stack probe's NEAR
 // on an index the stack imported (stackNearMode). Besides the mean, each path's p50,
@@ -272,6 +291,8 @@ func BenchmarkTextCost(b *testing.B) {
 		toggle = setFastDecided
 	case "top":
 		toggle = setDirectTop
+	case "prefix":
+		toggle = setSegPrefix
 	case "oldpos":
 		toggle = setOldPos
 	case "near3":

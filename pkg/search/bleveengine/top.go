@@ -3,6 +3,7 @@ package bleveengine
 import (
 	"math"
 
+	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/search"
 
 	"github.com/docrepo/docrepo/pkg/search/dsl"
@@ -79,13 +80,7 @@ func (t *topCollector) collect(run *searchRun, ps *segPosSearcher) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if topObserved != nil {
-		topObserved(t.total, t.skipped)
-	}
-	return run.checkCtx()
+	return t.done(run, err)
 }
 
 // admitter returns the function that counts one match of the clause (its
@@ -129,7 +124,29 @@ func (t *topCollector) admitter(run *searchRun) func(slot int32, ok bool, score 
 func (t *topCollector) collectSearcher(run *searchRun, s search.Searcher) error {
 	t.used = true
 	admit := t.admitter(run)
-	if err := run.eachMatch(s, func(slot int32, ok bool, score float64) { admit(slot, ok, score) }); err != nil {
+	return t.done(run, run.eachMatch(s, func(slot int32, ok bool, score float64) { admit(slot, ok, score) }))
+}
+
+// collectPrefix counts and keeps the matches of q, a prefix alone, read
+// segment by segment (eachPrefixMatch), every one of score 1.
+func (t *topCollector) collectPrefix(run *searchRun, b *searcherBuilder, q *qnode, snap *scorch.IndexSnapshot) error {
+	t.used = true
+	admit := t.admitter(run)
+	err := b.eachPrefixMatch(q, snap, func(seg int, local, num uint64) error {
+		slot, ok, err := run.res.slotAt(seg, local, num)
+		if err != nil {
+			return err
+		}
+		admit(slot, ok, 1)
+		return nil
+	})
+	return t.done(run, err)
+}
+
+// done ends a collection that returned err: it reports the totals to
+// topObserved and checks the search's context.
+func (t *topCollector) done(run *searchRun, err error) error {
+	if err != nil {
 		return err
 	}
 	if topObserved != nil {
