@@ -27,21 +27,18 @@ func lonePrefix(q *qnode) bool {
 // probe's costliest text mode through the stack). The bleve searcher ORs
 // the same bitmaps, but then hands out each match as a DocumentMatch that
 // the resolver maps back to its segment (a binary search per match); here
-// the matches come as local document numbers of a known segment, read
-// from the union in blocks.
-func (b *searcherBuilder) eachPrefixMatch(q *qnode, snap *scorch.IndexSnapshot, fn func(seg int, local, num uint64) error) error {
+// the matches come as local document numbers of a known segment
+// (resolver.slotIn), read from the union in blocks.
+func (b *searcherBuilder) eachPrefixMatch(q *qnode, snap *scorch.IndexSnapshot, fn func(seg int, local uint64) error) error {
 	terms, err := b.expand(q.field, q.prefix)
 	if err != nil || len(terms) == 0 {
 		return err
 	}
 	var (
-		base uint64
-		bms  []*roaring.Bitmap
-		buf  = make([]uint32, 512)
+		bms []*roaring.Bitmap
+		buf = make([]uint32, 512)
 	)
 	for si, ss := range snap.Segments() {
-		segBase := base
-		base += ss.Segment().Count()
 		if err := b.ctx.Err(); err != nil {
 			return err
 		}
@@ -76,7 +73,7 @@ func (b *searcherBuilder) eachPrefixMatch(q *qnode, snap *scorch.IndexSnapshot, 
 				}
 			}
 			for _, local := range buf[:k] {
-				if err := fn(si, uint64(local), segBase+uint64(local)); err != nil {
+				if err := fn(si, uint64(local)); err != nil {
 					return err
 				}
 			}

@@ -714,8 +714,8 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 		if run.top != nil && run.top.f == f {
 			return leaf, run.top.collectPrefix(run, b, qn, snap)
 		}
-		err := b.eachPrefixMatch(qn, snap, func(seg int, local, num uint64) error {
-			slot, ok, err := run.res.slotAt(seg, local, num)
+		err := b.eachPrefixMatch(qn, snap, func(seg int, local uint64) error {
+			slot, ok, err := run.res.slotIn(seg, local)
 			add(slot, ok, 1)
 			return err
 		})

@@ -197,6 +197,12 @@ func (rs *resolver) slot(iid index.IndexInternalID) (int32, bool, error) {
 	return s, true, nil
 }
 
+// slotIn is slotAt for the document of local number local in the
+// snapshot's segment seg, its global number from the resolver's bases.
+func (rs *resolver) slotIn(seg int, local uint64) (int32, bool, error) {
+	return rs.slotAt(seg, local, rs.bases[seg]+local)
+}
+
 // slotAt is slot for the document of local number local in the
 // snapshot's segment seg (global number num), without finding the
 // segment.

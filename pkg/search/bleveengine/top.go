@@ -132,8 +132,8 @@ func (t *topCollector) collectSearcher(run *searchRun, s search.Searcher) error 
 func (t *topCollector) collectPrefix(run *searchRun, b *searcherBuilder, q *qnode, snap *scorch.IndexSnapshot) error {
 	t.used = true
 	admit := t.admitter(run)
-	err := b.eachPrefixMatch(q, snap, func(seg int, local, num uint64) error {
-		slot, ok, err := run.res.slotAt(seg, local, num)
+	err := b.eachPrefixMatch(q, snap, func(seg int, local uint64) error {
+		slot, ok, err := run.res.slotIn(seg, local)
 		if err != nil {
 			return err
 		}
