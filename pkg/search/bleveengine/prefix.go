@@ -16,7 +16,8 @@ func lonePrefix(q *qnode) bool {
 	return segPrefix && q != nil && q.kind == qPrefix && len(q.terms) == 0
 }
 
-// eachPrefixMatch calls fn with every document holding a word that starts
+// eachPrefixMatch calls fn with the table slot (ok false: not in the table
+// yet, as resolver.slot) of every document holding a word that starts
 // with q's prefix (the words expand gives, so the same words and the same
 // refusals as the bleve searcher), segment by segment of snap: the union of
 // the words' document bitmaps, each document once, deleted ones excluded.
@@ -27,9 +28,10 @@ func lonePrefix(q *qnode) bool {
 // probe's costliest text mode through the stack). The bleve searcher ORs
 // the same bitmaps, but then hands out each match as a DocumentMatch that
 // the resolver maps back to its segment (a binary search per match); here
-// the matches come as local document numbers of a known segment
-// (resolver.slotIn), read from the union in blocks.
-func (b *searcherBuilder) eachPrefixMatch(q *qnode, snap *scorch.IndexSnapshot, fn func(seg int, local uint64) error) error {
+// the matches come as local document numbers of a known segment, read
+// from the union in blocks and mapped by res (resolver.slotIn), which
+// must be the resolver of snap.
+func (b *searcherBuilder) eachPrefixMatch(q *qnode, snap *scorch.IndexSnapshot, res *resolver, fn func(slot int32, ok bool) error) error {
 	terms, err := b.expand(q.field, q.prefix)
 	if err != nil || len(terms) == 0 {
 		return err
@@ -73,7 +75,11 @@ func (b *searcherBuilder) eachPrefixMatch(q *qnode, snap *scorch.IndexSnapshot, 
 				}
 			}
 			for _, local := range buf[:k] {
-				if err := fn(si, uint64(local)); err != nil {
+				slot, ok, err := res.slotIn(si, uint64(local))
+				if err != nil {
+					return err
+				}
+				if err := fn(slot, ok); err != nil {
 					return err
 				}
 			}

@@ -714,10 +714,9 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 		if run.top != nil && run.top.f == f {
 			return leaf, run.top.collectPrefix(run, b, qn, snap)
 		}
-		err := b.eachPrefixMatch(qn, snap, func(seg int, local uint64) error {
-			slot, ok, err := run.res.slotIn(seg, local)
+		err := b.eachPrefixMatch(qn, snap, run.res, func(slot int32, ok bool) error {
 			add(slot, ok, 1)
-			return err
+			return nil
 		})
 		if err != nil {
 			return nil, err

@@ -132,11 +132,7 @@ func (t *topCollector) collectSearcher(run *searchRun, s search.Searcher) error 
 func (t *topCollector) collectPrefix(run *searchRun, b *searcherBuilder, q *qnode, snap *scorch.IndexSnapshot) error {
 	t.used = true
 	admit := t.admitter(run)
-	err := b.eachPrefixMatch(q, snap, func(seg int, local uint64) error {
-		slot, ok, err := run.res.slotIn(seg, local)
-		if err != nil {
-			return err
-		}
+	err := b.eachPrefixMatch(q, snap, run.res, func(slot int32, ok bool) error {
 		admit(slot, ok, 1)
 		return nil
 	})
