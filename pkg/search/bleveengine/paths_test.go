@@ -5,6 +5,7 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"testing"
@@ -62,6 +63,24 @@ type pathCost struct {
 	// hits is the total of the last path's results, summed over the
 	// requests.
 	hits int64
+	// allocs is the bytes the process allocated during each path's
+	// counted searches (the runtime's /gc/heap/allocs:bytes, every
+	// goroutine's), gcs the collections that ended meanwhile.
+	allocs, gcs [2]uint64
+}
+
+// allocPerSearch is path p's mean bytes allocated per counted search in
+// KiB (NaN when the path did not run).
+func (c *pathCost) allocPerSearch(p int) float64 {
+	return float64(c.allocs[p]) / 1024 / float64(len(c.each[p]))
+}
+
+// heapCounters reads the bytes allocated and the collections completed
+// since the process started.
+func heapCounters() (allocs, gcs uint64) {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64(), s[1].Value.Uint64()
 }
 
 // meanMs is the mean CPU per search of path p, in milliseconds (NaN when
@@ -97,6 +116,7 @@ func timePaths(b *testing.B, e *Engine, label string, reqs []engine.Request, pat
 				p = 1
 			}
 			runtime.GC()
+			a0, g0 := heapCounters()
 			for i, req := range reqs {
 				c0 := cpuTime()
 				res, err := e.Search(ctx, req)
@@ -109,6 +129,10 @@ func timePaths(b *testing.B, e *Engine, label string, reqs []engine.Request, pat
 				}
 				results[i][p] = res
 			}
+			if a1, g1 := heapCounters(); round >= 0 {
+				c.allocs[p] += a1 - a0
+				c.gcs[p] += g1 - g0
+			}
 			restore()
 		}
 		if len(paths) == 2 {
@@ -119,8 +143,12 @@ func timePaths(b *testing.B, e *Engine, label string, reqs []engine.Request, pat
 			}
 		}
 	}
+	last := 0 // the index of the last path in results
+	if paths[len(paths)-1] {
+		last = 1
+	}
 	for i := range reqs {
-		c.hits += results[i][len(paths)-1].Total
+		c.hits += results[i][last].Total
 	}
 	return &c
 }
