@@ -27,6 +27,11 @@ type ftsLeaf struct {
 // document: worth reusing at 100k documents).
 var leafPool sync.Pool
 
+// leafOnDemand lets fts skip the score array of a clause that is the
+// whole search (topCollector keeps its page); the benchmarks turn it off
+// to compare.
+var leafOnDemand = true
+
 // newLeaf returns an empty result for a table of n slots.
 func newLeaf(n int) *ftsLeaf {
 	if l, ok := leafPool.Get().(*ftsLeaf); ok && len(l.scores) >= n {
@@ -43,6 +48,10 @@ func newLeaf(n int) *ftsLeaf {
 // release resets the leaf (only the entries it set) and returns it to the
 // pool.
 func (l *ftsLeaf) release() {
+	if cap(l.scores) == 0 {
+		// A leaf without scores (no match, or topCollector's).
+		return
+	}
 	for _, s := range l.slots {
 		l.scores[s] = math.NaN()
 	}

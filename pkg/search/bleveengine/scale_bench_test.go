@@ -704,7 +704,8 @@ func probeModes(gen *scaleGen, r *rand.Rand) []probeMode {
 // topCollector and oldPositions ("-near3") and with, alternating, twice;
 // with =prefix the prefix mode runs with its matches from a bleve searcher
 // ("-segprefix", setSegPrefix off) and segment by segment, alternating,
-// twice. DOCREPO_BENCH_MODES=nearS adds the stack
+// twice; =leaf, =idorder and =page do the same for every text mode
+// (pageToggles). DOCREPO_BENCH_MODES=nearS adds the stack
 // probe's NEAR (stackNearMode) for an index the stack imported;
 // "mixed" runs every mode's searches at once, shuffled (mixedModes).
 // DOCREPO_BENCH_COMPARE=searchgate runs each mode with whole searches
@@ -785,6 +786,10 @@ func BenchmarkScaleModes(b *testing.B) {
 				runOldNew(b, e, who.name, m.name, "segprefix", reqs, setSegPrefix)
 				continue
 			}
+			if toggle, ok := pageToggles[compare]; ok && !m.vector {
+				runOldNew(b, e, who.name, m.name, compare, reqs, toggle)
+				continue
+			}
 			if os.Getenv("DOCREPO_BENCH_COMPARE") == "searchgate" {
 				// Whole searches through a gate or not, alternating.
 				for round := range max(rounds, 2) {
@@ -816,6 +821,14 @@ func BenchmarkScaleModes(b *testing.B) {
 		}
 	}
 	lagInProcess(b, e, gen)
+}
+
+// pageToggles are the DOCREPO_BENCH_COMPARE values that make
+// BenchmarkScaleModes run every text mode without and with what they
+// toggle, alternating (runOldNew): =leaf (setLeafOnDemand), =idorder
+// (setTopIDOrder), =page (both).
+var pageToggles = map[string]func(bool) func(){
+	"leaf": setLeafOnDemand, "idorder": setTopIDOrder, "page": setTopPage,
 }
 
 // runOldNew runs mode's requests with toggle(false), the old path

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 
@@ -666,13 +667,24 @@ func driver(conjuncts []dsl.Clause, leaves map[*dsl.FTS]*ftsLeaf) *ftsLeaf {
 
 // fts runs one fts clause, restricted to the documents whose ids are
 // listed when restrict is not nil.
+//
+// When the clause is the whole search (run.top), topCollector counts its
+// matches and keeps the page; the leaf returned is then empty, without
+// the score array of one float64 per document the other paths fill (8 MB
+// at 1 M documents, allocated and set to NaN when the pool has none:
+// issue 23, the largest allocation of a text search at scale).
 func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
-	recs := run.tab.recs
-	leaf := newLeaf(len(recs))
 	qn := run.e.an.translate(f.Root)
 	run.nodes[f] = qn
 	if qn == nil || restrict != nil && len(restrict) == 0 {
-		return leaf, nil
+		return &ftsLeaf{}, nil
+	}
+	whole := run.top != nil && run.top.f == f && restrict == nil
+	var leaf *ftsLeaf
+	if whole && leafOnDemand {
+		leaf = &ftsLeaf{}
+	} else {
+		leaf = newLeaf(len(run.tab.recs))
 	}
 	ctx := run.ctx
 	view, err := run.stats()
@@ -711,7 +723,7 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 		}
 	}
 	if snap, ok := run.r.(*scorch.IndexSnapshot); ok && restrict == nil && lonePrefix(qn) {
-		if run.top != nil && run.top.f == f {
+		if whole {
 			return leaf, run.top.collectPrefix(run, b, qn, snap)
 		}
 		err := b.eachPrefixMatch(qn, snap, run.res, func(slot int32, ok bool) error {
@@ -743,7 +755,7 @@ func (run *searchRun) fts(f *dsl.FTS, restrict []string) (*ftsLeaf, error) {
 		s = conj
 	}
 	defer s.Close()
-	if run.top != nil && run.top.f == f && restrict == nil {
+	if whole {
 		// The whole search: its page straight from the matches.
 		if ps, ok := s.(*segPosSearcher); ok {
 			return leaf, run.top.collect(run, ps)
@@ -942,7 +954,7 @@ func cmpBool(a, b bool) int {
 // costing one comparison (matchHeap).
 func topN(ms []match, n int, cmp func(a, b *match) int) []match {
 	if n >= len(ms) {
-		slices.SortFunc(ms, func(a, b match) int { return cmp(&a, &b) })
+		sort.Sort(byCmp{ms, cmp})
 		return ms
 	}
 	mh := matchHeap{h: make([]match, 0, n), n: n, cmp: cmp}
@@ -956,6 +968,18 @@ func topN(ms []match, n int, cmp func(a, b *match) int) []match {
 	}
 	return mh.sorted()
 }
+
+// byCmp sorts matches in cmp order, compared where they are: a sort
+// function comparing &a and &b of its copies (cmp is a function value)
+// would move both copies to the heap at every comparison.
+type byCmp struct {
+	ms  []match
+	cmp func(a, b *match) int
+}
+
+func (s byCmp) Len() int           { return len(s.ms) }
+func (s byCmp) Less(i, j int) bool { return s.cmp(&s.ms[i], &s.ms[j]) < 0 }
+func (s byCmp) Swap(i, j int)      { s.ms[i], s.ms[j] = s.ms[j], s.ms[i] }
 
 // matchHeap keeps the first n matches in cmp order of those offered: a
 // heap with the last of them on top (topN, topCollector).
@@ -1005,7 +1029,7 @@ func (mh *matchHeap) replaceTop(m match) {
 
 // sorted returns the kept matches in cmp order.
 func (mh *matchHeap) sorted() []match {
-	slices.SortFunc(mh.h, func(a, b match) int { return mh.cmp(&a, &b) })
+	sort.Sort(byCmp{mh.h, mh.cmp})
 	return mh.h
 }
 

@@ -20,12 +20,38 @@ func setFastPaths(on bool) func() {
 	restoreDecided := setFastDecided(on)
 	restoreTop := setDirectTop(on)
 	restorePrefix := setSegPrefix(on)
+	restorePage := setTopPage(on)
 	return func() {
 		segPositional, folderDriver, compactSlots, pairFirst, columnFilters, skipIneligible, windowFirst = pos, folders, compact, pairs, cols, skip, window
 		restoreDecided()
 		restoreTop()
 		restorePrefix()
+		restorePage()
 	}
+}
+
+// setLeafOnDemand turns off (or on) the score array of an fts clause that
+// topCollector answers alone (leafOnDemand), returning a function
+// restoring it.
+func setLeafOnDemand(on bool) func() {
+	old := leafOnDemand
+	leafOnDemand = on
+	return func() { leafOnDemand = old }
+}
+
+// setTopIDOrder turns topCollector's own comparison by score and id
+// (topIDOrder) on or off, returning a function restoring it.
+func setTopIDOrder(on bool) func() {
+	old := topIDOrder
+	topIDOrder = on
+	return func() { topIDOrder = old }
+}
+
+// setTopPage turns leafOnDemand and topIDOrder together on or off
+// (DOCREPO_BENCH_COMPARE=page), returning a function restoring them.
+func setTopPage(on bool) func() {
+	a, b := setLeafOnDemand(on), setTopIDOrder(on)
+	return func() { a(); b() }
 }
 
 // setSegPrefix turns the reading of a lone prefix's matches segment by
@@ -170,6 +196,12 @@ func TestFastPathsAgree(t *testing.T) {
 		fts(`a*`), fts(`t*`), fts(`zz*`),
 		fmt.Sprintf(`{"where": {"fts": {"query": %q}}, "limit": 7, "offset": 40}`, `d*`),
 		fmt.Sprintf(`{"where": {"fts": {"query": %q}}, "sort": [{"field": "doc_type"}]}`, `a*`),
+		// The default order's ties broken by id either way (topCollector
+		// compares score and id itself): a prefix (all of score 1) and
+		// words of different scores.
+		fmt.Sprintf(`{"where": {"fts": {"query": %q}}, "limit": 9, "offset": 3, "sort": [{"field": "_score", "direction": "desc"}, {"field": "id", "direction": "desc"}]}`, `t*`),
+		fmt.Sprintf(`{"where": {"fts": {"query": %q}}, "limit": 30, "sort": [{"field": "_score", "direction": "desc"}, {"field": "id", "direction": "desc"}]}`, `tax OR late`),
+		fmt.Sprintf(`{"where": {"fts": {"query": %q}}, "limit": 30}`, `tax OR late`),
 		`{"where": {"and": [{"eq": {"field": "filesbelongto", "value": 4}}, {"fts": {"query": "d*"}}]}}`,
 		`{"where": {"or": [{"eq": {"field": "doc_type", "value": "Letter"}}, {"fts": {"query": "a*"}}]}}`,
 		fmt.Sprintf(`{"where": {"fts": {"query": %q}}, "limit": 7, "offset": 5}`, `*N4"report tax"`),
@@ -264,7 +296,10 @@ func TestFastPathsAgree(t *testing.T) {
 // with only the best kept and scored (setDirectTop), =oldpos for the
 // positions of the documents older than a window pair from memory
 // (setOldPos), =near3 for both, =prefix for a lone prefix's matches read
-// segment by segment (setSegPrefix). DOCREPO_BENCH_MODES=nearC adds a mode not in the
+// segment by segment (setSegPrefix), =leaf for no score array when
+// topCollector answers (setLeafOnDemand), =idorder for topCollector's own
+// comparison by score and id (setTopIDOrder), =page for both
+// (setTopPage). DOCREPO_BENCH_MODES=nearC adds a mode not in the
 // probe: NEAR of two of the ten commonest terms of C (the window pairs'
 // worst case: most of the index matches); =nearS the stack probe's NEAR
 // on an index the stack imported (stackNearMode). Besides the mean, each path's p50,
@@ -297,6 +332,12 @@ func BenchmarkTextCost(b *testing.B) {
 		toggle = setOldPos
 	case "near3":
 		toggle = setNear3
+	case "leaf":
+		toggle = setLeafOnDemand
+	case "idorder":
+		toggle = setTopIDOrder
+	case "page":
+		toggle = setTopPage
 	}
 	for _, who := range scaleFilters[:2] {
 		name := map[string]string{"none": "unrestricted", "10%": "user10%"}[who.name]
@@ -329,6 +370,8 @@ func BenchmarkTextCost(b *testing.B) {
 			}
 			scaleLog(b, "%-12s %-8s CPU per search: old %6.2f ms, new %6.2f ms (%.2fx); old %s, new %s ms; %d searches each, %.0f hits/search; load average %s",
 				name, m.name, c.meanMs(0), c.meanMs(1), c.meanMs(0)/c.meanMs(1), percentiles(c.each[0]), percentiles(c.each[1]), len(c.each[1]), float64(c.hits)/float64(len(reqs)), loadAvg())
+			scaleLog(b, "%-12s %-8s allocated per search: old %.0f KiB, new %.0f KiB; collections: old %d, new %d",
+				name, m.name, c.allocPerSearch(0), c.allocPerSearch(1), c.gcs[0], c.gcs[1])
 		}
 	}
 	e.freqs.mu.Lock()

@@ -35,6 +35,15 @@ type topCollector struct {
 	byScore bool
 	total   int
 	used    bool
+	// ids, when the sort is _score descending then id (the default),
+	// holds the id of each slot (table.ids): offer then compares a match
+	// with the last kept one itself, instead of through heap.cmp's chain
+	// of key functions (a prefix's matches all score 1, so every one
+	// after the first page is decided by its id). idDesc: id descending.
+	ids    []int64
+	idDesc bool
+	// cand is the match offer compares with the last kept.
+	cand match
 	// skipped counts the matches not scored (tests, benchmarks).
 	skipped int
 }
@@ -59,12 +68,21 @@ func (run *searchRun) newTopCollector(f *dsl.FTS) *topCollector {
 		limit = dsl.DefaultLimit
 	}
 	keys := q.EffectiveSort()
-	return &topCollector{
+	t := &topCollector{
 		f:       f,
 		heap:    matchHeap{n: q.Offset + limit, cmp: run.comparator(keys, true)},
 		byScore: keys[0].Field == dsl.FieldScore && keys[0].Desc,
 	}
+	if topIDOrder && compactSlots && t.byScore && len(keys) == 2 && keys[1].Field == dsl.FieldID && len(run.tab.ids) == len(run.tab.recs) {
+		t.ids, t.idDesc = run.tab.ids, keys[1].Desc
+	}
+	return t
 }
+
+// topIDOrder lets topCollector compare matches by score and id itself
+// when that is the sort (topCollector.ids); the tests and benchmarks turn
+// it off to compare.
+var topIDOrder = true
 
 // collect counts and keeps the matches of ps, the searcher of the clause.
 func (t *topCollector) collect(run *searchRun, ps *segPosSearcher) error {
@@ -162,10 +180,34 @@ func (t *topCollector) offer(m match) {
 	case mh.n <= 0:
 	case !mh.full():
 		mh.push(m)
-	case t.byScore && m.score < mh.h[0].score || mh.cmp(&m, &mh.h[0]) >= 0:
-		// (A lower score sorts after h[0] when the score comes first.)
-	default:
+	case t.ids != nil:
+		// Score descending, then id: m is kept when it sorts before the
+		// last kept (ids are unique, so never equal but for the same
+		// document, which admitter offers once).
+		last := &mh.h[0]
+		if m.score < last.score {
+			return
+		}
+		if m.score == last.score {
+			a, b := t.ids[m.slot], t.ids[last.slot]
+			if t.idDesc {
+				a, b = b, a
+			}
+			if a >= b {
+				return
+			}
+		}
 		mh.replaceTop(m)
+	case t.byScore && m.score < mh.h[0].score:
+		// A lower score sorts after h[0] when the score comes first.
+	default:
+		// Compared from a field: &m given to heap.cmp (a function value)
+		// would move every match offered to the heap, an allocation per
+		// match (a prefix offers each of its matches).
+		t.cand = m
+		if mh.cmp(&t.cand, &mh.h[0]) < 0 {
+			mh.replaceTop(m)
+		}
 	}
 }
 
