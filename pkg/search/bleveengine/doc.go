@@ -207,7 +207,10 @@
 //  5. The matches are counted (Total), the page is selected with a bounded
 //     heap over the sort keys (Query.EffectiveSort: ties by id ascending,
 //     missing values last in both directions, _score ignored when nothing
-//     ranks) and the hits are built from the table.
+//     ranks) and the hits are built from the table. When one fts clause is
+//     the whole search, its matches go straight to that heap
+//     (topCollector): no score array, no match list, and nothing
+//     allocated per match (a prefix at 1 M offers tens of thousands).
 //
 // Scores: BM25 in fts modes (also with a vector clause: the vector only
 // selects), 1/(1+d²) with a vector clause and no fts clause, nil otherwise.
