@@ -30,22 +30,22 @@ func setFastPaths(on bool) func() {
 	}
 }
 
+// setFlag sets the package flag *p (one of the switches between a search
+// path and the one it replaced) to on, returning a function restoring it.
+func setFlag(p *bool, on bool) func() {
+	old := *p
+	*p = on
+	return func() { *p = old }
+}
+
 // setLeafOnDemand turns off (or on) the score array of an fts clause that
 // topCollector answers alone (leafOnDemand), returning a function
 // restoring it.
-func setLeafOnDemand(on bool) func() {
-	old := leafOnDemand
-	leafOnDemand = on
-	return func() { leafOnDemand = old }
-}
+func setLeafOnDemand(on bool) func() { return setFlag(&leafOnDemand, on) }
 
 // setTopIDOrder turns topCollector's own comparison by score and id
 // (topIDOrder) on or off, returning a function restoring it.
-func setTopIDOrder(on bool) func() {
-	old := topIDOrder
-	topIDOrder = on
-	return func() { topIDOrder = old }
-}
+func setTopIDOrder(on bool) func() { return setFlag(&topIDOrder, on) }
 
 // setTopPage turns leafOnDemand and topIDOrder together on or off
 // (DOCREPO_BENCH_COMPARE=page), returning a function restoring them.
@@ -56,11 +56,7 @@ func setTopPage(on bool) func() {
 
 // setSegPrefix turns the reading of a lone prefix's matches segment by
 // segment (eachPrefixMatch) on or off, returning a function restoring it.
-func setSegPrefix(on bool) func() {
-	old := segPrefix
-	segPrefix = on
-	return func() { segPrefix = old }
-}
+func setSegPrefix(on bool) func() { return setFlag(&segPrefix, on) }
 
 // setNear3 turns topCollector and oldPositions together on or off
 // (DOCREPO_BENCH_COMPARE=near3), returning a function restoring them.
@@ -72,36 +68,20 @@ func setNear3(on bool) func() {
 // setDirectTop turns topCollector (a phrase or NEAR alone counted and its
 // best matches kept, the others' scores skipped by bounds) on or off,
 // returning a function restoring it.
-func setDirectTop(on bool) func() {
-	old := directTop
-	directTop = on
-	return func() { directTop = old }
-}
+func setDirectTop(on bool) func() { return setFlag(&directTop, on) }
 
 // setSkipIneligible turns the skipping of documents a restricted caller
 // cannot see in phrases and NEAR on or off, returning a function
 // restoring it.
-func setSkipIneligible(on bool) func() {
-	old := skipIneligible
-	skipIneligible = on
-	return func() { skipIneligible = old }
-}
+func setSkipIneligible(on bool) func() { return setFlag(&skipIneligible, on) }
 
 // setColumnFilters turns the metadata columns' use on or off, returning a
 // function restoring it.
-func setColumnFilters(on bool) func() {
-	old := columnFilters
-	columnFilters = on
-	return func() { columnFilters = old }
-}
+func setColumnFilters(on bool) func() { return setFlag(&columnFilters, on) }
 
 // setPairFirst turns the pair field's use on or off, returning a function
 // restoring it.
-func setPairFirst(on bool) func() {
-	old := pairFirst
-	pairFirst = on
-	return func() { pairFirst = old }
-}
+func setPairFirst(on bool) func() { return setFlag(&pairFirst, on) }
 
 // setFastDecided turns the cheaper reading of the documents the window
 // pairs decide (fastDecided, decodedFreqs) on or off, returning a function restoring it.
@@ -114,19 +94,11 @@ func setFastDecided(on bool) func() {
 // setOldPos turns the reading of the positions of documents older than a
 // window pair from termFreqs.oldPositions on or off, returning a function
 // restoring it.
-func setOldPos(on bool) func() {
-	old := oldPosFirst
-	oldPosFirst = on
-	return func() { oldPosFirst = old }
-}
+func setOldPos(on bool) func() { return setFlag(&oldPosFirst, on) }
 
 // setWindowFirst turns the window pairs' use on or off, returning a
 // function restoring it.
-func setWindowFirst(on bool) func() {
-	old := windowFirst
-	windowFirst = on
-	return func() { windowFirst = old }
-}
+func setWindowFirst(on bool) func() { return setFlag(&windowFirst, on) }
 
 // TestFastPathsAgree runs phrase, NEAR and metadata searches on a small
 // index of several segments (with updated and deleted documents) with the
