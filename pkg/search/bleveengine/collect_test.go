@@ -9,7 +9,7 @@ import (
 
 // byScoreThenSlot orders matches as a scored search does: score
 // descending, ties by slot (standing in for id) ascending.
-func byScoreThenSlot(a, b *match) int {
+func byScoreThenSlot(a, b match) int {
 	if c := cmp.Compare(b.score, a.score); c != 0 {
 		return c
 	}

@@ -265,9 +265,9 @@ func (f *colFilter) ok(slot int32) bool {
 // documents lacking the field after those having it in both directions,
 // and returns 0 when they are equal (the same second, or both absent),
 // leaving those to the records.
-func (c *metaColumns) timeSort(i int, desc bool) func(a, b *match) int {
+func (c *metaColumns) timeSort(i int, desc bool) func(a, b match) int {
 	col := c.times[i]
-	return func(a, b *match) int {
+	return func(a, b match) int {
 		ka, kb := col[a.slot], col[b.slot]
 		if ka == kb {
 			return 0

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -450,7 +449,7 @@ func (run *searchRun) pageTotal(matches []match, total int) (engine.Result, erro
 
 // pageOf returns the matches from offset, at most limit of them (the
 // default limit when limit is 0), in cmp's order.
-func pageOf(matches []match, offset, limit int, cmp func(a, b *match) int) []match {
+func pageOf(matches []match, offset, limit int, cmp func(a, b match) int) []match {
 	if limit <= 0 {
 		limit = dsl.DefaultLimit
 	}
@@ -841,7 +840,7 @@ func visibility(req *engine.Request) func(r *record) bool {
 
 // comparator is comparator over the search's table: its compact ids and
 // metadata columns when they are enabled (pageTotal, topCollector).
-func (run *searchRun) comparator(keys []dsl.Sort, scored bool) func(a, b *match) int {
+func (run *searchRun) comparator(keys []dsl.Sort, scored bool) func(a, b match) int {
 	var ids []int64
 	if compactSlots {
 		ids = run.tab.ids
@@ -860,8 +859,8 @@ func (run *searchRun) comparator(keys []dsl.Sort, scored bool) func(a, b *match)
 // ids, when not nil, holds the id of each slot (table.ids), read instead
 // of the records; cols, when not nil, the time fields' keys, which decide
 // between two records unless equal.
-func comparator(keys []dsl.Sort, recs []record, ids []int64, cols *metaColumns, scored bool) func(a, b *match) int {
-	var cmps []func(a, b *match) int
+func comparator(keys []dsl.Sort, recs []record, ids []int64, cols *metaColumns, scored bool) func(a, b match) int {
+	var cmps []func(a, b match) int
 	for _, k := range keys {
 		desc := k.Desc
 		dir := func(c int) int {
@@ -873,17 +872,17 @@ func comparator(keys []dsl.Sort, recs []record, ids []int64, cols *metaColumns, 
 		switch k.Field {
 		case dsl.FieldScore:
 			if scored {
-				cmps = append(cmps, func(a, b *match) int { return dir(cmp.Compare(a.score, b.score)) })
+				cmps = append(cmps, func(a, b match) int { return dir(cmp.Compare(a.score, b.score)) })
 			}
 		case dsl.FieldID:
 			if ids != nil {
-				cmps = append(cmps, func(a, b *match) int { return dir(cmp.Compare(ids[a.slot], ids[b.slot])) })
+				cmps = append(cmps, func(a, b match) int { return dir(cmp.Compare(ids[a.slot], ids[b.slot])) })
 			} else {
-				cmps = append(cmps, func(a, b *match) int { return dir(cmp.Compare(recs[a.slot].id, recs[b.slot].id)) })
+				cmps = append(cmps, func(a, b match) int { return dir(cmp.Compare(recs[a.slot].id, recs[b.slot].id)) })
 			}
 		default:
 			if i, ok := stringFields[k.Field]; ok {
-				cmps = append(cmps, func(a, b *match) int {
+				cmps = append(cmps, func(a, b match) int {
 					ra, rb := &recs[a.slot], &recs[b.slot]
 					ha, hb := ra.has(i), rb.has(i)
 					if ha != hb {
@@ -895,11 +894,11 @@ func comparator(keys []dsl.Sort, recs []record, ids []int64, cols *metaColumns, 
 					return dir(strings.Compare(ra.str[i], rb.str[i]))
 				})
 			} else if get, ok := timeGetter(k.Field); ok {
-				var byKey func(a, b *match) int
+				var byKey func(a, b match) int
 				if cols != nil {
 					byKey = cols.timeSort(timeFields[k.Field], desc)
 				}
-				cmps = append(cmps, func(a, b *match) int {
+				cmps = append(cmps, func(a, b match) int {
 					if byKey != nil {
 						if c := byKey(a, b); c != 0 {
 							return c
@@ -916,14 +915,14 @@ func comparator(keys []dsl.Sort, recs []record, ids []int64, cols *metaColumns, 
 					return dir(ta.Compare(tb))
 				})
 			} else if get, ok := boolGetter(k.Field); ok {
-				cmps = append(cmps, func(a, b *match) int {
+				cmps = append(cmps, func(a, b match) int {
 					return dir(cmpBool(get(&recs[a.slot]), get(&recs[b.slot])))
 				})
 			}
 			// filesbelongto cannot be a sort key (dsl rejects it).
 		}
 	}
-	return func(a, b *match) int {
+	return func(a, b match) int {
 		for _, c := range cmps {
 			if r := c(a, b); r != 0 {
 				return r
@@ -952,41 +951,28 @@ func cmpBool(a, b bool) int {
 
 // topN returns the first n matches in cmp order, sorted, most matches
 // costing one comparison (matchHeap).
-func topN(ms []match, n int, cmp func(a, b *match) int) []match {
+func topN(ms []match, n int, cmp func(a, b match) int) []match {
 	if n >= len(ms) {
-		sort.Sort(byCmp{ms, cmp})
+		slices.SortFunc(ms, cmp)
 		return ms
 	}
 	mh := matchHeap{h: make([]match, 0, n), n: n, cmp: cmp}
-	for i := range ms {
-		m := &ms[i]
+	for _, m := range ms {
 		if !mh.full() {
-			mh.push(*m)
-		} else if cmp(m, &mh.h[0]) < 0 {
-			mh.replaceTop(*m)
+			mh.push(m)
+		} else if cmp(m, mh.h[0]) < 0 {
+			mh.replaceTop(m)
 		}
 	}
 	return mh.sorted()
 }
-
-// byCmp sorts matches in cmp order, compared where they are: a sort
-// function comparing &a and &b of its copies (cmp is a function value)
-// would move both copies to the heap at every comparison.
-type byCmp struct {
-	ms  []match
-	cmp func(a, b *match) int
-}
-
-func (s byCmp) Len() int           { return len(s.ms) }
-func (s byCmp) Less(i, j int) bool { return s.cmp(&s.ms[i], &s.ms[j]) < 0 }
-func (s byCmp) Swap(i, j int)      { s.ms[i], s.ms[j] = s.ms[j], s.ms[i] }
 
 // matchHeap keeps the first n matches in cmp order of those offered: a
 // heap with the last of them on top (topN, topCollector).
 type matchHeap struct {
 	h   []match
 	n   int
-	cmp func(a, b *match) int
+	cmp func(a, b match) int
 }
 
 // full reports whether the heap holds n matches.
@@ -997,7 +983,7 @@ func (mh *matchHeap) push(m match) {
 	h, cmp := append(mh.h, m), mh.cmp
 	for j := len(h) - 1; j > 0; {
 		p := (j - 1) / 2
-		if cmp(&h[j], &h[p]) <= 0 {
+		if cmp(h[j], h[p]) <= 0 {
 			break
 		}
 		h[j], h[p] = h[p], h[j]
@@ -1016,10 +1002,10 @@ func (mh *matchHeap) replaceTop(m match) {
 			return
 		}
 		w := l
-		if r := l + 1; r < len(h) && cmp(&h[r], &h[l]) > 0 {
+		if r := l + 1; r < len(h) && cmp(h[r], h[l]) > 0 {
 			w = r
 		}
-		if cmp(&h[w], &h[i]) <= 0 {
+		if cmp(h[w], h[i]) <= 0 {
 			return
 		}
 		h[i], h[w] = h[w], h[i]
@@ -1029,7 +1015,7 @@ func (mh *matchHeap) replaceTop(m match) {
 
 // sorted returns the kept matches in cmp order.
 func (mh *matchHeap) sorted() []match {
-	sort.Sort(byCmp{mh.h, mh.cmp})
+	slices.SortFunc(mh.h, mh.cmp)
 	return mh.h
 }
 

@@ -43,8 +43,6 @@ type topCollector struct {
 	// after the first page is decided by its id). idDesc: id descending.
 	ids    []int64
 	idDesc bool
-	// cand is the match offer compares with the last kept.
-	cand match
 	// seen is the admitter's set of the slots counted, back to seenPool
 	// when the collection is done.
 	seen bitset
@@ -232,14 +230,8 @@ func (t *topCollector) offer(m match) {
 		mh.replaceTop(m)
 	case t.byScore && m.score < mh.h[0].score:
 		// A lower score sorts after h[0] when the score comes first.
-	default:
-		// Compared from a field: &m given to heap.cmp (a function value)
-		// would move every match offered to the heap, an allocation per
-		// match (a prefix offers each of its matches).
-		t.cand = m
-		if mh.cmp(&t.cand, &mh.h[0]) < 0 {
-			mh.replaceTop(m)
-		}
+	case mh.cmp(m, mh.h[0]) < 0:
+		mh.replaceTop(m)
 	}
 }
 
